@@ -1,0 +1,551 @@
+package eventstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Append writes one command's events atomically, checking each stream's
+// expected version. Concurrent appends are grouped into shared transactions
+// (group commit), one round trip each, so throughput grows with concurrency;
+// each request still succeeds or fails on its own.
+func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+	op, err := s.prepare(ctx, req)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	select {
+	case s.appender.queue <- op:
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	case <-s.appender.stopped:
+		return AppendResult{}, ErrClosed
+	}
+	select {
+	case out := <-op.result:
+		return out.result, out.err
+	case <-ctx.Done():
+		// The append may still commit; a retry with the same command id is safe.
+		return AppendResult{}, ctx.Err()
+	}
+}
+
+type encodedEvent struct {
+	stream        int
+	typ           string
+	schemaVersion int
+	payload       []byte
+}
+
+type appendOp struct {
+	ctx         context.Context
+	req         AppendRequest
+	events      []encodedEvent
+	metadata    []byte
+	fingerprint []byte
+	keys        []string
+	result      chan appendOutcome
+}
+
+type appendOutcome struct {
+	result AppendResult
+	err    error
+}
+
+func (op *appendOp) respond(r AppendResult, err error) {
+	op.result <- appendOutcome{result: r, err: err}
+}
+
+// prepare validates and encodes a request before it joins a batch, so a bad
+// request never reaches the database.
+func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, error) {
+	if len(req.Streams) == 0 && req.CommandID == "" {
+		return nil, ErrEmptyAppend
+	}
+	op := &appendOp{ctx: ctx, req: req, result: make(chan appendOutcome, 1)}
+	seen := map[string]bool{}
+	fp := sha256.New()
+	for i, st := range req.Streams {
+		if st.StreamID == "" || st.StreamType == "" {
+			return nil, fmt.Errorf("append: stream %d needs a stream id and a stream type", i)
+		}
+		if seen[st.StreamID] {
+			return nil, fmt.Errorf("append: stream %q appears twice in one request; merge its events", st.StreamID)
+		}
+		if st.Expected < AnyVersion {
+			return nil, fmt.Errorf("append: stream %q: invalid expected version %d", st.StreamID, st.Expected)
+		}
+		seen[st.StreamID] = true
+		op.keys = append(op.keys, "s:"+st.StreamID)
+		fp.Write([]byte(st.StreamID))
+		for _, e := range st.Events {
+			typ, ver, payload, err := s.registry.Encode(e)
+			if err != nil {
+				return nil, fmt.Errorf("append to stream %q: %w", st.StreamID, err)
+			}
+			op.events = append(op.events, encodedEvent{stream: i, typ: typ, schemaVersion: ver, payload: payload})
+			fp.Write([]byte(typ))
+			fp.Write(payload)
+		}
+	}
+	md := req.Metadata
+	md.CommandID = req.CommandID
+	var err error
+	if op.metadata, err = json.Marshal(md); err != nil {
+		return nil, fmt.Errorf("append: encode metadata: %w", err)
+	}
+	if req.CommandID != "" {
+		op.keys = append(op.keys, "c:"+req.CommandID)
+		op.fingerprint = req.Fingerprint
+		if len(op.fingerprint) == 0 {
+			op.fingerprint = fp.Sum(nil)
+		}
+	}
+	return op, nil
+}
+
+// appender forms batches from queued requests. Two requests that touch the
+// same stream (or carry the same command id) never share a batch or run in
+// two batches at once, so each batch can chain hashes from known heads.
+type appender struct {
+	s       *Store
+	queue   chan *appendOp
+	stopped chan struct{}
+	heads   *headCache
+}
+
+func newAppender(s *Store) *appender {
+	return &appender{
+		s:       s,
+		queue:   make(chan *appendOp, 4096),
+		stopped: make(chan struct{}),
+		heads:   newHeadCache(s.opts.HeadCacheSize),
+	}
+}
+
+func (a *appender) run(ctx context.Context) {
+	busy := map[string]bool{}
+	var pending []*appendOp
+	done := make(chan []*appendOp)
+	free := a.s.opts.AppendWorkers
+	for {
+		for free > 0 {
+			batch := a.take(&pending, busy)
+			if len(batch) == 0 {
+				break
+			}
+			free--
+			for _, op := range batch {
+				for _, k := range op.keys {
+					busy[k] = true
+				}
+			}
+			go func() {
+				a.execute(batch)
+				done <- batch
+			}()
+		}
+		select {
+		case op := <-a.queue:
+			pending = append(pending, op)
+			// Everything already queued joins this round.
+			for drained := false; !drained; {
+				select {
+				case op := <-a.queue:
+					pending = append(pending, op)
+				default:
+					drained = true
+				}
+			}
+		case batch := <-done:
+			free++
+			for _, op := range batch {
+				for _, k := range op.keys {
+					delete(busy, k)
+				}
+			}
+		case <-ctx.Done():
+			close(a.stopped)
+			for ; free < a.s.opts.AppendWorkers; free++ {
+				<-done
+			}
+			for _, op := range pending {
+				op.respond(AppendResult{}, ErrClosed)
+			}
+			for {
+				select {
+				case op := <-a.queue:
+					op.respond(AppendResult{}, ErrClosed)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// take removes from pending the oldest requests whose keys are free, keeping
+// arrival order among requests that share a key.
+func (a *appender) take(pending *[]*appendOp, busy map[string]bool) []*appendOp {
+	var batch []*appendOp
+	blocked := map[string]bool{}
+	rest := (*pending)[:0]
+	for _, op := range *pending {
+		if err := op.ctx.Err(); err != nil {
+			op.respond(AppendResult{}, err)
+			continue
+		}
+		free := len(batch) < a.s.opts.MaxBatch
+		for _, k := range op.keys {
+			if busy[k] || blocked[k] {
+				free = false
+			}
+		}
+		for _, k := range op.keys {
+			blocked[k] = true
+		}
+		if free {
+			batch = append(batch, op)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	for i := len(rest); i < len(*pending); i++ {
+		(*pending)[i] = nil
+	}
+	*pending = rest
+	return batch
+}
+
+const maxAttempts = 8
+
+// execute runs a batch to completion, answering every request in it.
+func (a *appender) execute(batch []*appendOp) {
+	// The batch outlives the callers' contexts: once sent, it commits or not
+	// as a whole, and Close waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ops := batch
+	refresh := false
+	for attempt := 1; len(ops) > 0; attempt++ {
+		if attempt > maxAttempts {
+			for _, op := range ops {
+				op.respond(AppendResult{}, fmt.Errorf("append: gave up after %d attempts against concurrent writers", maxAttempts))
+			}
+			return
+		}
+		ops, refresh = a.attempt(ctx, ops, refresh)
+	}
+}
+
+type row struct {
+	op      int
+	stream  string
+	version int64
+}
+
+// attempt tries one transaction for ops. It returns the ops to try again and
+// whether their stream heads must be re-read from the database.
+func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) ([]*appendOp, bool) {
+	heads, err := a.loadHeads(ctx, ops, refresh)
+	if err != nil {
+		failAll(ops, err)
+		return nil, false
+	}
+
+	var (
+		live                                []*appendOp
+		rows                                []row
+		sid, styp, etyp, payload, meta, cmd []string
+		ver, sver                           []int64
+		at                                  []time.Time
+		prev, hash                          [][]byte
+		cmdIDs                              []string
+		cmdFPs                              [][]byte
+		cmdAt                               []time.Time
+		opResults                           = map[int]*AppendResult{}
+	)
+	for _, op := range ops {
+		if conflict := checkExpected(op, heads); conflict != nil {
+			op.respond(AppendResult{}, conflict)
+			continue
+		}
+		idx := len(live)
+		live = append(live, op)
+		now := a.s.opts.Clock().UTC().Truncate(time.Microsecond)
+		if op.req.CommandID != "" {
+			cmdIDs = append(cmdIDs, op.req.CommandID)
+			cmdFPs = append(cmdFPs, op.fingerprint)
+			cmdAt = append(cmdAt, now)
+		}
+		res := &AppendResult{}
+		opResults[idx] = res
+		for _, e := range op.events {
+			st := op.req.Streams[e.stream]
+			h := heads[st.StreamID]
+			in := HashInput{
+				PrevHash: h.hash, StreamID: st.StreamID, StreamType: st.StreamType, Version: h.version + 1,
+				Type: e.typ, SchemaVersion: e.schemaVersion, Payload: e.payload, Metadata: op.metadata,
+				CommandID: op.req.CommandID, RecordedAt: now,
+			}
+			sum := Hash(in)
+			heads[st.StreamID] = head{version: in.Version, hash: sum}
+			rows = append(rows, row{op: idx, stream: st.StreamID, version: in.Version})
+			sid, styp, etyp = append(sid, st.StreamID), append(styp, st.StreamType), append(etyp, e.typ)
+			ver, sver = append(ver, in.Version), append(sver, int64(e.schemaVersion))
+			payload, meta, cmd = append(payload, string(e.payload)), append(meta, string(op.metadata)), append(cmd, op.req.CommandID)
+			at, prev, hash = append(at, now), append(prev, in.PrevHash), append(hash, sum)
+		}
+		for _, st := range op.req.Streams {
+			res.Streams = append(res.Streams, StreamVersion{StreamID: st.StreamID, Version: heads[st.StreamID].version})
+		}
+	}
+	if len(live) == 0 {
+		return nil, false
+	}
+
+	b := &pgx.Batch{}
+	if len(cmdIDs) > 0 {
+		b.Queue(`INSERT INTO commands (command_id, fingerprint, recorded_at)
+			SELECT * FROM unnest($1::text[], $2::bytea[], $3::timestamptz[])`, cmdIDs, cmdFPs, cmdAt)
+	}
+	if len(rows) > 0 {
+		b.Queue(`INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata, command_id, recorded_at, prev_hash, hash)
+			SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), a, ph, h
+			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::json[], $7::json[], $8::text[], $9::timestamptz[], $10::bytea[], $11::bytea[])
+			  AS u(s, t, v, e, sv, p, m, c, a, ph, h)
+			RETURNING position, tx_id`,
+			sid, styp, ver, etyp, sver, payload, meta, cmd, at, prev, hash)
+		b.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
+	}
+
+	positions, txID, err := a.send(ctx, b, len(cmdIDs) > 0, len(rows))
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "commands_pkey":
+		return a.resolveDuplicates(ctx, live), false
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_stream_version":
+		// Another writer (another process) moved a stream: re-read heads.
+		for _, op := range live {
+			for _, st := range op.req.Streams {
+				a.heads.forget(st.StreamID)
+			}
+		}
+		return live, true
+	default:
+		failAll(live, fmt.Errorf("append: %w", err))
+		return nil, false
+	}
+
+	for i, r := range rows {
+		res := opResults[r.op]
+		c := Cursor{TxID: txID, Position: positions[i]}
+		if res.Cursor.Less(c) {
+			res.Cursor = c
+		}
+	}
+	for stream, h := range heads {
+		a.heads.put(stream, h)
+	}
+	for i, op := range live {
+		op.respond(*opResults[i], nil)
+	}
+	return nil, false
+}
+
+func failAll(ops []*appendOp, err error) {
+	for _, op := range ops {
+		op.respond(AppendResult{}, err)
+	}
+}
+
+func checkExpected(op *appendOp, heads map[string]head) error {
+	for _, st := range op.req.Streams {
+		h := heads[st.StreamID]
+		if st.Expected != AnyVersion && int64(st.Expected) != h.version {
+			return &VersionConflictError{StreamID: st.StreamID, Expected: st.Expected, Actual: h.version}
+		}
+	}
+	return nil
+}
+
+// send runs the batch in one round trip; pgx runs a batch in one implicit
+// transaction, so it commits or rolls back whole.
+func (a *appender) send(ctx context.Context, b *pgx.Batch, hasCommands bool, nRows int) ([]int64, uint64, error) {
+	conn, err := a.s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
+	positions := make([]int64, 0, nRows)
+	var txID uint64
+	err = func() error {
+		if hasCommands {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if nRows == 0 {
+			return nil
+		}
+		rs, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rs.Next() {
+			var pos int64
+			if err := rs.Scan(&pos, &txID); err != nil {
+				rs.Close()
+				return err
+			}
+			positions = append(positions, pos)
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		_, err = br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && len(positions) != nRows {
+		err = fmt.Errorf("inserted %d events, expected %d", len(positions), nRows)
+	}
+	return positions, txID, err
+}
+
+// loadHeads returns the current head of every stream in ops, from the cache
+// where it can and from the database for the rest.
+func (a *appender) loadHeads(ctx context.Context, ops []*appendOp, refresh bool) (map[string]head, error) {
+	heads := map[string]head{}
+	var missing []string
+	for _, op := range ops {
+		for _, st := range op.req.Streams {
+			if h, ok := a.heads.get(st.StreamID); ok && !refresh {
+				heads[st.StreamID] = h
+			} else {
+				missing = append(missing, st.StreamID)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return heads, nil
+	}
+	rs, err := a.s.pool.Query(ctx, `
+		SELECT s.id, coalesce(h.version, 0), coalesce(h.hash, $2)
+		FROM unnest($1::text[]) AS s(id)
+		LEFT JOIN LATERAL (
+			SELECT version, hash FROM events WHERE stream_id = s.id ORDER BY version DESC LIMIT 1
+		) h ON true`, missing, ZeroHash)
+	if err != nil {
+		return nil, fmt.Errorf("append: read stream heads: %w", err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var id string
+		var h head
+		if err := rs.Scan(&id, &h.version, &h.hash); err != nil {
+			return nil, fmt.Errorf("append: read stream heads: %w", err)
+		}
+		heads[id] = h
+		if h.version > 0 {
+			a.heads.put(id, h)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("append: read stream heads: %w", err)
+	}
+	return heads, nil
+}
+
+// resolveDuplicates answers the ops whose command id was already recorded and
+// returns the others to be tried again.
+func (a *appender) resolveDuplicates(ctx context.Context, ops []*appendOp) []*appendOp {
+	var retry []*appendOp
+	for _, op := range ops {
+		if op.req.CommandID == "" {
+			retry = append(retry, op)
+			continue
+		}
+		res, fp, found, err := a.s.commandResult(ctx, op.req.CommandID)
+		switch {
+		case err != nil:
+			op.respond(AppendResult{}, err)
+		case !found:
+			retry = append(retry, op)
+		case string(fp) != string(op.fingerprint):
+			op.respond(AppendResult{}, &CommandReusedError{CommandID: op.req.CommandID})
+		default:
+			op.respond(res, nil)
+		}
+	}
+	return retry
+}
+
+// CommandResult returns the result of an earlier command with this id, if any.
+// Command handlers call it before deciding, so a retried command is answered
+// without running its decision again; fingerprint must match the first one.
+func (s *Store) CommandResult(ctx context.Context, commandID string, fingerprint []byte) (AppendResult, bool, error) {
+	res, fp, found, err := s.commandResult(ctx, commandID)
+	if err != nil || !found {
+		return AppendResult{}, false, err
+	}
+	if string(fp) != string(fingerprint) {
+		return AppendResult{}, true, &CommandReusedError{CommandID: commandID}
+	}
+	return res, true, nil
+}
+
+func (s *Store) commandResult(ctx context.Context, commandID string) (AppendResult, []byte, bool, error) {
+	rs, err := s.pool.Query(ctx, `
+		SELECT c.fingerprint, e.stream_id, e.version, e.position, e.tx_id
+		FROM commands c LEFT JOIN events e ON e.command_id = c.command_id
+		WHERE c.command_id = $1
+		ORDER BY e.position`, commandID)
+	if err != nil {
+		return AppendResult{}, nil, false, fmt.Errorf("read command %q: %w", commandID, err)
+	}
+	defer rs.Close()
+	res := AppendResult{Duplicate: true}
+	var fp []byte
+	found := false
+	versions := map[string]int64{}
+	var order []string
+	for rs.Next() {
+		found = true
+		var stream *string
+		var version, pos *int64
+		var tx *uint64
+		if err := rs.Scan(&fp, &stream, &version, &pos, &tx); err != nil {
+			return AppendResult{}, nil, false, fmt.Errorf("read command %q: %w", commandID, err)
+		}
+		if stream == nil {
+			continue
+		}
+		if _, ok := versions[*stream]; !ok {
+			order = append(order, *stream)
+		}
+		versions[*stream] = max(versions[*stream], *version)
+		if c := (Cursor{TxID: *tx, Position: *pos}); res.Cursor.Less(c) {
+			res.Cursor = c
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return AppendResult{}, nil, false, fmt.Errorf("read command %q: %w", commandID, err)
+	}
+	for _, st := range order {
+		res.Streams = append(res.Streams, StreamVersion{StreamID: st, Version: versions[st]})
+	}
+	return res, fp, found, nil
+}

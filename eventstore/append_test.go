@@ -1,0 +1,212 @@
+package eventstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"cairn/domain"
+	"cairn/eventstore"
+)
+
+func TestExpectedVersions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	if _, err := e.store.Append(c, one("w-1", eventstore.NoStream, widgetCounted{N: 1}, widgetCounted{N: 2})); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		expected eventstore.ExpectedVersion
+		wantErr  bool
+	}{
+		{"no stream on existing stream", eventstore.NoStream, true},
+		{"exact wrong version", eventstore.Exactly(1), true},
+		{"exact future version", eventstore.Exactly(9), true},
+		{"exact right version", eventstore.Exactly(2), false},
+		{"any version", eventstore.AnyVersion, false},
+	}
+	for _, tt := range tests {
+		before, _ := e.store.StreamVersion(c, "w-1")
+		res, err := e.store.Append(c, one("w-1", tt.expected, widgetCounted{N: 3}))
+		after, _ := e.store.StreamVersion(c, "w-1")
+		if tt.wantErr {
+			var vc *eventstore.VersionConflictError
+			if !errors.As(err, &vc) || !errors.Is(err, domain.ErrConflict) {
+				t.Fatalf("%s: want a version conflict, got %v", tt.name, err)
+			}
+			if vc.Actual != before || vc.StreamID != "w-1" {
+				t.Fatalf("%s: conflict reports %+v, stream is at %d", tt.name, vc, before)
+			}
+			if after != before {
+				t.Fatalf("%s: a refused append changed the stream from %d to %d", tt.name, before, after)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if after != before+1 || res.Streams[0].Version != after || res.Cursor.IsZero() {
+			t.Fatalf("%s: result %+v, version %d -> %d", tt.name, res, before, after)
+		}
+	}
+}
+
+func TestMultiStreamAppendIsAtomic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	if _, err := e.store.Append(c, one("b", eventstore.NoStream, widgetCounted{N: 1})); err != nil {
+		t.Fatal(err)
+	}
+	req := eventstore.AppendRequest{Streams: []eventstore.StreamAppend{
+		{StreamID: "a", StreamType: "widget", Expected: eventstore.NoStream, Events: []domain.Event{widgetCounted{N: 1}}},
+		{StreamID: "b", StreamType: "widget", Expected: eventstore.NoStream, Events: []domain.Event{widgetCounted{N: 2}}},
+	}}
+	if _, err := e.store.Append(c, req); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("want conflict on b, got %v", err)
+	}
+	if v, _ := e.store.StreamVersion(c, "a"); v != 0 {
+		t.Fatalf("stream a got %d events although the command failed", v)
+	}
+	req.Streams[1].Expected = eventstore.Exactly(1)
+	res, err := e.store.Append(c, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Streams) != 2 || res.Streams[0].Version != 1 || res.Streams[1].Version != 2 {
+		t.Fatalf("unexpected result %+v", res)
+	}
+}
+
+func TestIdempotentCommands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	req := one("w-idem", eventstore.AnyVersion, widgetCounted{N: 1}, widgetCounted{N: 2})
+	req.CommandID = "cmd-1"
+	req.Fingerprint = []byte("input-A")
+	first, err := e.store.Append(c, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.store.Append(c, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Duplicate || again.Cursor != first.Cursor || fmt.Sprint(again.Streams) != fmt.Sprint(first.Streams) {
+		t.Fatalf("retry returned %+v, first was %+v", again, first)
+	}
+	if v, _ := e.store.StreamVersion(c, "w-idem"); v != 2 {
+		t.Fatalf("retry appended: stream at %d", v)
+	}
+	req.Fingerprint = []byte("input-B")
+	_, err = e.store.Append(c, req)
+	var reused *eventstore.CommandReusedError
+	if !errors.As(err, &reused) || reused.CommandID != "cmd-1" {
+		t.Fatalf("want CommandReusedError, got %v", err)
+	}
+	// The pre-check command handlers use.
+	res, found, err := e.store.CommandResult(c, "cmd-1", []byte("input-A"))
+	if err != nil || !found || res.Cursor != first.Cursor {
+		t.Fatalf("CommandResult = %+v %v %v", res, found, err)
+	}
+	if _, found, _ := e.store.CommandResult(c, "cmd-unknown", nil); found {
+		t.Fatal("unknown command reported as found")
+	}
+}
+
+func TestConcurrentRetriesOfOneCommandAppendOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	var wg sync.WaitGroup
+	results := make([]eventstore.AppendResult, 20)
+	errs := make([]error, 20)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := one("w-race", eventstore.AnyVersion, widgetCounted{N: 7})
+			req.CommandID, req.Fingerprint = "cmd-race", []byte("same")
+			results[i], errs[i] = e.store.Append(c, req)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("retry %d: %v", i, err)
+		}
+		if results[i].Cursor != results[0].Cursor {
+			t.Fatalf("retries disagree: %+v vs %+v", results[i], results[0])
+		}
+	}
+	if v, _ := e.store.StreamVersion(c, "w-race"); v != 1 {
+		t.Fatalf("20 retries of one command appended %d events", v)
+	}
+}
+
+type unregistered struct{}
+
+func (unregistered) EventType() string { return "test.nobody_registered_me" }
+
+func TestBadAppends(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	_, err := e.store.Append(c, one("w-bad", eventstore.AnyVersion, widgetCounted{N: 1}, unregistered{}))
+	var unknown *domain.UnknownEventTypeError
+	if !errors.As(err, &unknown) || unknown.EventType != "test.nobody_registered_me" {
+		t.Fatalf("want UnknownEventTypeError, got %v", err)
+	}
+	if _, err := e.store.Append(c, eventstore.AppendRequest{}); !errors.Is(err, eventstore.ErrEmptyAppend) {
+		t.Fatalf("want ErrEmptyAppend, got %v", err)
+	}
+	dup := eventstore.AppendRequest{Streams: []eventstore.StreamAppend{
+		{StreamID: "x", StreamType: "widget", Expected: eventstore.AnyVersion},
+		{StreamID: "x", StreamType: "widget", Expected: eventstore.AnyVersion},
+	}}
+	if _, err := e.store.Append(c, dup); err == nil {
+		t.Fatal("a stream twice in one request was accepted")
+	}
+	if _, err := e.store.ReadStream(c, "w-bad", eventstore.ReadStreamOptions{}); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a refused append left events: %v", err)
+	}
+}
+
+func TestEventsAreImmutable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	if _, err := e.store.Append(c, one("w-imm", eventstore.AnyVersion, widgetCounted{N: 1})); err != nil {
+		t.Fatal(err)
+	}
+	app := e.store.Pool()
+	admin := e.db.AdminPool(t)
+	for _, tc := range []struct {
+		who string
+		sql string
+	}{
+		{"app", `UPDATE events SET payload = '{"n":2}'`},
+		{"app", `DELETE FROM events`},
+		{"app", `TRUNCATE events`},
+		{"app", `DELETE FROM commands`},
+		{"owner", `UPDATE events SET payload = '{"n":2}'`},
+		{"owner", `DELETE FROM events`},
+		{"owner", `TRUNCATE events`},
+	} {
+		pool := app
+		if tc.who == "owner" {
+			pool = admin
+		}
+		if _, err := pool.Exec(c, tc.sql); err == nil {
+			t.Errorf("%s could run %q", tc.who, tc.sql)
+		}
+	}
+	evs, err := e.store.ReadStream(c, "w-imm", eventstore.ReadStreamOptions{})
+	if err != nil || len(evs) != 1 || string(evs[0].Payload) != `{"n":1}` {
+		t.Fatalf("event changed: %v %v", evs, err)
+	}
+}

@@ -1,0 +1,91 @@
+package eventstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+)
+
+// notifier holds one LISTEN connection and wakes every subscriber of this
+// process when an append commits. While the connection is down subscribers
+// fall back to polling.
+type notifier struct {
+	pool *pgxpool.Pool
+	log  zerolog.Logger
+
+	mu      sync.Mutex
+	waiters map[chan struct{}]struct{}
+}
+
+func newNotifier(pool *pgxpool.Pool, log zerolog.Logger) *notifier {
+	return &notifier{pool: pool, log: log, waiters: map[chan struct{}]struct{}{}}
+}
+
+// register returns a channel that receives a wake-up (coalesced) after each
+// notification, and a function to unregister it.
+func (n *notifier) register() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	n.waiters[ch] = struct{}{}
+	n.mu.Unlock()
+	return ch, func() {
+		n.mu.Lock()
+		delete(n.waiters, ch)
+		n.mu.Unlock()
+	}
+}
+
+func (n *notifier) broadcast() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (n *notifier) run(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		n.log.Warn().Err(err).Dur("retry_in", backoff).Msg("event notifications lost; subscribers poll until they are back")
+		// Events may have committed while we were not listening.
+		n.broadcast()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (n *notifier) listen(ctx context.Context) error {
+	pc, err := n.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection has session state (LISTEN): never hand it back to the pool.
+	conn := pc.Hijack()
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{NotifyChannel}.Sanitize()); err != nil {
+		return err
+	}
+	// Anything that committed before LISTEN took effect must be read too.
+	n.broadcast()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		n.broadcast()
+	}
+}

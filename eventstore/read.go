@@ -1,0 +1,145 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const eventColumns = `position, tx_id, stream_id, stream_type, version, event_type, schema_version,
+	payload, metadata, coalesce(command_id, ''), recorded_at, prev_hash, hash`
+
+func scanEvents(rows pgx.Rows, capacity int) ([]RecordedEvent, error) {
+	defer rows.Close()
+	out := make([]RecordedEvent, 0, capacity)
+	for rows.Next() {
+		var e RecordedEvent
+		var sv int32
+		var payload, meta []byte
+		if err := rows.Scan(&e.Position, &e.TxID, &e.StreamID, &e.StreamType, &e.Version, &e.Type, &sv,
+			&payload, &meta, &e.CommandID, &e.RecordedAt, &e.PrevHash, &e.Hash); err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		e.SchemaVersion = int(sv)
+		e.Payload, e.RawMetadata = payload, meta
+		if err := json.Unmarshal(meta, &e.Metadata); err != nil {
+			return nil, fmt.Errorf("event %d: metadata does not decode: %w", e.Position, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return out, nil
+}
+
+// ReadStreamOptions select part of a stream. The zero value reads it all.
+type ReadStreamOptions struct {
+	// FromVersion: first version to return (default 1).
+	FromVersion int64
+	// AsOfVersion: last version to return (0: no limit).
+	AsOfVersion int64
+	// AsOf: only events at or before this cursor.
+	AsOf Cursor
+	// AsOfTime: only events recorded at or before this time.
+	AsOfTime time.Time
+}
+
+// ReadStream returns a stream's events in version order. A stream with no
+// events at the requested point is a *StreamNotFoundError.
+func (s *Store) ReadStream(ctx context.Context, streamID string, o ReadStreamOptions) ([]RecordedEvent, error) {
+	q := `SELECT ` + eventColumns + ` FROM events WHERE stream_id = $1 AND version >= $2`
+	args := []any{streamID, max(o.FromVersion, 1)}
+	if o.AsOfVersion > 0 {
+		args = append(args, o.AsOfVersion)
+		q += fmt.Sprintf(" AND version <= $%d", len(args))
+	}
+	if !o.AsOf.IsZero() {
+		args = append(args, o.AsOf.TxID, o.AsOf.Position)
+		q += fmt.Sprintf(" AND (tx_id, position) <= ($%d::xid8, $%d)", len(args)-1, len(args))
+	}
+	if !o.AsOfTime.IsZero() {
+		args = append(args, o.AsOfTime)
+		q += fmt.Sprintf(" AND recorded_at <= $%d", len(args))
+	}
+	q += " ORDER BY version"
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read stream %q: %w", streamID, err)
+	}
+	evs, err := scanEvents(rows, 16)
+	if err != nil {
+		return nil, fmt.Errorf("read stream %q: %w", streamID, err)
+	}
+	if len(evs) == 0 && o.FromVersion <= 1 {
+		return nil, &StreamNotFoundError{StreamID: streamID}
+	}
+	return evs, nil
+}
+
+// StreamVersion returns a stream's current version (0: no events).
+func (s *Store) StreamVersion(ctx context.Context, streamID string) (int64, error) {
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM events WHERE stream_id = $1`, streamID).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("read version of stream %q: %w", streamID, err)
+	}
+	return v, nil
+}
+
+// Filter narrows reads in global order. Empty fields match everything.
+type Filter struct {
+	StreamTypes []string
+	EventTypes  []string
+}
+
+func (f Filter) sql(args *[]any) string {
+	var where string
+	if len(f.StreamTypes) > 0 {
+		*args = append(*args, f.StreamTypes)
+		where += fmt.Sprintf(" AND stream_type = ANY($%d)", len(*args))
+	}
+	if len(f.EventTypes) > 0 {
+		*args = append(*args, f.EventTypes)
+		where += fmt.Sprintf(" AND event_type = ANY($%d)", len(*args))
+	}
+	return where
+}
+
+// ReadAll returns up to limit events after the cursor in global order. It
+// only returns events of transactions older than every transaction still
+// running, so an event that commits later can never land behind a cursor a
+// reader has already passed.
+func (s *Store) ReadAll(ctx context.Context, after Cursor, limit int, f Filter) ([]RecordedEvent, error) {
+	args := []any{after.TxID, after.Position, limit}
+	q := `SELECT ` + eventColumns + ` FROM events
+		WHERE (tx_id, position) > ($1::xid8, $2)
+		  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())` + f.sql(&args) + `
+		ORDER BY tx_id, position
+		LIMIT $3`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read log after %s: %w", after, err)
+	}
+	return scanEvents(rows, limit)
+}
+
+// Head returns the cursor of the last event readers can see now (Start when
+// the log is empty).
+func (s *Store) Head(ctx context.Context) (Cursor, error) {
+	var c Cursor
+	err := s.pool.QueryRow(ctx, `
+		SELECT tx_id, position FROM events
+		WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())
+		ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&c.TxID, &c.Position)
+	if err == pgx.ErrNoRows {
+		return Start, nil
+	}
+	if err != nil {
+		return Start, fmt.Errorf("read head of log: %w", err)
+	}
+	return c, nil
+}

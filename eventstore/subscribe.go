@@ -1,0 +1,117 @@
+package eventstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Batch is what a subscriber receives: the events that passed its filter and
+// the cursor after the last event read (matching or not), to checkpoint.
+type Batch struct {
+	Events []RecordedEvent
+	Cursor Cursor
+}
+
+// SubscribeOptions configure Subscribe. The zero value reads everything from
+// the start in batches of 1,000.
+type SubscribeOptions struct {
+	From      Cursor
+	BatchSize int
+	// Filter is applied after reading, so the cursor advances over events
+	// that do not match and a checkpoint never rescans them.
+	Filter Filter
+}
+
+func (f Filter) match(e *RecordedEvent) bool {
+	return (len(f.StreamTypes) == 0 || slices.Contains(f.StreamTypes, e.StreamType)) &&
+		(len(f.EventTypes) == 0 || slices.Contains(f.EventTypes, e.Type))
+}
+
+// Subscribe delivers every event after opts.From in global order: first the
+// backlog in batches, then new events as they commit, woken by LISTEN/NOTIFY
+// and polling only as a fallback. Delivery is at least once: the subscriber
+// owns its checkpoint (see SaveCheckpoint) and resumes from it.
+//
+// It returns when ctx ends or handle fails; read errors (a restarting
+// database, say) are retried with backoff.
+func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle func(context.Context, Batch) error) error {
+	size := opts.BatchSize
+	if size <= 0 {
+		size = 1000
+	}
+	wake, unregister := s.notifier.register()
+	defer unregister()
+	cursor := opts.From
+	backoff := 10 * time.Millisecond
+	for {
+		evs, err := s.ReadAll(ctx, cursor, size, Filter{})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.opts.Log.Warn().Err(err).Str("cursor", cursor.String()).Msg("subscription read failed; retrying")
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		if len(evs) > 0 {
+			b := Batch{Cursor: evs[len(evs)-1].Cursor(), Events: evs}
+			if len(opts.Filter.StreamTypes)+len(opts.Filter.EventTypes) > 0 {
+				b.Events = slices.DeleteFunc(evs, func(e RecordedEvent) bool { return !opts.Filter.match(&e) })
+			}
+			if err := handle(ctx, b); err != nil {
+				return err
+			}
+			cursor = b.Cursor
+			if len(evs) == size {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-time.After(s.opts.PollInterval):
+		}
+	}
+}
+
+// LoadCheckpoint returns a subscriber's saved cursor (Start if none).
+func (s *Store) LoadCheckpoint(ctx context.Context, name string) (Cursor, error) {
+	var c Cursor
+	err := s.pool.QueryRow(ctx, `SELECT tx_id, position FROM subscription_checkpoints WHERE name = $1`, name).Scan(&c.TxID, &c.Position)
+	if err == pgx.ErrNoRows {
+		return Start, nil
+	}
+	if err != nil {
+		return Start, fmt.Errorf("load checkpoint %q: %w", name, err)
+	}
+	return c, nil
+}
+
+// SaveCheckpoint records a subscriber's cursor inside tx, atomically with the
+// subscriber's own writes.
+func SaveCheckpoint(ctx context.Context, db pgx.Tx, name string, c Cursor) error {
+	_, err := db.Exec(ctx, `
+		INSERT INTO subscription_checkpoints (name, tx_id, position, updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (name) DO UPDATE SET tx_id = EXCLUDED.tx_id, position = EXCLUDED.position, updated_at = now()`,
+		name, c.TxID, c.Position)
+	if err != nil {
+		return fmt.Errorf("save checkpoint %q: %w", name, err)
+	}
+	return nil
+}
+
+// SaveCheckpoint records a subscriber's cursor in its own transaction.
+func (s *Store) SaveCheckpoint(ctx context.Context, name string, c Cursor) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return SaveCheckpoint(ctx, tx, name, c) })
+}

@@ -1,0 +1,308 @@
+package pgcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SuperUser is the bootstrap role initdb creates in every cluster it makes.
+const SuperUser = "cairn"
+
+// Options configure a cluster.
+type Options struct {
+	// DataDir keeps the cluster between runs. Empty: a temporary directory
+	// removed on Stop.
+	DataDir string
+	// Durable keeps fsync on. Tests turn it off for speed; `cairnd` keeps it.
+	Durable bool
+	// Settings are extra server settings (name → value).
+	Settings map[string]string
+	// Log receives the server's own log lines; nil discards them.
+	Log func(line string)
+}
+
+// Cluster is a running private PostgreSQL server listening on a Unix socket only.
+type Cluster struct {
+	dataDir   string
+	socketDir string
+	temporary bool
+	port      int
+	cmd       *exec.Cmd
+	done      chan struct{}
+	waitErr   error
+	stopOnce  sync.Once
+	logBuf    *lockedBuffer
+}
+
+// Start initialises the data directory if needed and starts the server. It
+// returns once the server accepts connections.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	binDir, err := FindBinDir()
+	if err != nil {
+		return nil, err
+	}
+	runAs, err := serverCredential()
+	if err != nil {
+		return nil, err
+	}
+
+	c := &Cluster{dataDir: opts.DataDir, port: 5432, done: make(chan struct{}), logBuf: &lockedBuffer{}}
+	if c.dataDir == "" {
+		dir, err := os.MkdirTemp("", "cairn-pgdata-")
+		if err != nil {
+			return nil, fmt.Errorf("create temporary data directory: %w", err)
+		}
+		c.dataDir, c.temporary = dir, true
+	} else if c.dataDir, err = filepath.Abs(c.dataDir); err != nil {
+		return nil, fmt.Errorf("data directory %q: %w", opts.DataDir, err)
+	}
+	// Socket paths are limited to ~100 bytes, so the socket lives in a short
+	// temporary directory rather than under the data directory.
+	if c.socketDir, err = os.MkdirTemp("", "cairn-pg-"); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	cleanup := func() {
+		_ = os.RemoveAll(c.socketDir)
+		if c.temporary {
+			_ = os.RemoveAll(c.dataDir)
+		}
+	}
+	if err := c.prepare(ctx, binDir, runAs); err != nil {
+		cleanup()
+		return nil, err
+	}
+	if err := c.start(ctx, binDir, runAs, opts); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return c, nil
+}
+
+// prepare creates the data directory with initdb unless it already holds a cluster.
+func (c *Cluster) prepare(ctx context.Context, binDir string, runAs *syscall.Credential) error {
+	if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data directory %q: %w", c.dataDir, err)
+	}
+	if err := handOver(runAs, c.dataDir, c.socketDir); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); err == nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
+		"-D", c.dataDir, "-U", SuperUser, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: runAs}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb in %q failed: %w\n%s", c.dataDir, err, out)
+	}
+	return nil
+}
+
+func (c *Cluster) start(ctx context.Context, binDir string, runAs *syscall.Credential, opts Options) error {
+	settings := map[string]string{
+		"listen_addresses":           "",
+		"unix_socket_directories":    c.socketDir,
+		"port":                       strconv.Itoa(c.port),
+		"max_connections":            "300",
+		"shared_buffers":             "256MB",
+		"dynamic_shared_memory_type": "mmap",
+		"logging_collector":          "off",
+		"log_min_messages":           "warning",
+	}
+	if !opts.Durable {
+		settings["fsync"] = "off"
+		settings["synchronous_commit"] = "off"
+		settings["full_page_writes"] = "off"
+	}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	args := []string{"-D", c.dataDir}
+	for k, v := range settings {
+		args = append(args, "-c", k+"="+v)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: runAs,
+		Setpgid:    true,
+		// The server must not outlive us if we are killed without Stop.
+		Pdeathsig: syscall.SIGQUIT,
+	}
+	w := &lineWriter{buf: c.logBuf, log: opts.Log}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	c.cmd = cmd
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.done)
+	}()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
+		if err == nil {
+			_ = conn.Close(ctx)
+			return nil
+		}
+		select {
+		case <-c.done:
+			return fmt.Errorf("postgres exited during start-up (%v):\n%s", c.waitErr, c.logBuf.String())
+		case <-ctx.Done():
+			_ = c.Stop()
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = c.Stop()
+			return fmt.Errorf("postgres did not accept connections within 60s: %w\n%s", err, c.logBuf.String())
+		}
+	}
+}
+
+// ConnString returns a libpq connection string for a database of the cluster.
+func (c *Cluster) ConnString(database string) string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", c.socketDir, c.port, SuperUser, database)
+}
+
+// URL returns a postgres:// URL for a database of the cluster.
+func (c *Cluster) URL(database string) string {
+	return fmt.Sprintf("postgres://%s@/%s?host=%s&port=%d&sslmode=disable", SuperUser, database, c.socketDir, c.port)
+}
+
+// DataDir is where the cluster keeps its files.
+func (c *Cluster) DataDir() string { return c.dataDir }
+
+// SocketDir is the directory holding the server's Unix socket.
+func (c *Cluster) SocketDir() string { return c.socketDir }
+
+// Stop shuts the server down (fast mode: open sessions are rolled back) and
+// removes temporary directories.
+func (c *Cluster) Stop() error {
+	var err error
+	c.stopOnce.Do(func() {
+		if c.cmd != nil && c.cmd.Process != nil {
+			_ = c.cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-c.done:
+			case <-time.After(30 * time.Second):
+				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+				<-c.done
+				err = errors.New("postgres did not stop within 30s; it was stopped immediately")
+			}
+		}
+		_ = os.RemoveAll(c.socketDir)
+		if c.temporary {
+			_ = os.RemoveAll(c.dataDir)
+		}
+	})
+	return err
+}
+
+// serverCredential returns the user the server runs as. PostgreSQL refuses to
+// run as root, so as root we hand the cluster to an unprivileged system user.
+func serverCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+	}
+	return nil, errors.New("running as root, and PostgreSQL refuses to: create a 'postgres' system user, or run as an ordinary user, or set DATABASE_URL")
+}
+
+// handOver gives the directories to the server's user and checks it can reach them.
+func handOver(runAs *syscall.Credential, dirs ...string) error {
+	if runAs == nil {
+		return nil
+	}
+	for _, dir := range dirs {
+		if err := os.Chown(dir, int(runAs.Uid), int(runAs.Gid)); err != nil {
+			return fmt.Errorf("give %q to the server's user: %w", dir, err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("chmod %q: %w", dir, err)
+		}
+		// Every parent must be searchable by the server's user.
+		for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
+			st, err := os.Stat(p)
+			if err != nil {
+				return fmt.Errorf("stat %q: %w", p, err)
+			}
+			if st.Mode().Perm()&0o001 == 0 {
+				return fmt.Errorf("the PostgreSQL server runs as uid %d and cannot enter %q (mode %v): choose a data directory outside it", runAs.Uid, p, st.Mode().Perm())
+			}
+		}
+	}
+	return nil
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 64<<10 {
+		b.buf.Reset()
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lineWriter keeps recent server output for error messages and forwards lines.
+type lineWriter struct {
+	buf     *lockedBuffer
+	log     func(string)
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	_, _ = w.buf.Write(p)
+	if w.log == nil {
+		return len(p), nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.log(strings.TrimRight(string(w.partial[:i]), "\r"))
+		w.partial = w.partial[i+1:]
+	}
+	return len(p), nil
+}
