@@ -143,3 +143,26 @@ func (s *Store) Head(ctx context.Context) (Cursor, error) {
 	}
 	return c, nil
 }
+
+// WaitVisible waits until readers in global order can see the event at c:
+// until every transaction that could still commit before it has ended.
+func (s *Store) WaitVisible(ctx context.Context, c Cursor) error {
+	wake, unregister := s.notifier.register()
+	defer unregister()
+	for {
+		var visible bool
+		err := s.pool.QueryRow(ctx, `SELECT $1::xid8 < pg_snapshot_xmin(pg_current_snapshot())`, c.TxID).Scan(&visible)
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", c, err)
+		}
+		if visible {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

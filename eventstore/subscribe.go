@@ -76,13 +76,31 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 				continue
 			}
 		}
+		// Committed events may be held back behind a transaction still open
+		// (perhaps one that writes no events, so no notification will come
+		// when it ends): look again soon instead of waiting for a poll.
+		wait := s.opts.PollInterval
+		if held, err := s.heldBack(ctx, cursor); err == nil && held {
+			wait = min(wait, heldBackRetry)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wake:
-		case <-time.After(s.opts.PollInterval):
+		case <-time.After(wait):
 		}
 	}
+}
+
+const heldBackRetry = 10 * time.Millisecond
+
+// heldBack reports whether committed events after cursor exist that readers
+// may not see yet.
+func (s *Store) heldBack(ctx context.Context, cursor Cursor) (bool, error) {
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE (tx_id, position) > ($1::xid8, $2))`,
+		cursor.TxID, cursor.Position).Scan(&held)
+	return held, err
 }
 
 // LoadCheckpoint returns a subscriber's saved cursor (Start if none).

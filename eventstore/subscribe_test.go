@@ -1,0 +1,239 @@
+package eventstore_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"cairn/eventstore"
+)
+
+func TestSubscribeCatchUpThenLiveByNotify(t *testing.T) {
+	t.Parallel()
+	// A poll interval of a minute: only notifications can wake it in time.
+	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
+	c := ctx(t)
+	for i := 0; i < 5; i++ {
+		if _, err := e.store.Append(c, one("w-sub", eventstore.AnyVersion, widgetCounted{N: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan eventstore.RecordedEvent, 100)
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
+	go func() {
+		_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{BatchSize: 2}, func(_ context.Context, b eventstore.Batch) error {
+			for _, ev := range b.Events {
+				got <- ev
+			}
+			return nil
+		})
+	}()
+	for i := 0; i < 5; i++ {
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("catch-up delivered %d of 5", i)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // now live, waiting
+	if _, err := e.store.Append(c, one("w-sub", eventstore.AnyVersion, widgetCounted{N: 99})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-got:
+		if ev.Version != 6 {
+			t.Fatalf("live event %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("live event not delivered: notification did not wake the subscriber")
+	}
+}
+
+func TestSubscriberCheckpoints(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	cur, err := e.store.LoadCheckpoint(c, "pm")
+	if err != nil || !cur.IsZero() {
+		t.Fatalf("fresh checkpoint %v %v", cur, err)
+	}
+	want := eventstore.Cursor{TxID: 42, Position: 7}
+	if err := e.store.SaveCheckpoint(c, "pm", want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.store.LoadCheckpoint(c, "pm"); err != nil || got != want {
+		t.Fatalf("checkpoint %v %v", got, err)
+	}
+}
+
+// The safety test of SPEC §11: writers that commit, writers that roll back,
+// and one transaction held open while the others commit; a subscriber from
+// the start must see every committed event exactly once, in cursor order.
+func TestSubscriberSeesEveryCommittedEventOnceInOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{PollInterval: 50 * time.Millisecond})
+	c := ctx(t)
+	pool := e.store.Pool()
+
+	var (
+		mu        sync.Mutex
+		committed = map[string]bool{}
+		rolled    = map[string]bool{}
+		seq       atomic.Int64
+	)
+	id := func() string { return "e-" + itoa(seq.Add(1)) }
+
+	var writers sync.WaitGroup
+	stop := time.Now().Add(4 * time.Second)
+	// The long transaction: appends, then stays open two seconds.
+	writers.Add(1)
+	go func() {
+		defer writers.Done()
+		time.Sleep(300 * time.Millisecond)
+		ids := []string{id(), id()}
+		err := pgx.BeginFunc(c, pool, func(tx pgx.Tx) error {
+			if _, err := e.store.AppendInTx(c, tx, one("w-long", eventstore.AnyVersion, widgetCounted{N: 1, ID: ids[0]}, widgetCounted{N: 2, ID: ids[1]})); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Second)
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		committed[ids[0]], committed[ids[1]] = true, true
+		mu.Unlock()
+	}()
+	for w := 0; w < 16; w++ {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := 0; time.Now().Before(stop); i++ {
+				stream := "w-" + itoa(int64(w)) + "-" + itoa(int64(rng.IntN(5)))
+				ev := widgetCounted{N: i, ID: id()}
+				if w%2 == 0 { // half the writers go through the batcher
+					if _, err := e.store.Append(c, one(stream, eventstore.AnyVersion, ev)); err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					committed[ev.ID] = true
+					mu.Unlock()
+					continue
+				}
+				rollback := rng.IntN(10) == 0
+				tx, err := pool.Begin(c)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, err = e.store.AppendInTx(c, tx, one(stream, eventstore.AnyVersion, ev))
+				if err == nil && rng.IntN(3) == 0 {
+					time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+				}
+				if err != nil || rollback {
+					_ = tx.Rollback(c)
+					mu.Lock()
+					rolled[ev.ID] = true
+					mu.Unlock()
+					continue
+				}
+				if err := tx.Commit(c); err != nil {
+					mu.Lock()
+					rolled[ev.ID] = true
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				committed[ev.ID] = true
+				mu.Unlock()
+			}
+		}()
+	}
+
+	seen := map[string]int{}
+	var order []eventstore.Cursor
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
+	subDone := make(chan error, 1)
+	writersDone := make(chan struct{})
+	go func() { writers.Wait(); close(writersDone) }()
+	go func() {
+		subDone <- e.store.Subscribe(sctx, eventstore.SubscribeOptions{BatchSize: 100}, func(_ context.Context, b eventstore.Batch) error {
+			for _, ev := range b.Events {
+				order = append(order, ev.Cursor())
+				d, err := e.store.Decode(ev)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				seen[d.(*widgetCounted).ID]++
+				mu.Unlock()
+			}
+			return nil
+		})
+	}()
+	<-writersDone
+	head, err := e.store.Head(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		time.Sleep(50 * time.Millisecond)
+		cancelNow := false
+		mu.Lock()
+		if len(seen) >= len(committed) || time.Now().After(deadline) {
+			cancelNow = true
+		}
+		mu.Unlock()
+		if cancelNow {
+			break
+		}
+	}
+	cancel()
+	<-subDone
+	if len(rolled) == 0 {
+		t.Fatal("the test rolled back nothing; it proves less than it claims")
+	}
+	for id := range committed {
+		if seen[id] != 1 {
+			t.Errorf("committed event %s seen %d times", id, seen[id])
+		}
+	}
+	for id, n := range seen {
+		if !committed[id] {
+			t.Errorf("event %s seen %d times but never committed (rolled back: %v)", id, n, rolled[id])
+		}
+	}
+	for i := 1; i < len(order); i++ {
+		if !order[i-1].Less(order[i]) {
+			t.Fatalf("out of order at %d: %s then %s", i, order[i-1], order[i])
+		}
+	}
+	if len(order) > 0 && order[len(order)-1].Less(head) {
+		t.Fatalf("subscriber stopped at %s before head %s", order[len(order)-1], head)
+	}
+	t.Logf("%d committed, %d rolled back, all seen once in order", len(committed), len(rolled))
+}
+
+func itoa(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
