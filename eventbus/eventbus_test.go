@@ -1,0 +1,183 @@
+package eventbus_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/rs/zerolog"
+
+	"cairn/domain"
+	"cairn/eventbus"
+	"cairn/eventstore"
+	"cairn/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+type ticked struct {
+	N int `json:"n"`
+}
+
+func (ticked) EventType() string { return "test.ticked" }
+
+func newStore(t *testing.T) (*eventstore.Store, testdb.DB) {
+	t.Helper()
+	r := domain.NewRegistry()
+	r.Register(1, func() domain.Event { return &ticked{} })
+	db := testdb.New(t)
+	s := eventstore.New(db.AppPool(t), r, eventstore.Options{})
+	t.Cleanup(s.Close)
+	return s, db
+}
+
+func appendTicks(t *testing.T, s *eventstore.Store, from, to int, correlation string) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		_, err := s.Append(context.Background(), eventstore.AppendRequest{
+			Metadata: eventstore.Metadata{CorrelationID: correlation, Actor: "tester"},
+			Streams: []eventstore.StreamAppend{{StreamID: "clock", StreamType: "clock", Expected: eventstore.AnyVersion,
+				Events: []domain.Event{ticked{N: i}}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run starts a router with one handler and returns a stop function.
+func run(t *testing.T, s *eventstore.Store, group string, h func(context.Context, eventstore.RecordedEvent) error) func() {
+	t.Helper()
+	router, err := eventbus.NewRouter(zerolog.Nop(), s.Pool(), eventbus.RouterOptions{MaxRetries: 2, InitialInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := eventbus.NewSubscriber(s, eventbus.SubscriberOptions{})
+	router.AddConsumerHandler(group, group, sub, eventbus.Handler(h))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = router.Run(ctx) }()
+	<-router.Running()
+	return func() {
+		cancel()
+		<-done
+		_ = sub.Close()
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestHandlersGetEventsInOrderAndResumeFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	appendTicks(t, s, 0, 50, "corr-1")
+
+	var mu sync.Mutex
+	var got []int
+	var correlations []string
+	handler := func(ctx context.Context, ev eventstore.RecordedEvent) error {
+		d, err := s.Decode(ev)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d.(*ticked).N)
+		return nil
+	}
+	stop := run(t, s, "counter", func(ctx context.Context, ev eventstore.RecordedEvent) error {
+		return handler(ctx, ev)
+	})
+	// Watch correlation ids through a second router reading the same log.
+	stop2 := run(t, s, "correlations", func(ctx context.Context, ev eventstore.RecordedEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		correlations = append(correlations, ev.Metadata.CorrelationID)
+		return nil
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+	waitFor(t, "first 50 events", func() bool { return count() == 50 })
+	appendTicks(t, s, 50, 60, "corr-2")
+	waitFor(t, "live events", func() bool { return count() == 60 })
+	stop()
+	stop2()
+	for i, n := range got {
+		if n != i {
+			t.Fatalf("event %d delivered as %d: out of order", i, n)
+		}
+	}
+	if correlations[0] != "corr-1" || correlations[59] != "corr-2" {
+		t.Fatalf("correlation ids not carried: %v ... %v", correlations[0], correlations[59])
+	}
+
+	// A restart resumes after the checkpoint: nothing is redelivered.
+	appendTicks(t, s, 60, 65, "corr-3")
+	got = nil
+	stop = run(t, s, "counter", handler)
+	waitFor(t, "events after restart", func() bool { return count() >= 5 })
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	if len(got) != 5 || got[0] != 60 {
+		t.Fatalf("after restart got %v, want 60..64", got)
+	}
+}
+
+func TestPoisonEventIsParkedAndOthersContinue(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	appendTicks(t, s, 0, 10, "")
+	var mu sync.Mutex
+	attempts := map[int]int{}
+	var done []int
+	stop := run(t, s, "picky", func(ctx context.Context, ev eventstore.RecordedEvent) error {
+		d, _ := s.Decode(ev)
+		n := d.(*ticked).N
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[n]++
+		switch n {
+		case 3:
+			return errors.New("tick 3 cannot be handled")
+		case 6:
+			panic("tick 6 crashes the handler")
+		}
+		done = append(done, n)
+		return nil
+	})
+	waitFor(t, "the other events", func() bool { mu.Lock(); defer mu.Unlock(); return len(done) == 8 })
+	stop()
+	if attempts[3] != 3 || attempts[6] != 3 {
+		t.Fatalf("want 1 try + 2 retries for the bad events, got %v", attempts)
+	}
+	parked, err := eventbus.ListParked(context.Background(), s.Pool(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parked) != 2 {
+		t.Fatalf("want 2 parked messages, got %+v", parked)
+	}
+	reasons := parked[0].Reason + " | " + parked[1].Reason
+	for _, want := range []string{"tick 3 cannot be handled", "tick 6 crashes the handler"} {
+		if !strings.Contains(reasons, want) {
+			t.Errorf("parked reasons %q do not mention %q", reasons, want)
+		}
+	}
+	if parked[0].Handler != "picky" || parked[0].Metadata[eventbus.MetaEventType] != "test.ticked" {
+		t.Errorf("parked message lacks its handler or event type: %+v", parked[0])
+	}
+}
+
+var _ message.Subscriber = (*eventbus.Subscriber)(nil)

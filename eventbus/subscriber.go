@@ -1,0 +1,213 @@
+package eventbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/rs/zerolog"
+
+	"cairn/eventstore"
+)
+
+// Metadata keys set on every event message.
+const (
+	MetaEventType  = "event_type"
+	MetaStreamID   = "stream_id"
+	MetaStreamType = "stream_type"
+	MetaVersion    = "version"
+	MetaCursor     = "cursor"
+	MetaActor      = "actor"
+	MetaTenant     = "tenant"
+)
+
+// SubscriberOptions configure a Subscriber.
+type SubscriberOptions struct {
+	BatchSize int
+	Filter    eventstore.Filter
+	// CheckpointEvery bounds how often the consumer group's cursor is saved;
+	// after a crash at most this much work is delivered again.
+	CheckpointEvery time.Duration
+	// NackDelay is the pause before a nacked message is delivered again.
+	NackDelay time.Duration
+	Log       zerolog.Logger
+}
+
+// Subscriber is a watermill Subscriber over the event log. The topic is the
+// consumer group: each topic keeps its own checkpoint, and every group
+// receives every event (that passes the filter) in global order, at least once.
+type Subscriber struct {
+	store *eventstore.Store
+	opts  SubscriberOptions
+
+	mu      sync.Mutex
+	closed  bool
+	cancels []context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// NewSubscriber returns a subscriber reading from store.
+func NewSubscriber(store *eventstore.Store, opts SubscriberOptions) *Subscriber {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 1000
+	}
+	if opts.CheckpointEvery <= 0 {
+		opts.CheckpointEvery = 200 * time.Millisecond
+	}
+	if opts.NackDelay <= 0 {
+		opts.NackDelay = 100 * time.Millisecond
+	}
+	return &Subscriber{store: store, opts: opts}
+}
+
+// CheckpointName is where a consumer group's cursor is kept.
+func CheckpointName(group string) string { return "bus:" + group }
+
+// Subscribe starts delivering from the group's checkpoint. Each message must
+// be acked before the next is sent, which keeps global order.
+func (s *Subscriber) Subscribe(ctx context.Context, group string) (<-chan *message.Message, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("eventbus: subscriber is closed")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancels = append(s.cancels, cancel)
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	from, err := s.store.LoadCheckpoint(ctx, CheckpointName(group))
+	if err != nil {
+		cancel()
+		s.wg.Done()
+		return nil, err
+	}
+	out := make(chan *message.Message)
+	go func() {
+		defer s.wg.Done()
+		defer close(out)
+		g := &groupRun{s: s, group: group, out: out, acked: from, saved: from}
+		err := s.store.Subscribe(ctx, eventstore.SubscribeOptions{From: from, BatchSize: s.opts.BatchSize, Filter: s.opts.Filter}, g.deliver)
+		// Save progress on the way out so a restart does not redo it.
+		if serr := g.save(context.WithoutCancel(ctx), true); serr != nil {
+			s.opts.Log.Error().Err(serr).Str("group", group).Msg("could not save checkpoint on stop")
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.opts.Log.Error().Err(err).Str("group", group).Msg("event subscription stopped")
+		}
+	}()
+	return out, nil
+}
+
+type groupRun struct {
+	s        *Subscriber
+	group    string
+	out      chan<- *message.Message
+	acked    eventstore.Cursor
+	saved    eventstore.Cursor
+	lastSave time.Time
+}
+
+func (g *groupRun) deliver(ctx context.Context, b eventstore.Batch) error {
+	for _, ev := range b.Events {
+		if err := g.send(ctx, ev); err != nil {
+			return err
+		}
+		g.acked = ev.Cursor()
+	}
+	g.acked = b.Cursor // events filtered out are done too
+	return g.save(ctx, false)
+}
+
+func (g *groupRun) save(ctx context.Context, force bool) error {
+	if g.acked == g.saved || (!force && time.Since(g.lastSave) < g.s.opts.CheckpointEvery) {
+		return nil
+	}
+	if err := g.s.store.SaveCheckpoint(ctx, CheckpointName(g.group), g.acked); err != nil {
+		return err
+	}
+	g.saved, g.lastSave = g.acked, time.Now()
+	return nil
+}
+
+// send delivers one event and waits for its ack, re-sending after a nack.
+func (g *groupRun) send(ctx context.Context, ev eventstore.RecordedEvent) error {
+	for {
+		msg := ToMessage(ctx, ev)
+		select {
+		case g.out <- msg:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-msg.Acked():
+			return nil
+		case <-msg.Nacked():
+			select {
+			case <-time.After(g.s.opts.NackDelay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Close stops every subscription and waits for them to save their checkpoints.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, c := range s.cancels {
+		c()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+type eventKey struct{}
+
+// ToMessage wraps a recorded event as a watermill message. The event itself
+// rides in the message's context; the payload is the stored JSON.
+func ToMessage(ctx context.Context, ev eventstore.RecordedEvent) *message.Message {
+	msg := message.NewMessage("event-"+strconv.FormatInt(ev.Position, 10), message.Payload(ev.Payload))
+	msg.Metadata.Set(MetaEventType, ev.Type)
+	msg.Metadata.Set(MetaStreamID, ev.StreamID)
+	msg.Metadata.Set(MetaStreamType, ev.StreamType)
+	msg.Metadata.Set(MetaVersion, strconv.FormatInt(ev.Version, 10))
+	msg.Metadata.Set(MetaCursor, ev.Cursor().String())
+	if ev.Metadata.Actor != "" {
+		msg.Metadata.Set(MetaActor, ev.Metadata.Actor)
+	}
+	if ev.Metadata.Tenant != "" {
+		msg.Metadata.Set(MetaTenant, ev.Metadata.Tenant)
+	}
+	if ev.Metadata.CorrelationID != "" {
+		middleware.SetCorrelationID(ev.Metadata.CorrelationID, msg)
+	}
+	msg.SetContext(context.WithValue(ctx, eventKey{}, ev))
+	return msg
+}
+
+// EventOf returns the recorded event a message carries.
+func EventOf(msg *message.Message) (eventstore.RecordedEvent, bool) {
+	ev, ok := msg.Context().Value(eventKey{}).(eventstore.RecordedEvent)
+	return ev, ok
+}
+
+// Handler adapts a function of recorded events to a watermill handler.
+func Handler(fn func(ctx context.Context, ev eventstore.RecordedEvent) error) message.NoPublishHandlerFunc {
+	return func(msg *message.Message) error {
+		ev, ok := EventOf(msg)
+		if !ok {
+			return fmt.Errorf("eventbus: message %s carries no event", msg.UUID)
+		}
+		return fn(msg.Context(), ev)
+	}
+}
