@@ -1,0 +1,224 @@
+package resource
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"cairn/domain"
+)
+
+const entity = "resource"
+
+// Plan records a resource of a service's execution graph.
+type Plan struct {
+	ResourceID string
+	ServiceID  string
+	Plugin     string          // e.g. "agent", "http", "terraform"
+	Type       string          // a type the plugin serves, e.g. "agent.process"
+	Properties json.RawMessage // a JSON object with references resolved, or nil
+	DependsOn  []string        // resource ids of the same service
+	At         time.Time
+}
+
+// BeginCreate records that the plugin is asked to create the resource.
+type BeginCreate struct {
+	ResourceID string
+	At         time.Time
+}
+
+// CompleteCreate reports the plugin's outputs for the created resource.
+type CompleteCreate struct {
+	ResourceID string
+	Outputs    json.RawMessage // a JSON object, or nil
+	At         time.Time
+}
+
+// BeginStart records that the plugin is asked to start the resource.
+type BeginStart struct {
+	ResourceID string
+	At         time.Time
+}
+
+// CompleteStart reports that the resource runs.
+type CompleteStart struct {
+	ResourceID string
+	Outputs    json.RawMessage // a JSON object, or nil to keep the last outputs
+	At         time.Time
+}
+
+// BeginStop records that the plugin is asked to stop the resource.
+type BeginStop struct {
+	ResourceID string
+	At         time.Time
+}
+
+// CompleteStop reports that the resource is stopped.
+type CompleteStop struct {
+	ResourceID string
+	Outputs    json.RawMessage // a JSON object, or nil to keep the last outputs
+	At         time.Time
+}
+
+// BeginDestroy records that the plugin is asked to destroy the resource.
+type BeginDestroy struct {
+	ResourceID string
+	At         time.Time
+}
+
+// CompleteDestroy reports that nothing of the resource is left.
+type CompleteDestroy struct {
+	ResourceID string
+	Output     json.RawMessage // the plugin's report, any JSON, or nil
+	At         time.Time
+}
+
+// Fail reports that the plugin call under way failed. The phase is the call
+// the resource's status says is under way (creating → create, …), so it
+// cannot disagree with the state.
+type Fail struct {
+	ResourceID string
+	Error      string
+	Output     json.RawMessage // the plugin's report, any JSON, or nil
+	At         time.Time
+}
+
+// Plan decides the planning of a resource that does not exist yet.
+func (r Resource) Plan(c Plan) ([]domain.Event, error) {
+	if r.Exists() {
+		return nil, r.refuse(CmdPlan)
+	}
+	if err := firstError(
+		validateID("resourceId", c.ResourceID),
+		validateID("serviceId", c.ServiceID),
+		validatePlugin(c.Plugin),
+		validateType(c.Type),
+		validateJSON("properties", c.Properties, true),
+		validateDependsOn(c.ResourceID, c.DependsOn),
+		validateAt(c.At),
+	); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Planned{
+		ResourceID: c.ResourceID, ServiceID: c.ServiceID, Plugin: c.Plugin, Type: c.Type,
+		Properties: canonical(c.Properties), DependsOn: slices.Clone(c.DependsOn), At: c.At.UTC(),
+	}}, nil
+}
+
+// BeginCreate moves a pending (or failed-to-create) resource to creating.
+func (r Resource) BeginCreate(c BeginCreate) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdBeginCreate, c.At); err != nil {
+		return nil, err
+	}
+	return []domain.Event{CreateBegun{ResourceID: r.ID, At: c.At.UTC()}}, nil
+}
+
+// CompleteCreate moves a creating resource to created.
+func (r Resource) CompleteCreate(c CompleteCreate) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdCompleteCreate, c.At); err != nil {
+		return nil, err
+	}
+	if err := validateJSON("outputs", c.Outputs, true); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Created{ResourceID: r.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+}
+
+// BeginStart moves a created or stopped (or failed-to-start/stop) resource to starting.
+func (r Resource) BeginStart(c BeginStart) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdBeginStart, c.At); err != nil {
+		return nil, err
+	}
+	return []domain.Event{StartBegun{ResourceID: r.ID, At: c.At.UTC()}}, nil
+}
+
+// CompleteStart moves a starting resource to running.
+func (r Resource) CompleteStart(c CompleteStart) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdCompleteStart, c.At); err != nil {
+		return nil, err
+	}
+	if err := validateJSON("outputs", c.Outputs, true); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Started{ResourceID: r.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+}
+
+// BeginStop moves a running (or failed-to-start/stop) resource to stopping.
+func (r Resource) BeginStop(c BeginStop) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdBeginStop, c.At); err != nil {
+		return nil, err
+	}
+	return []domain.Event{StopBegun{ResourceID: r.ID, At: c.At.UTC()}}, nil
+}
+
+// CompleteStop moves a stopping resource to stopped.
+func (r Resource) CompleteStop(c CompleteStop) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdCompleteStop, c.At); err != nil {
+		return nil, err
+	}
+	if err := validateJSON("outputs", c.Outputs, true); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Stopped{ResourceID: r.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+}
+
+// BeginDestroy moves a resource that does not run to destroying.
+func (r Resource) BeginDestroy(c BeginDestroy) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdBeginDestroy, c.At); err != nil {
+		return nil, err
+	}
+	return []domain.Event{DestroyBegun{ResourceID: r.ID, At: c.At.UTC()}}, nil
+}
+
+// CompleteDestroy moves a destroying resource to destroyed, its final status.
+func (r Resource) CompleteDestroy(c CompleteDestroy) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdCompleteDestroy, c.At); err != nil {
+		return nil, err
+	}
+	if err := validateJSON("output", c.Output, false); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Destroyed{ResourceID: r.ID, Output: canonical(c.Output), At: c.At.UTC()}}, nil
+}
+
+// Fail moves a resource whose plugin call failed to failed.
+func (r Resource) Fail(c Fail) ([]domain.Event, error) {
+	if err := r.admit(c.ResourceID, CmdFail, c.At); err != nil {
+		return nil, err
+	}
+	if err := firstError(
+		validateRequiredText("error", c.Error, MaxErrorLength),
+		validateJSON("output", c.Output, false),
+	); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Failed{
+		ResourceID: r.ID, Phase: phaseOf[r.Status], Error: c.Error, Output: canonical(c.Output), At: c.At.UTC(),
+	}}, nil
+}
+
+// admit checks that the command addresses this existing resource, is allowed
+// in its status (and, when failed, the phase it failed in), and has a time.
+func (r Resource) admit(id, command string, at time.Time) error {
+	if !r.Exists() {
+		return &domain.NotFoundError{Entity: entity, ID: id}
+	}
+	if id != r.ID {
+		return invalid("resourceId", fmt.Sprintf("is %q but the loaded resource is %q", id, r.ID))
+	}
+	if !slices.Contains(r.AllowedCommands(), command) {
+		return r.refuse(command)
+	}
+	return validateAt(at)
+}
+
+// refuse names the state; a failed resource names the phase too, since that
+// decides what it accepts.
+func (r Resource) refuse(command string) error {
+	state := string(r.Status)
+	if r.Status == StatusFailed && r.FailedIn != "" {
+		state = fmt.Sprintf("%s (in %s)", r.Status, r.FailedIn)
+	}
+	return &domain.StateError{Entity: entity, ID: r.ID, Command: command, State: state}
+}

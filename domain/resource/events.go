@@ -1,0 +1,107 @@
+package resource
+
+import (
+	"encoding/json"
+	"time"
+
+	"cairn/domain"
+)
+
+// Planned records a resource of a service's execution graph before any plugin
+// call. Its id is deterministic, so plugin calls repeated after a crash are
+// idempotent.
+type Planned struct {
+	ResourceID string          `json:"resourceId"`
+	ServiceID  string          `json:"serviceId"`
+	Plugin     string          `json:"plugin"`
+	Type       string          `json:"type"`
+	Properties json.RawMessage `json:"properties,omitempty"` // references resolved
+	DependsOn  []string        `json:"dependsOn"`
+	At         time.Time       `json:"at"`
+}
+
+// CreateBegun records that the plugin was asked to create the resource.
+type CreateBegun struct {
+	ResourceID string    `json:"resourceId"`
+	At         time.Time `json:"at"`
+}
+
+// Created records the plugin's outputs for a created resource.
+type Created struct {
+	ResourceID string          `json:"resourceId"`
+	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	At         time.Time       `json:"at"`
+}
+
+// StartBegun records that the plugin was asked to start the resource.
+type StartBegun struct {
+	ResourceID string    `json:"resourceId"`
+	At         time.Time `json:"at"`
+}
+
+// Started records that the resource runs, with the plugin's outputs if any.
+type Started struct {
+	ResourceID string          `json:"resourceId"`
+	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	At         time.Time       `json:"at"`
+}
+
+// StopBegun records that the plugin was asked to stop the resource.
+type StopBegun struct {
+	ResourceID string    `json:"resourceId"`
+	At         time.Time `json:"at"`
+}
+
+// Stopped records that the resource is stopped, with the plugin's outputs if any.
+type Stopped struct {
+	ResourceID string          `json:"resourceId"`
+	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	At         time.Time       `json:"at"`
+}
+
+// DestroyBegun records that the plugin was asked to destroy the resource.
+type DestroyBegun struct {
+	ResourceID string    `json:"resourceId"`
+	At         time.Time `json:"at"`
+}
+
+// Destroyed records that nothing of the resource is left.
+type Destroyed struct {
+	ResourceID string          `json:"resourceId"`
+	Output     json.RawMessage `json:"output,omitempty"` // the plugin's report, if any
+	At         time.Time       `json:"at"`
+}
+
+// Failed records a plugin call that failed, with the plugin's output.
+type Failed struct {
+	ResourceID string          `json:"resourceId"`
+	Phase      Phase           `json:"phase"`
+	Error      string          `json:"error"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	At         time.Time       `json:"at"`
+}
+
+func (Planned) EventType() string      { return "resource.planned" }
+func (CreateBegun) EventType() string  { return "resource.create_begun" }
+func (Created) EventType() string      { return "resource.created" }
+func (StartBegun) EventType() string   { return "resource.start_begun" }
+func (Started) EventType() string      { return "resource.started" }
+func (StopBegun) EventType() string    { return "resource.stop_begun" }
+func (Stopped) EventType() string      { return "resource.stopped" }
+func (DestroyBegun) EventType() string { return "resource.destroy_begun" }
+func (Destroyed) EventType() string    { return "resource.destroyed" }
+func (Failed) EventType() string       { return "resource.failed" }
+
+// RegisterEvents registers every resource event at its current schema version.
+func RegisterEvents(r *domain.Registry) {
+	r.Register(1, func() domain.Event { return &Planned{} })
+	r.Register(1, func() domain.Event { return &CreateBegun{} })
+	r.Register(1, func() domain.Event { return &Created{} })
+	r.Register(1, func() domain.Event { return &StartBegun{} })
+	r.Register(1, func() domain.Event { return &Started{} })
+	r.Register(1, func() domain.Event { return &StopBegun{} })
+	r.Register(1, func() domain.Event { return &Stopped{} })
+	r.Register(1, func() domain.Event { return &DestroyBegun{} })
+	r.Register(1, func() domain.Event { return &Destroyed{} })
+	r.Register(1, func() domain.Event { return &Failed{} })
+}

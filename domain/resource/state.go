@@ -1,0 +1,135 @@
+// Package resource holds the resource aggregate: one node of a service's
+// execution graph, created, started, stopped and destroyed by a plugin.
+package resource
+
+import (
+	"reflect"
+	"slices"
+	"time"
+
+	"cairn/domain"
+)
+
+// Status is where a resource is in its life.
+type Status string
+
+const (
+	StatusPending    Status = "pending" // planned, no plugin call yet
+	StatusCreating   Status = "creating"
+	StatusCreated    Status = "created"
+	StatusStarting   Status = "starting"
+	StatusRunning    Status = "running"
+	StatusStopping   Status = "stopping"
+	StatusStopped    Status = "stopped"
+	StatusDestroying Status = "destroying"
+	StatusDestroyed  Status = "destroyed" // final: nothing left
+	StatusFailed     Status = "failed"    // see FailedIn
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{
+	StatusPending, StatusCreating, StatusCreated, StatusStarting, StatusRunning,
+	StatusStopping, StatusStopped, StatusDestroying, StatusDestroyed, StatusFailed,
+}
+
+// Phase names the plugin call a failed resource failed in.
+type Phase string
+
+const (
+	PhaseCreate  Phase = "create"
+	PhaseStart   Phase = "start"
+	PhaseStop    Phase = "stop"
+	PhaseDestroy Phase = "destroy"
+)
+
+// Phases lists every phase a resource can fail in.
+var Phases = []Phase{PhaseCreate, PhaseStart, PhaseStop, PhaseDestroy}
+
+// phaseOf maps each in-flight status to the plugin call under way.
+var phaseOf = map[Status]Phase{
+	StatusCreating:   PhaseCreate,
+	StatusStarting:   PhaseStart,
+	StatusStopping:   PhaseStop,
+	StatusDestroying: PhaseDestroy,
+}
+
+// Resource is the state of one resource, folded from its events.
+type Resource struct {
+	ID         string
+	ServiceID  string
+	Plugin     string
+	Type       string
+	Properties []byte // JSON
+	DependsOn  []string
+	Outputs    []byte // JSON, the plugin's latest outputs
+	Status     Status
+	FailedIn   Phase  // set while failed
+	Error      string // the last failure
+	PlannedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Exists reports whether the resource has been planned.
+func (r Resource) Exists() bool { return r.Status != "" }
+
+// Apply folds one event into the state. It accepts events as values (freshly
+// decided) and as pointers (decoded from the store). Unknown events are ignored.
+func (r *Resource) Apply(e domain.Event) {
+	switch e := deref(e).(type) {
+	case Planned:
+		*r = Resource{
+			ID: e.ResourceID, ServiceID: e.ServiceID, Plugin: e.Plugin, Type: e.Type,
+			Properties: slices.Clone([]byte(e.Properties)), DependsOn: slices.Clone(e.DependsOn),
+			Status: StatusPending, PlannedAt: e.At, UpdatedAt: e.At,
+		}
+	case CreateBegun:
+		r.enter(StatusCreating, e.At)
+	case Created:
+		r.enter(StatusCreated, e.At)
+		r.setOutputs(e.Outputs)
+	case StartBegun:
+		r.enter(StatusStarting, e.At)
+	case Started:
+		r.enter(StatusRunning, e.At)
+		r.setOutputs(e.Outputs)
+	case StopBegun:
+		r.enter(StatusStopping, e.At)
+	case Stopped:
+		r.enter(StatusStopped, e.At)
+		r.setOutputs(e.Outputs)
+	case DestroyBegun:
+		r.enter(StatusDestroying, e.At)
+	case Destroyed:
+		r.enter(StatusDestroyed, e.At)
+		r.Outputs = nil
+	case Failed:
+		r.enter(StatusFailed, e.At)
+		r.FailedIn = e.Phase
+		r.Error = e.Error
+	}
+}
+
+// enter moves to a status; leaving failed forgets the failure.
+func (r *Resource) enter(status Status, at time.Time) {
+	r.Status = status
+	r.FailedIn = ""
+	r.Error = ""
+	r.UpdatedAt = at
+}
+
+// setOutputs keeps the last outputs when a step reports none.
+func (r *Resource) setOutputs(outputs []byte) {
+	if len(outputs) > 0 {
+		r.Outputs = slices.Clone(outputs)
+	}
+}
+
+// deref turns a decoded *Event into its value so Apply has one case per type.
+func deref(e domain.Event) domain.Event {
+	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
+		if ev, ok := v.Elem().Interface().(domain.Event); ok {
+			return ev
+		}
+	}
+	return e
+}
