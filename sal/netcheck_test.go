@@ -1,0 +1,78 @@
+package sal
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestTCPConnect(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSystem(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	open := ln.Addr().(*net.TCPAddr).Port
+
+	closedLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := closedLn.Addr().(*net.TCPAddr).Port
+	closedLn.Close()
+
+	tests := []struct {
+		name      string
+		port      int
+		reachable bool
+	}{
+		{"listening", open, true},
+		{"closed", closed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := s.TCPConnect(context.Background(), "127.0.0.1", tt.port, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reachable != tt.reachable || (res.Error == "") != tt.reachable || res.Latency <= 0 {
+				t.Errorf("got %+v", res)
+			}
+		})
+	}
+	for _, port := range []int{0, 70000} {
+		if _, err := s.TCPConnect(context.Background(), "127.0.0.1", port, time.Second); !errors.Is(err, ErrInvalidSpec) {
+			t.Errorf("port %d: want ErrInvalidSpec, got %v", port, err)
+		}
+	}
+}
+
+func TestDNSLookup(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSystem(t)
+	addrs, err := s.DNSLookup(context.Background(), "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(addrs, "127.0.0.1") && !slices.Contains(addrs, "::1") {
+		t.Errorf("localhost resolved to %v", addrs)
+	}
+	if _, err := s.DNSLookup(context.Background(), ""); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("empty name: %v", err)
+	}
+}
