@@ -3,12 +3,12 @@ package eventstore
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -20,6 +20,11 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	op, err := s.prepare(ctx, req)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if len(op.events) == 0 {
+		// A command that decided nothing leaves no trace; its retry decides
+		// nothing again (or, if the state moved on, what is right then).
+		return AppendResult{}, nil
 	}
 	select {
 	case s.appender.queue <- op:
@@ -97,16 +102,17 @@ func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, erro
 	}
 	md := req.Metadata
 	md.CommandID = req.CommandID
-	var err error
-	if op.metadata, err = json.Marshal(md); err != nil {
-		return nil, fmt.Errorf("append: encode metadata: %w", err)
-	}
 	if req.CommandID != "" {
 		op.keys = append(op.keys, "c:"+req.CommandID)
 		op.fingerprint = req.Fingerprint
 		if len(op.fingerprint) == 0 {
 			op.fingerprint = fp.Sum(nil)
 		}
+		md.CommandFingerprint = hex.EncodeToString(op.fingerprint)
+	}
+	var err error
+	if op.metadata, err = json.Marshal(md); err != nil {
+		return nil, fmt.Errorf("append: encode metadata: %w", err)
 	}
 	return op, nil
 }
@@ -267,9 +273,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		ver, sver                           []int64
 		at                                  []time.Time
 		prev, hash                          [][]byte
-		cmdIDs                              []string
-		cmdFPs                              [][]byte
-		cmdAt                               []time.Time
+		seq                                 []int64
 		opResults                           = map[int]*AppendResult{}
 	)
 	for _, op := range ops {
@@ -280,14 +284,9 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		idx := len(live)
 		live = append(live, op)
 		now := a.s.opts.Clock().UTC().Truncate(time.Microsecond)
-		if op.req.CommandID != "" {
-			cmdIDs = append(cmdIDs, op.req.CommandID)
-			cmdFPs = append(cmdFPs, op.fingerprint)
-			cmdAt = append(cmdAt, now)
-		}
 		res := &AppendResult{}
 		opResults[idx] = res
-		for _, e := range op.events {
+		for i, e := range op.events {
 			st := op.req.Streams[e.stream]
 			h := heads[st.StreamID]
 			in := HashInput{
@@ -302,6 +301,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 			ver, sver = append(ver, in.Version), append(sver, int64(e.schemaVersion))
 			payload, meta, cmd = append(payload, string(e.payload)), append(meta, string(op.metadata)), append(cmd, op.req.CommandID)
 			at, prev, hash = append(at, now), append(prev, in.PrevHash), append(hash, sum)
+			seq = append(seq, int64(i))
 		}
 		for _, st := range op.req.Streams {
 			res.Streams = append(res.Streams, StreamVersion{StreamID: st.StreamID, Version: heads[st.StreamID].version})
@@ -311,26 +311,11 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		return nil, false
 	}
 
-	b := &pgx.Batch{}
-	if len(cmdIDs) > 0 {
-		b.Queue(`INSERT INTO commands (command_id, fingerprint, recorded_at)
-			SELECT * FROM unnest($1::text[], $2::bytea[], $3::timestamptz[])`, cmdIDs, cmdFPs, cmdAt)
-	}
-	if len(rows) > 0 {
-		b.Queue(`INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata, command_id, recorded_at, prev_hash, hash)
-			SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), a, ph, h
-			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::json[], $7::json[], $8::text[], $9::timestamptz[], $10::bytea[], $11::bytea[])
-			  AS u(s, t, v, e, sv, p, m, c, a, ph, h)
-			RETURNING position, tx_id`,
-			sid, styp, ver, etyp, sver, payload, meta, cmd, at, prev, hash)
-		b.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
-	}
-
-	positions, txID, err := a.send(ctx, b, len(cmdIDs) > 0, len(rows))
+	positions, txID, err := a.insert(ctx, sid, styp, ver, etyp, sver, payload, meta, cmd, seq, at, prev, hash)
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
-	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "commands_pkey":
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_command":
 		return a.resolveDuplicates(ctx, live), false
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_stream_version":
 		// Another writer (another process) moved a stream: re-read heads.
@@ -358,6 +343,9 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 	for i, op := range live {
 		op.respond(*opResults[i], nil)
 	}
+	if len(rows) > 0 {
+		a.s.notifier.committed()
+	}
 	return nil, false
 }
 
@@ -377,52 +365,33 @@ func checkExpected(op *appendOp, heads map[string]head) error {
 	return nil
 }
 
-// send runs the batch in one round trip; pgx runs a batch in one implicit
-// transaction, so it commits or rolls back whole.
-func (a *appender) send(ctx context.Context, b *pgx.Batch, hasCommands bool, nRows int) ([]int64, uint64, error) {
-	conn, err := a.s.pool.Acquire(ctx)
+// insert writes the batch's events in one statement, one round trip, in its
+// own transaction. It does not NOTIFY inside the transaction: PostgreSQL
+// serialises the commits of notifying transactions, WAL flush included,
+// which would defeat group commit.
+func (a *appender) insert(ctx context.Context, args ...any) ([]int64, uint64, error) {
+	rows, err := a.s.pool.Query(ctx, `
+		INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata,
+		                    command_id, command_seq, recorded_at, prev_hash, hash)
+		SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), CASE WHEN c = '' THEN NULL ELSE cs END, a, ph, h
+		FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::json[], $7::json[],
+		            $8::text[], $9::int[], $10::timestamptz[], $11::bytea[], $12::bytea[])
+		  AS u(s, t, v, e, sv, p, m, c, cs, a, ph, h)
+		RETURNING position, tx_id`, args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer conn.Release()
-	br := conn.SendBatch(ctx, b)
-	positions := make([]int64, 0, nRows)
+	defer rows.Close()
+	var positions []int64
 	var txID uint64
-	err = func() error {
-		if hasCommands {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+	for rows.Next() {
+		var pos int64
+		if err := rows.Scan(&pos, &txID); err != nil {
+			return nil, 0, err
 		}
-		if nRows == 0 {
-			return nil
-		}
-		rs, err := br.Query()
-		if err != nil {
-			return err
-		}
-		for rs.Next() {
-			var pos int64
-			if err := rs.Scan(&pos, &txID); err != nil {
-				rs.Close()
-				return err
-			}
-			positions = append(positions, pos)
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return err
-		}
-		_, err = br.Exec()
-		return err
-	}()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+		positions = append(positions, pos)
 	}
-	if err == nil && len(positions) != nRows {
-		err = fmt.Errorf("inserted %d events, expected %d", len(positions), nRows)
-	}
-	return positions, txID, err
+	return positions, txID, rows.Err()
 }
 
 // loadHeads returns the current head of every stream in ops, from the cache
@@ -509,10 +478,8 @@ func (s *Store) CommandResult(ctx context.Context, commandID string, fingerprint
 
 func (s *Store) commandResult(ctx context.Context, commandID string) (AppendResult, []byte, bool, error) {
 	rs, err := s.pool.Query(ctx, `
-		SELECT c.fingerprint, e.stream_id, e.version, e.position, e.tx_id
-		FROM commands c LEFT JOIN events e ON e.command_id = c.command_id
-		WHERE c.command_id = $1
-		ORDER BY e.position`, commandID)
+		SELECT metadata->>'commandFingerprint', stream_id, version, position, tx_id
+		FROM events WHERE command_id = $1 ORDER BY position`, commandID)
 	if err != nil {
 		return AppendResult{}, nil, false, fmt.Errorf("read command %q: %w", commandID, err)
 	}
@@ -524,20 +491,20 @@ func (s *Store) commandResult(ctx context.Context, commandID string) (AppendResu
 	var order []string
 	for rs.Next() {
 		found = true
-		var stream *string
-		var version, pos *int64
-		var tx *uint64
-		if err := rs.Scan(&fp, &stream, &version, &pos, &tx); err != nil {
+		var fpHex, stream string
+		var version, pos int64
+		var tx uint64
+		if err := rs.Scan(&fpHex, &stream, &version, &pos, &tx); err != nil {
 			return AppendResult{}, nil, false, fmt.Errorf("read command %q: %w", commandID, err)
 		}
-		if stream == nil {
-			continue
+		if fp, err = hex.DecodeString(fpHex); err != nil {
+			return AppendResult{}, nil, false, fmt.Errorf("read command %q: fingerprint: %w", commandID, err)
 		}
-		if _, ok := versions[*stream]; !ok {
-			order = append(order, *stream)
+		if _, ok := versions[stream]; !ok {
+			order = append(order, stream)
 		}
-		versions[*stream] = max(versions[*stream], *version)
-		if c := (Cursor{TxID: *tx, Position: *pos}); res.Cursor.Less(c) {
+		versions[stream] = max(versions[stream], version)
+		if c := (Cursor{TxID: tx, Position: pos}); res.Cursor.Less(c) {
 			res.Cursor = c
 		}
 	}

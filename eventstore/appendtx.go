@@ -27,12 +27,6 @@ func (s *Store) AppendInTx(ctx context.Context, tx pgx.Tx, req AppendRequest) (A
 	}
 	res := AppendResult{}
 	now := s.opts.Clock().UTC().Truncate(time.Microsecond)
-	if req.CommandID != "" {
-		if _, err := tx.Exec(ctx, `INSERT INTO commands (command_id, fingerprint, recorded_at) VALUES ($1, $2, $3)`,
-			req.CommandID, op.fingerprint, now); err != nil {
-			return AppendResult{}, fmt.Errorf("append: record command %q: %w", req.CommandID, err)
-		}
-	}
 	heads := map[string]head{}
 	for _, st := range req.Streams {
 		var h head
@@ -47,7 +41,7 @@ func (s *Store) AppendInTx(ctx context.Context, tx pgx.Tx, req AppendRequest) (A
 	if err := checkExpected(op, heads); err != nil {
 		return AppendResult{}, err
 	}
-	for _, e := range op.events {
+	for i, e := range op.events {
 		st := req.Streams[e.stream]
 		h := heads[st.StreamID]
 		in := HashInput{
@@ -58,12 +52,18 @@ func (s *Store) AppendInTx(ctx context.Context, tx pgx.Tx, req AppendRequest) (A
 		sum := Hash(in)
 		var c Cursor
 		err := tx.QueryRow(ctx, `
-			INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata, command_id, recorded_at, prev_hash, hash)
-			VALUES ($1, $2, $3, $4, $5, $6::text::json, $7::text::json, NULLIF($8, ''), $9, $10, $11)
+			INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata,
+			                    command_id, command_seq, recorded_at, prev_hash, hash)
+			VALUES ($1, $2, $3, $4, $5, $6::text::json, $7::text::json,
+			        NULLIF($8, ''), CASE WHEN $8 = '' THEN NULL ELSE $9::int END, $10, $11, $12)
 			RETURNING tx_id, position`,
 			st.StreamID, st.StreamType, in.Version, e.typ, e.schemaVersion, string(e.payload), string(op.metadata),
-			req.CommandID, now, in.PrevHash, sum).Scan(&c.TxID, &c.Position)
+			req.CommandID, i, now, in.PrevHash, sum).Scan(&c.TxID, &c.Position)
 		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_command" {
+			// The same command committed concurrently in another transaction.
+			return AppendResult{}, &CommandReusedError{CommandID: req.CommandID}
+		}
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return AppendResult{}, &VersionConflictError{StreamID: st.StreamID, Expected: st.Expected, Actual: in.Version}
 		}

@@ -16,13 +16,42 @@ import (
 type notifier struct {
 	pool *pgxpool.Pool
 	log  zerolog.Logger
+	// kick asks notifyLoop to tell other processes that events committed.
+	kick chan struct{}
 
 	mu      sync.Mutex
 	waiters map[chan struct{}]struct{}
 }
 
 func newNotifier(pool *pgxpool.Pool, log zerolog.Logger) *notifier {
-	return &notifier{pool: pool, log: log, waiters: map[chan struct{}]struct{}{}}
+	return &notifier{pool: pool, log: log, kick: make(chan struct{}, 1), waiters: map[chan struct{}]struct{}{}}
+}
+
+// committed wakes this process's subscribers at once and has other
+// processes notified. Notifications are coalesced: one NOTIFY may stand for
+// many commits, which is all a wake-up needs.
+func (n *notifier) committed() {
+	n.broadcast()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop sends one NOTIFY per burst of commits, outside any append
+// transaction.
+func (n *notifier) notifyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kick:
+		}
+		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, NotifyChannel); err != nil && ctx.Err() == nil {
+			// Other processes fall back to polling until the next notify.
+			n.log.Warn().Err(err).Msg("could not notify other processes of new events")
+		}
+	}
 }
 
 // register returns a channel that receives a wake-up (coalesced) after each

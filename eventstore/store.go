@@ -40,7 +40,7 @@ func (o *Options) defaults() {
 		o.Clock = time.Now
 	}
 	if o.AppendWorkers <= 0 {
-		o.AppendWorkers = 4
+		o.AppendWorkers = 8
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 512
@@ -74,9 +74,10 @@ func New(pool *pgxpool.Pool, registry *domain.Registry, opts Options) *Store {
 	s := &Store{pool: pool, registry: registry, opts: opts, cancel: cancel}
 	s.appender = newAppender(s)
 	s.notifier = newNotifier(pool, opts.Log)
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.appender.run(ctx) }()
 	go func() { defer s.wg.Done(); s.notifier.run(ctx) }()
+	go func() { defer s.wg.Done(); s.notifier.notifyLoop(ctx) }()
 	return s
 }
 

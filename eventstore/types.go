@@ -35,12 +35,15 @@ func (v ExpectedVersion) String() string {
 
 // Metadata travels with every event of a command.
 type Metadata struct {
-	CommandID     string            `json:"commandId,omitempty"`
-	CorrelationID string            `json:"correlationId,omitempty"`
-	CausationID   string            `json:"causationId,omitempty"`
-	Actor         string            `json:"actor,omitempty"`
-	Tenant        string            `json:"tenant,omitempty"`
-	Extra         map[string]string `json:"extra,omitempty"`
+	CommandID     string `json:"commandId,omitempty"`
+	CorrelationID string `json:"correlationId,omitempty"`
+	CausationID   string `json:"causationId,omitempty"`
+	Actor         string `json:"actor,omitempty"`
+	Tenant        string `json:"tenant,omitempty"`
+	// CommandFingerprint (hex) identifies the command's input, so a retry
+	// with the same id and another input can be told apart.
+	CommandFingerprint string            `json:"commandFingerprint,omitempty"`
+	Extra              map[string]string `json:"extra,omitempty"`
 }
 
 // StreamAppend is the part of an append aimed at one stream.

@@ -30,7 +30,10 @@ CREATE TABLE events (
     -- json, not jsonb: the exact bytes are kept so their hash can be re-checked.
     payload         json        NOT NULL,
     metadata        json        NOT NULL,
+    -- Idempotency: a command's events are numbered 0..n-1; the unique index on
+    -- (command_id, command_seq) refuses a second append of the same command.
     command_id      text,
+    command_seq     integer,
     recorded_at     timestamptz NOT NULL,
     prev_hash       bytea       NOT NULL,
     hash            bytea       NOT NULL,
@@ -38,16 +41,7 @@ CREATE TABLE events (
 );
 
 CREATE INDEX events_global_order ON events (tx_id, position);
-CREATE INDEX events_command ON events (command_id) WHERE command_id IS NOT NULL;
-
--- One row per command that carried an id: a retry with the same id returns the
--- first result instead of appending again.
-CREATE TABLE commands (
-    command_id   text        PRIMARY KEY,
-    fingerprint  bytea       NOT NULL,
-    tx_id        xid8        NOT NULL DEFAULT pg_current_xact_id(),
-    recorded_at  timestamptz NOT NULL DEFAULT now()
-);
+CREATE UNIQUE INDEX events_command ON events (command_id, command_seq);
 
 -- Checkpoints owned by subscribers (process managers, consumer groups).
 CREATE TABLE subscription_checkpoints (
@@ -71,15 +65,11 @@ CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
     FOR EACH ROW EXECUTE FUNCTION cairn_refuse_change();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
     FOR EACH STATEMENT EXECUTE FUNCTION cairn_refuse_change();
-CREATE TRIGGER commands_append_only BEFORE UPDATE OR DELETE ON commands
-    FOR EACH ROW EXECUTE FUNCTION cairn_refuse_change();
-CREATE TRIGGER commands_no_truncate BEFORE TRUNCATE ON commands
-    FOR EACH STATEMENT EXECUTE FUNCTION cairn_refuse_change();
 
 -- The application role may read and append, nothing else.
-REVOKE ALL ON events, commands FROM PUBLIC;
+REVOKE ALL ON events FROM PUBLIC;
 GRANT USAGE ON SCHEMA public TO cairn_app;
-GRANT SELECT, INSERT ON events, commands TO cairn_app;
+GRANT SELECT, INSERT ON events TO cairn_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON subscription_checkpoints TO cairn_app;
 
 -- +goose Down
