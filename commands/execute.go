@@ -1,0 +1,175 @@
+// Package commands is Cairn's write side: one small handler per command that
+// loads an aggregate from its stream, lets the pure domain decide, and
+// appends the decided events with the expected version. Long-running work
+// (dispatching jobs, orchestrating services) lives in subpackages driven by
+// events.
+package commands
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"cairn/domain"
+	"cairn/eventstore"
+)
+
+// Meta says who asks and how to trace the command through the log.
+type Meta struct {
+	// CommandID is an optional client-supplied id: a retry with the same id
+	// and the same input returns the first result and appends nothing.
+	CommandID     string
+	CorrelationID string
+	CausationID   string
+	// Actor is the user id, token id or node id acting.
+	Actor string
+	// Tenant is the tenant the command acts within, if any.
+	Tenant string
+}
+
+func (m Meta) metadata() eventstore.Metadata {
+	return eventstore.Metadata{CorrelationID: m.CorrelationID, CausationID: m.CausationID, Actor: m.Actor, Tenant: m.Tenant}
+}
+
+// Result says where a command's events landed.
+type Result struct {
+	// Cursor of the command's last event; a client passes it as
+	// consistentWith to read its own write. Zero when nothing changed.
+	Cursor eventstore.Cursor
+	// Version of the aggregate's stream after the command.
+	Version int64
+	// Duplicate is true when the command id had been seen before.
+	Duplicate bool
+}
+
+// Aggregate is a domain state that evolves by applying events.
+type Aggregate interface {
+	Apply(domain.Event)
+}
+
+// StreamID is the stream of one aggregate instance: "<type>-<id>".
+func StreamID(streamType, id string) string { return streamType + "-" + id }
+
+// Stream types, one per aggregate.
+const (
+	NodeStream     = "node"
+	JobStream      = "job"
+	TemplateStream = "template"
+	ServiceStream  = "service"
+	ResourceStream = "resource"
+	TenantStream   = "tenant"
+	UserStream     = "user"
+	TokenStream    = "api_token"
+	LocationStream = "location"
+)
+
+// conflictRetries bounds how often a command is re-decided after another
+// writer changed its stream between load and append.
+const conflictRetries = 3
+
+// Load folds an aggregate's stream into a fresh state S and returns its version.
+// A stream that does not exist yields the zero state and version 0.
+func Load[S any, PS interface {
+	*S
+	Aggregate
+}](ctx context.Context, store *eventstore.Store, streamType, id string) (S, int64, error) {
+	var state S
+	evs, err := store.ReadStream(ctx, StreamID(streamType, id), eventstore.ReadStreamOptions{})
+	var nf *eventstore.StreamNotFoundError
+	if errors.As(err, &nf) {
+		return state, 0, nil
+	}
+	if err != nil {
+		return state, 0, err
+	}
+	for _, rec := range evs {
+		ev, err := store.Decode(rec)
+		if err != nil {
+			return state, 0, fmt.Errorf("load %s %q: %w", streamType, id, err)
+		}
+		PS(&state).Apply(ev)
+	}
+	return state, int64(len(evs)), nil
+}
+
+// Execute runs one command against one aggregate: load, decide, append with
+// the expected version. input is the command as the caller gave it; its JSON
+// fingerprints the command for idempotent retries. A concurrent change to the
+// stream makes it load and decide again, a few times, before it reports the
+// conflict.
+func Execute[S any, PS interface {
+	*S
+	Aggregate
+}](ctx context.Context, store *eventstore.Store, streamType, id string, meta Meta, input any,
+	decide func(S) ([]domain.Event, error)) (Result, error) {
+	fp, err := Fingerprint(streamType, id, input)
+	if err != nil {
+		return Result{}, err
+	}
+	if meta.CommandID != "" {
+		res, found, err := store.CommandResult(ctx, meta.CommandID, fp)
+		if err != nil {
+			return Result{}, err
+		}
+		if found {
+			return fromAppend(res, StreamID(streamType, id)), nil
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		state, version, err := Load[S, PS](ctx, store, streamType, id)
+		if err != nil {
+			return Result{}, err
+		}
+		evs, err := decide(state)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(evs) == 0 {
+			return Result{Version: version}, nil
+		}
+		res, err := store.Append(ctx, eventstore.AppendRequest{
+			CommandID:   meta.CommandID,
+			Fingerprint: fp,
+			Metadata:    meta.metadata(),
+			Streams: []eventstore.StreamAppend{{
+				StreamID: StreamID(streamType, id), StreamType: streamType,
+				Expected: eventstore.Exactly(version), Events: evs,
+			}},
+		})
+		var conflict *eventstore.VersionConflictError
+		if errors.As(err, &conflict) && attempt < conflictRetries {
+			continue
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return fromAppend(res, StreamID(streamType, id)), nil
+	}
+}
+
+func fromAppend(res eventstore.AppendResult, stream string) Result {
+	out := Result{Cursor: res.Cursor, Duplicate: res.Duplicate}
+	for _, s := range res.Streams {
+		if s.StreamID == stream {
+			out.Version = s.Version
+		}
+	}
+	return out
+}
+
+// Fingerprint identifies a command's input for idempotency checks.
+func Fingerprint(streamType, id string, input any) ([]byte, error) {
+	b, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint command: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte(streamType))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write(b)
+	return h.Sum(nil), nil
+}

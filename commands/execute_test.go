@@ -1,0 +1,121 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"cairn/commands"
+	"cairn/domain"
+	"cairn/domain/events"
+	"cairn/domain/node"
+	"cairn/eventstore"
+	"cairn/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+func newStore(t *testing.T) *eventstore.Store {
+	t.Helper()
+	db := testdb.New(t)
+	s := eventstore.New(db.AppPool(t), events.Registry(), eventstore.Options{})
+	t.Cleanup(s.Close)
+	return s
+}
+
+var at = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+
+func enroll(ctx context.Context, s *eventstore.Store, meta commands.Meta, id string) (commands.Result, error) {
+	input := struct{ NodeID, Hostname string }{id, "host-" + id}
+	return commands.Execute[node.Node](ctx, s, commands.NodeStream, id, meta, input, func(n node.Node) ([]domain.Event, error) {
+		return n.Enroll(node.Enroll{NodeID: id, Hostname: input.Hostname, Labels: map[string]string{"rack": "a"}, At: at})
+	})
+}
+
+func TestExecuteDecidesAndAppends(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	res, err := enroll(ctx, s, commands.Meta{Actor: "op-1", CorrelationID: "c-1"}, "n1")
+	if err != nil || res.Version != 1 || res.Cursor.IsZero() {
+		t.Fatalf("enroll: %+v %v", res, err)
+	}
+	n, v, err := commands.Load[node.Node](ctx, s, commands.NodeStream, "n1")
+	if err != nil || v != 1 || n.Status != node.StatusEnrolled || n.Labels["rack"] != "a" {
+		t.Fatalf("loaded %+v v%d %v", n, v, err)
+	}
+	evs, _ := s.ReadStream(ctx, "node-n1", eventstore.ReadStreamOptions{})
+	if evs[0].Metadata.Actor != "op-1" || evs[0].Metadata.CorrelationID != "c-1" {
+		t.Fatalf("metadata not recorded: %+v", evs[0].Metadata)
+	}
+	// The domain's refusal comes back typed, and nothing is appended.
+	_, err = enroll(ctx, s, commands.Meta{}, "n1")
+	var se *domain.StateError
+	if !errors.As(err, &se) || !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("second enroll: want StateError, got %v", err)
+	}
+	if v, _ := s.StreamVersion(ctx, "node-n1"); v != 1 {
+		t.Fatalf("refused command appended: version %d", v)
+	}
+}
+
+func TestExecuteIsIdempotentByCommandID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	meta := commands.Meta{CommandID: "enroll-n2-once"}
+	first, err := enroll(ctx, s, meta, "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A retry would be refused by the domain (already enrolled) if it were
+	// decided again; with its command id it returns the first result.
+	again, err := enroll(ctx, s, meta, "n2")
+	if err != nil || !again.Duplicate || again.Cursor != first.Cursor || again.Version != 1 {
+		t.Fatalf("retry: %+v %v (first %+v)", again, err, first)
+	}
+	// The same id for another command is refused.
+	if _, err := enroll(ctx, s, meta, "n3"); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("reused id: want conflict, got %v", err)
+	}
+}
+
+func TestExecuteRedecidesAfterConcurrentChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := enroll(ctx, s, commands.Meta{}, "n4"); err != nil {
+		t.Fatal(err)
+	}
+	// Eight concurrent label changes: each must land (re-decided on conflict).
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			labels := map[string]string{"writer": string(rune('a' + i))}
+			_, err := commands.Execute[node.Node](ctx, s, commands.NodeStream, "n4", commands.Meta{}, labels, func(n node.Node) ([]domain.Event, error) {
+				return n.SetLabels(node.SetLabels{NodeID: "n4", Labels: labels, At: at})
+			})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if err != nil {
+			if !errors.Is(err, domain.ErrConflict) {
+				t.Fatal(err)
+			}
+			failed++
+		}
+	}
+	v, _ := s.StreamVersion(ctx, "node-n4")
+	if int(v) != 1+8-failed || failed > 4 {
+		t.Fatalf("version %d after 8 label changes with %d conflicts", v, failed)
+	}
+}
