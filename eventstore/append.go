@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,20 +27,17 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 		// nothing again (or, if the state moved on, what is right then).
 		return AppendResult{}, nil
 	}
-	select {
-	case s.appender.queue <- op:
-	case <-ctx.Done():
-		return AppendResult{}, ctx.Err()
-	case <-s.appender.stopped:
-		return AppendResult{}, ErrClosed
+	if batch, err := s.appender.submit(op); err != nil {
+		return AppendResult{}, err
+	} else if batch != nil {
+		// No batch was free to join: this caller leads one itself.
+		s.appender.run(batch)
 	}
-	select {
-	case out := <-op.result:
-		return out.result, out.err
-	case <-ctx.Done():
-		// The append may still commit; a retry with the same command id is safe.
-		return AppendResult{}, ctx.Err()
-	}
+	// Once claimed into a batch an append runs to completion; a caller whose
+	// context ends while still pending is answered with ctx.Err() at the next
+	// claim, so there is always an answer to wait for.
+	out := <-op.result
+	return out.result, out.err
 }
 
 type encodedEvent struct {
@@ -117,100 +115,60 @@ func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, erro
 	return op, nil
 }
 
-// appender forms batches from queued requests. Two requests that touch the
-// same stream (or carry the same command id) never share a batch or run in
-// two batches at once, so each batch can chain hashes from known heads.
+// appender groups concurrent appends into shared transactions, like
+// PostgreSQL's own group commit: a caller that finds a transaction slot free
+// leads a batch of everything pending; the others wait for its answer, and
+// whoever finishes a batch starts the next one from what queued meanwhile.
+// Two requests that touch the same stream (or carry the same command id)
+// never share a batch or run in two batches at once, so each batch can chain
+// hashes from known heads.
 type appender struct {
-	s       *Store
-	queue   chan *appendOp
-	stopped chan struct{}
-	heads   *headCache
+	s     *Store
+	heads *headCache
+
+	mu       sync.Mutex
+	pending  []*appendOp
+	busy     map[string]bool
+	inflight int
+	closed   bool
+	idle     *sync.Cond // signalled when inflight drops to zero
 }
 
 func newAppender(s *Store) *appender {
-	return &appender{
-		s:       s,
-		queue:   make(chan *appendOp, 4096),
-		stopped: make(chan struct{}),
-		heads:   newHeadCache(s.opts.HeadCacheSize),
-	}
+	a := &appender{s: s, heads: newHeadCache(s.opts.HeadCacheSize), busy: map[string]bool{}}
+	a.idle = sync.NewCond(&a.mu)
+	return a
 }
 
-func (a *appender) run(ctx context.Context) {
-	busy := map[string]bool{}
-	var pending []*appendOp
-	done := make(chan []*appendOp)
-	free := a.s.opts.AppendWorkers
-	for {
-		for free > 0 {
-			batch := a.take(&pending, busy)
-			if len(batch) == 0 {
-				break
-			}
-			free--
-			for _, op := range batch {
-				for _, k := range op.keys {
-					busy[k] = true
-				}
-			}
-			go func() {
-				a.execute(batch)
-				done <- batch
-			}()
-		}
-		select {
-		case op := <-a.queue:
-			pending = append(pending, op)
-			// Everything already queued joins this round.
-			for drained := false; !drained; {
-				select {
-				case op := <-a.queue:
-					pending = append(pending, op)
-				default:
-					drained = true
-				}
-			}
-		case batch := <-done:
-			free++
-			for _, op := range batch {
-				for _, k := range op.keys {
-					delete(busy, k)
-				}
-			}
-		case <-ctx.Done():
-			close(a.stopped)
-			for ; free < a.s.opts.AppendWorkers; free++ {
-				<-done
-			}
-			for _, op := range pending {
-				op.respond(AppendResult{}, ErrClosed)
-			}
-			for {
-				select {
-				case op := <-a.queue:
-					op.respond(AppendResult{}, ErrClosed)
-				default:
-					return
-				}
-			}
-		}
+// submit queues op and, when a transaction slot is free, claims a batch for
+// the caller to run.
+func (a *appender) submit(op *appendOp) ([]*appendOp, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, ErrClosed
 	}
+	a.pending = append(a.pending, op)
+	return a.claimLocked(), nil
 }
 
-// take removes from pending the oldest requests whose keys are free, keeping
-// arrival order among requests that share a key.
-func (a *appender) take(pending *[]*appendOp, busy map[string]bool) []*appendOp {
+// claimLocked takes the oldest pending requests whose keys are free, keeping
+// arrival order among requests that share a key, if a slot is free.
+func (a *appender) claimLocked() []*appendOp {
+	if a.inflight >= a.s.opts.AppendWorkers || len(a.pending) == 0 {
+		return nil
+	}
 	var batch []*appendOp
 	blocked := map[string]bool{}
-	rest := (*pending)[:0]
-	for _, op := range *pending {
+	rest := a.pending[:0]
+	for _, op := range a.pending {
 		if err := op.ctx.Err(); err != nil {
 			op.respond(AppendResult{}, err)
 			continue
 		}
 		free := len(batch) < a.s.opts.MaxBatch
 		for _, k := range op.keys {
-			if busy[k] || blocked[k] {
+			if a.busy[k] || blocked[k] {
 				free = false
 			}
 		}
@@ -223,11 +181,53 @@ func (a *appender) take(pending *[]*appendOp, busy map[string]bool) []*appendOp 
 			rest = append(rest, op)
 		}
 	}
-	for i := len(rest); i < len(*pending); i++ {
-		(*pending)[i] = nil
+	clear(a.pending[len(rest):])
+	a.pending = rest
+	if len(batch) == 0 {
+		return nil
 	}
-	*pending = rest
+	for _, op := range batch {
+		for _, k := range op.keys {
+			a.busy[k] = true
+		}
+	}
+	a.inflight++
 	return batch
+}
+
+// run executes a claimed batch, then starts the next one if requests queued.
+func (a *appender) run(batch []*appendOp) {
+	a.execute(batch)
+	a.mu.Lock()
+	for _, op := range batch {
+		for _, k := range op.keys {
+			delete(a.busy, k)
+		}
+	}
+	a.inflight--
+	next := a.claimLocked()
+	if a.inflight == 0 {
+		a.idle.Broadcast()
+	}
+	a.mu.Unlock()
+	if next != nil {
+		go a.run(next)
+	}
+}
+
+// close refuses new appends, answers pending ones with ErrClosed and waits
+// for batches in flight.
+func (a *appender) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	for _, op := range a.pending {
+		op.respond(AppendResult{}, ErrClosed)
+	}
+	a.pending = nil
+	for a.inflight > 0 {
+		a.idle.Wait()
+	}
 }
 
 const maxAttempts = 8

@@ -40,7 +40,7 @@ func (o *Options) defaults() {
 		o.Clock = time.Now
 	}
 	if o.AppendWorkers <= 0 {
-		o.AppendWorkers = 8
+		o.AppendWorkers = 2
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 512
@@ -74,8 +74,7 @@ func New(pool *pgxpool.Pool, registry *domain.Registry, opts Options) *Store {
 	s := &Store{pool: pool, registry: registry, opts: opts, cancel: cancel}
 	s.appender = newAppender(s)
 	s.notifier = newNotifier(pool, opts.Log)
-	s.wg.Add(3)
-	go func() { defer s.wg.Done(); s.appender.run(ctx) }()
+	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.notifier.run(ctx) }()
 	go func() { defer s.wg.Done(); s.notifier.notifyLoop(ctx) }()
 	return s
@@ -91,6 +90,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close stops background work. Appends in flight finish or fail with ErrClosed.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() {
+		s.appender.close()
 		s.cancel()
 		s.wg.Wait()
 	})

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cairn/domain"
+	"cairn/eventstore"
+)
+
+// benchAppend compares single-event command appends with 16 writers to raw
+// single-row INSERTs into a plain table with the same columns and indexes.
+func benchAppend(ctx context.Context, e *env) (result, error) {
+	if _, err := e.admin.Exec(ctx, `
+		CREATE TABLE bench_raw (LIKE events INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING INDEXES INCLUDING CONSTRAINTS);
+		GRANT SELECT, INSERT ON bench_raw TO cairn_app`); err != nil {
+		return nil, fmt.Errorf("create baseline table: %w", err)
+	}
+	payload, _ := json.Marshal(benchEvent{Seq: 1, Node: "node-1", Status: "online"})
+	meta := []byte(`{"commandId":"x","actor":"bench"}`)
+	hash := eventstore.ZeroHash
+	var seq atomic.Int64
+	rawOp := func(ctx context.Context, w int) (int, error) {
+		n := seq.Add(1)
+		_, err := e.app.Exec(ctx, `INSERT INTO bench_raw (stream_id, stream_type, version, event_type, schema_version, payload, metadata, command_id, command_seq, recorded_at, prev_hash, hash)
+			VALUES ($1, 'node', $2, 'bench.node_reported', 1, $3, $4, $5, 0, now(), $6, $7)`,
+			"raw-"+strconv.Itoa(w), n, string(payload), string(meta), "raw-cmd-"+strconv.FormatInt(n, 10), hash, hash)
+		return 1, err
+	}
+	storeOp := func(ctx context.Context, w int) (int, error) {
+		n := seq.Add(1)
+		_, err := e.store.Append(ctx, eventstore.AppendRequest{
+			CommandID: "cmd-" + strconv.FormatInt(n, 10),
+			Metadata:  eventstore.Metadata{Actor: "bench"},
+			Streams: []eventstore.StreamAppend{{
+				StreamID: "node-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%100, 10), StreamType: "node",
+				Expected: eventstore.AnyVersion, Events: []domain.Event{benchEvent{Seq: n, Node: "node-1", Status: "online"}},
+			}},
+		})
+		return 1, err
+	}
+	// Alternate short rounds so that load from elsewhere on the machine
+	// falls on both sides alike.
+	rounds := 5
+	slice := config{duration: e.cfg.duration / time.Duration(rounds), writers: e.cfg.writers}
+	var raw, ours float64
+	for range rounds {
+		r, err := throughput(ctx, slice, rawOp)
+		if err != nil {
+			return nil, err
+		}
+		o, err := throughput(ctx, slice, storeOp)
+		if err != nil {
+			return nil, err
+		}
+		raw, ours = raw+r/float64(rounds), ours+o/float64(rounds)
+	}
+	return result{
+		"append_events_per_s":          round(ours, 0),
+		"raw_insert_rows_per_s":        round(raw, 0),
+		"append_ratio":                 round(ours/raw, 2),
+		"append_writers":               e.cfg.writers,
+		"append_includes_command_id":   true,
+		"append_phase_seconds_per_run": e.cfg.duration.Seconds(),
+	}, nil
+}
+
+// benchAppend10 appends commands of ten events each.
+func benchAppend10(ctx context.Context, e *env) (result, error) {
+	var seq atomic.Int64
+	rate, err := throughput(ctx, e.cfg, func(ctx context.Context, w int) (int, error) {
+		n := seq.Add(1)
+		evs := make([]domain.Event, 10)
+		for i := range evs {
+			evs[i] = benchEvent{Seq: n*10 + int64(i), Node: "node-2", Status: "busy"}
+		}
+		_, err := e.store.Append(ctx, eventstore.AppendRequest{
+			CommandID: "cmd10-" + strconv.FormatInt(n, 10),
+			Streams: []eventstore.StreamAppend{{
+				StreamID: "job-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%100, 10), StreamType: "job",
+				Expected: eventstore.AnyVersion, Events: evs,
+			}},
+		})
+		return 10, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return result{"append10_events_per_s": round(rate, 0)}, nil
+}
+
+// throughput runs op from cfg.writers goroutines for cfg.duration and returns
+// units per second.
+func throughput(ctx context.Context, cfg config, op func(ctx context.Context, writer int) (int, error)) (float64, error) {
+	var total atomic.Int64
+	var firstErr error
+	var once sync.Once
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(cfg.duration)
+	for w := 0; w < cfg.writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				n, err := op(ctx, w)
+				if err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				total.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return float64(total.Load()) / time.Since(start).Seconds(), nil
+}
