@@ -1,0 +1,107 @@
+// Package commandstest helps test command handlers against a real event store:
+// a store on a fresh database, a clock the test moves, sequential ids, and
+// looks into the events table.
+package commandstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cairn/domain"
+	"cairn/domain/events"
+	"cairn/domain/jointoken"
+	"cairn/eventstore"
+	"cairn/internal/testdb"
+)
+
+// Registry is every domain event type, enrollment included.
+func Registry() *domain.Registry {
+	r := events.Registry()
+	// The shared registry may already hold the enrollment events; registering
+	// them twice would panic.
+	if !slices.Contains(r.Types(), (jointoken.Issued{}).EventType()) {
+		jointoken.RegisterEvents(r)
+	}
+	return r
+}
+
+// NewStore returns an event store on a fresh migrated database. The package
+// under test must run testdb.Main from its TestMain.
+func NewStore(t *testing.T) *eventstore.Store {
+	t.Helper()
+	db := testdb.New(t)
+	s := eventstore.New(db.AppPool(t), Registry(), eventstore.Options{})
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Clock is a clock the test sets and moves; safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock stopped at start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// IDs returns a generator of ids prefix-1, prefix-2, ...; safe for concurrent use.
+func IDs(prefix string) func() string {
+	var n atomic.Int64
+	return func() string { return fmt.Sprintf("%s-%d", prefix, n.Add(1)) }
+}
+
+// Stream returns a stream's recorded events (none when it does not exist).
+func Stream(t *testing.T, s *eventstore.Store, streamID string) []eventstore.RecordedEvent {
+	t.Helper()
+	evs, err := s.ReadStream(context.Background(), streamID, eventstore.ReadStreamOptions{})
+	if err != nil {
+		var nf *eventstore.StreamNotFoundError
+		if !errors.As(err, &nf) {
+			t.Fatalf("read %s: %v", streamID, err)
+		}
+	}
+	return evs
+}
+
+// CountContaining counts the stored events whose payload or metadata holds
+// needle anywhere: the way to prove a secret never reached the log.
+func CountContaining(t *testing.T, s *eventstore.Store, needle string) int {
+	t.Helper()
+	var n int
+	err := s.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM events WHERE strpos(payload::text, $1) > 0 OR strpos(metadata::text, $1) > 0`, needle).Scan(&n)
+	if err != nil {
+		t.Fatalf("scan events: %v", err)
+	}
+	return n
+}
+
+// CountEvents counts every stored event.
+func CountEvents(t *testing.T, s *eventstore.Store) int {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatalf("count events: %v", err)
+	}
+	return n
+}
