@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -126,6 +127,8 @@ type appender struct {
 	s     *Store
 	heads *headCache
 
+	batches, appends, events atomic.Int64
+
 	mu       sync.Mutex
 	pending  []*appendOp
 	busy     map[string]bool
@@ -197,6 +200,11 @@ func (a *appender) claimLocked() []*appendOp {
 
 // run executes a claimed batch, then starts the next one if requests queued.
 func (a *appender) run(batch []*appendOp) {
+	a.batches.Add(1)
+	a.appends.Add(int64(len(batch)))
+	for _, op := range batch {
+		a.events.Add(int64(len(op.events)))
+	}
 	a.execute(batch)
 	a.mu.Lock()
 	for _, op := range batch {
@@ -515,4 +523,16 @@ func (s *Store) commandResult(ctx context.Context, commandID string) (AppendResu
 		res.Streams = append(res.Streams, StreamVersion{StreamID: st, Version: versions[st]})
 	}
 	return res, fp, found, nil
+}
+
+// AppendStats counts the store's work since it started.
+type AppendStats struct {
+	Batches int64 // transactions run
+	Appends int64 // append requests (commands) they carried
+	Events  int64
+}
+
+// Stats reports how appends were grouped into transactions.
+func (s *Store) Stats() AppendStats {
+	return AppendStats{Batches: s.appender.batches.Load(), Appends: s.appender.appends.Load(), Events: s.appender.events.Load()}
 }

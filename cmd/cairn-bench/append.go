@@ -49,6 +49,7 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 	rounds := 5
 	slice := config{duration: e.cfg.duration / time.Duration(rounds), writers: e.cfg.writers}
 	var raw, ours float64
+	before := e.store.Stats()
 	for range rounds {
 		r, err := throughput(ctx, slice, rawOp)
 		if err != nil {
@@ -60,7 +61,9 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 		}
 		raw, ours = raw+r/float64(rounds), ours+o/float64(rounds)
 	}
+	after := e.store.Stats()
 	return result{
+		"append_commands_per_batch":    round(float64(after.Appends-before.Appends)/float64(max(1, after.Batches-before.Batches)), 1),
 		"append_events_per_s":          round(ours, 0),
 		"raw_insert_rows_per_s":        round(raw, 0),
 		"append_ratio":                 round(ours/raw, 2),
