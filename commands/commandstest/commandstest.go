@@ -105,3 +105,16 @@ func CountEvents(t *testing.T, s *eventstore.Store) int {
 	}
 	return n
 }
+
+// CountCorrelated counts the stored events of commands with a correlation
+// id: how a test running beside others sees only its own commands' events.
+func CountCorrelated(t *testing.T, s *eventstore.Store, correlationID string) int {
+	t.Helper()
+	var n int
+	err := s.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM events WHERE metadata->>'correlationId' = $1`, correlationID).Scan(&n)
+	if err != nil {
+		t.Fatalf("count events: %v", err)
+	}
+	return n
+}
