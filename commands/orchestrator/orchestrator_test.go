@@ -1,0 +1,386 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cairn/commands"
+	"cairn/commands/commandstest"
+	"cairn/commands/orchestrator"
+	"cairn/commands/orchestrator/orchestratortest"
+	"cairn/domain/ocl"
+	"cairn/domain/resource"
+	"cairn/domain/service"
+	"cairn/eventbus"
+	"cairn/eventstore"
+	"cairn/internal/testdb"
+	"cairn/plugins"
+	"cairn/plugins/fake"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// fakeApp has four resources in two levels: net and disk, then vm (using
+// both) and dns (using net).
+const fakeApp = `
+apiVersion: cairn/v1
+metadata: {name: fake-app, version: 1.0.0}
+variables:
+  size: {type: integer, default: 3}
+resources:
+  - name: net
+    plugin: fake
+    type: thing
+    properties: {cidr: 10.0.0.0/24}
+  - name: disk
+    plugin: fake
+    type: thing
+    properties: {size: "${var.size}"}
+  - name: vm
+    plugin: fake
+    type: thing
+    properties: {net: "${resource.net.outputs.cidr}", disk: "${resource.disk.outputs.id}", gb: "${resource.disk.outputs.size}"}
+  - name: dns
+    plugin: fake
+    type: thing
+    properties: {target: "vm-on-${resource.net.outputs.cidr}"}
+outputs:
+  vm: {value: "${resource.vm.outputs.id}"}
+  net: {value: "${resource.net.outputs.cidr}"}
+`
+
+type env struct {
+	store *eventstore.Store
+	reg   *plugins.Registry
+	fake  *fake.Plugin
+	desc  *ocl.Descriptor
+}
+
+func newEnv(t *testing.T, opts fake.Options) *env {
+	t.Helper()
+	e := &env{store: commandstest.NewStore(t), reg: plugins.NewRegistry(), fake: fake.New(opts)}
+	if err := e.reg.Register("fake", e.fake); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := orchestratortest.Publish(context.Background(), e.store, e.reg, "acme-vendor", []byte(fakeApp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.desc = desc
+	return e
+}
+
+// run starts an orchestrator and returns a function that stops it and
+// waits until it has.
+func (e *env) run(t *testing.T, mutate func(*orchestrator.Config)) func() {
+	t.Helper()
+	cfg := orchestrator.Config{
+		Store: e.store, Plugins: e.reg, Log: zerolog.Nop(),
+		Router: eventbus.RouterOptions{MaxRetries: 1, InitialInterval: time.Millisecond},
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	o, err := orchestrator.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("orchestrator: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (e *env) register(t *testing.T, id string) {
+	t.Helper()
+	err := orchestratortest.Register(context.Background(), e.store, orchestratortest.Registration{
+		ServiceID: id, TenantID: "tenant-1", Descriptor: e.desc,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) request(t *testing.T, id, cmd string) {
+	t.Helper()
+	if err := orchestratortest.Request(context.Background(), e.store, id, cmd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) wait(t *testing.T, id string, statuses ...service.Status) service.Service {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := orchestratortest.Wait(ctx, e.store, id, statuses...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) resources(t *testing.T, s service.Service) map[string]resource.Resource {
+	t.Helper()
+	out := map[string]resource.Resource{}
+	for _, id := range s.ResourceIDs {
+		r, _, err := commands.Load[resource.Resource](context.Background(), e.store, commands.ResourceStream, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = r
+	}
+	return out
+}
+
+func eventTypes(t *testing.T, s *eventstore.Store, stream string) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range commandstest.Stream(t, s, stream) {
+		out = append(out, strings.TrimPrefix(ev.Type, "service."))
+	}
+	return out
+}
+
+func id(svc, instance string) string { return ocl.ResourceID(svc, instance) }
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fake.Options{})
+	var steps []orchestrator.Step
+	stepc := make(chan orchestrator.Step, 100)
+	e.run(t, func(c *orchestrator.Config) { c.OnStep = func(s orchestrator.Step) { stepc <- s } })
+	e.register(t, "svc-1")
+	s := e.wait(t, "svc-1", service.StatusRegistered, service.StatusFailed)
+	if s.Status != service.StatusRegistered {
+		t.Fatalf("registration ended %s: %s", s.Status, s.Cause)
+	}
+	var outs map[string]string
+	if err := json.Unmarshal(s.Outputs, &outs); err != nil || outs["vm"] != id("svc-1", "vm") || outs["net"] != "10.0.0.0/24" {
+		t.Fatalf("outputs = %s (%v)", s.Outputs, err)
+	}
+	vm, ok := e.fake.Get(id("svc-1", "vm"))
+	if !ok || vm.Properties["net"] != "10.0.0.0/24" || vm.Properties["disk"] != id("svc-1", "disk") || vm.Properties["gb"] != float64(3) {
+		t.Fatalf("vm = %+v: properties not resolved from the outputs of net and disk", vm)
+	}
+	if dns, _ := e.fake.Get(id("svc-1", "dns")); dns.Properties["target"] != "vm-on-10.0.0.0/24" {
+		t.Fatalf("dns = %+v", dns)
+	}
+	// Level 0 is created before level 1 starts.
+	created := creates(e.fake.Calls(), plugins.OpCreate)
+	if !before(created, []string{id("svc-1", "net"), id("svc-1", "disk")}, []string{id("svc-1", "vm"), id("svc-1", "dns")}) {
+		t.Fatalf("create order %v does not follow the levels", created)
+	}
+
+	e.request(t, "svc-1", service.CmdStart)
+	if s = e.wait(t, "svc-1", service.StatusRunning, service.StatusFailed); s.Status != service.StatusRunning {
+		t.Fatalf("start ended %s: %s", s.Status, s.Cause)
+	}
+	for _, r := range e.resources(t, s) {
+		if r.Status != resource.StatusRunning {
+			t.Fatalf("resource %s is %s after start", r.ID, r.Status)
+		}
+	}
+	e.request(t, "svc-1", service.CmdStop)
+	if s = e.wait(t, "svc-1", service.StatusStopped, service.StatusFailed); s.Status != service.StatusStopped {
+		t.Fatalf("stop ended %s: %s", s.Status, s.Cause)
+	}
+	stopped := creates(e.fake.Calls(), plugins.OpStop)
+	if !before(stopped, []string{id("svc-1", "vm"), id("svc-1", "dns")}, []string{id("svc-1", "net"), id("svc-1", "disk")}) {
+		t.Fatalf("stop order %v is not the reverse of the levels", stopped)
+	}
+	for _, live := range e.fake.Live() {
+		if r, _ := e.fake.Get(live); r.State != fake.StateStopped {
+			t.Fatalf("%s is %s after stop", live, r.State)
+		}
+	}
+	e.request(t, "svc-1", service.CmdRemove)
+	if s = e.wait(t, "svc-1", service.StatusRemoved, service.StatusManualCleanupRequired); s.Status != service.StatusRemoved {
+		t.Fatalf("remove ended %s: %s", s.Status, s.Cause)
+	}
+	if live := e.fake.Live(); len(live) != 0 {
+		t.Fatalf("left behind: %v", live)
+	}
+	for _, r := range e.resources(t, s) {
+		if r.Status != resource.StatusDestroyed {
+			t.Fatalf("resource %s is %s after removal", r.ID, r.Status)
+		}
+	}
+	want := []string{"registration_requested", "registered", "start_requested", "started", "stop_requested", "stopped", "removal_requested", "removed"}
+	if got := eventTypes(t, e.store, "service-svc-1"); !slices.Equal(got, want) {
+		t.Fatalf("service history:\n got %v\nwant %v", got, want)
+	}
+	want = []string{"resource.planned", "resource.create_begun", "resource.created", "resource.start_begun", "resource.started",
+		"resource.stop_begun", "resource.stopped", "resource.destroy_begun", "resource.destroyed"}
+	if got := eventTypes(t, e.store, "resource-"+id("svc-1", "vm")); !slices.Equal(got, want) {
+		t.Fatalf("resource history:\n got %v\nwant %v", got, want)
+	}
+	// Every step was reported: one planning step, 4 resources × 2 events ×
+	// 4 phases, and one service event per phase.
+	close(stepc)
+	for s := range stepc {
+		steps = append(steps, s)
+	}
+	if len(steps) != 1+4*2*4+4 {
+		t.Fatalf("%d steps reported", len(steps))
+	}
+	// The orchestrator's events carry its actor and the request's correlation.
+	for _, ev := range commandstest.Stream(t, e.store, "resource-"+id("svc-1", "vm")) {
+		if ev.Metadata.Actor != orchestrator.Actor || ev.Metadata.Tenant != "tenant-1" {
+			t.Fatalf("%s metadata = %+v", ev.Type, ev.Metadata)
+		}
+	}
+}
+
+func creates(calls []fake.Call, op plugins.Op) []string {
+	var out []string
+	for _, c := range calls {
+		if c.Op == op && c.Err == nil && !slices.Contains(out, c.ResourceID) {
+			out = append(out, c.ResourceID)
+		}
+	}
+	return out
+}
+
+// before reports whether every id of first appears in order before every id
+// of second.
+func before(order, first, second []string) bool {
+	for _, a := range first {
+		for _, b := range second {
+			i, j := slices.Index(order, a), slices.Index(order, b)
+			if i < 0 || j < 0 || i > j {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func TestFailureOnThirdResourceRollsBack(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("quota exceeded for disks")
+	// Parallelism 1 makes "the third resource" a definite one: vm.
+	e := newEnv(t, fake.Options{Fail: fake.FailAt(plugins.OpCreate, 3, boom)})
+	e.run(t, func(c *orchestrator.Config) { c.Parallelism = 1 })
+	e.register(t, "svc-2")
+	s := e.wait(t, "svc-2", service.StatusFailed, service.StatusRollbackFailed)
+	if s.Status != service.StatusFailed || s.FailedIn != service.PhaseRegister {
+		t.Fatalf("status %s (in %s): %s", s.Status, s.FailedIn, s.Cause)
+	}
+	if !strings.Contains(s.Cause, "resource vm") || !strings.Contains(s.Cause, boom.Error()) {
+		t.Fatalf("cause %q does not name the resource and the plugin's error", s.Cause)
+	}
+	if live := e.fake.Live(); len(live) != 0 {
+		t.Fatalf("rollback left %v", live)
+	}
+	rs := e.resources(t, s)
+	for _, r := range rs {
+		if r.Status != resource.StatusDestroyed {
+			t.Fatalf("resource %s is %s after rollback", r.ID, r.Status)
+		}
+	}
+	want := []string{"registration_requested", "registration_failed", "rolled_back"}
+	if got := eventTypes(t, e.store, "service-svc-2"); !slices.Equal(got, want) {
+		t.Fatalf("service history %v, want %v", got, want)
+	}
+	// The rollback runs in reverse order; vm, whose create failed, is
+	// destroyed too, since a failed create may have made part of it.
+	destroyed := creates(e.fake.Calls(), plugins.OpDestroy)
+	if !before(destroyed, []string{id("svc-2", "vm"), id("svc-2", "dns")}, []string{id("svc-2", "net"), id("svc-2", "disk")}) {
+		t.Fatalf("destroy order %v is not the reverse of the levels", destroyed)
+	}
+	// A failed registration can only be removed, which finds nothing left.
+	e.request(t, "svc-2", service.CmdRemove)
+	if s = e.wait(t, "svc-2", service.StatusRemoved, service.StatusManualCleanupRequired); s.Status != service.StatusRemoved {
+		t.Fatalf("remove ended %s: %s", s.Status, s.Cause)
+	}
+}
+
+func TestRollbackFailureListsRemaining(t *testing.T) {
+	t.Parallel()
+	var destroyFails atomic.Bool
+	destroyFails.Store(true)
+	failing := func(op plugins.Op, r plugins.Request) error {
+		switch {
+		case op == plugins.OpCreate && r.ResourceID == id("svc-3", "vm"):
+			return errors.New("no capacity")
+		case op == plugins.OpDestroy && r.ResourceID == id("svc-3", "net") && destroyFails.Load():
+			return errors.New("network still in use")
+		}
+		return nil
+	}
+	e := newEnv(t, fake.Options{Fail: failing})
+	e.run(t, nil)
+	e.register(t, "svc-3")
+	s := e.wait(t, "svc-3", service.StatusFailed, service.StatusRollbackFailed)
+	if s.Status != service.StatusRollbackFailed || !slices.Equal(s.Remaining, []string{id("svc-3", "net")}) {
+		t.Fatalf("status %s, remaining %v, cause %q", s.Status, s.Remaining, s.Cause)
+	}
+	if !strings.Contains(s.Cause, "network still in use") {
+		t.Fatalf("cause %q", s.Cause)
+	}
+	if live := e.fake.Live(); !slices.Equal(live, []string{id("svc-3", "net")}) {
+		t.Fatalf("live %v", live)
+	}
+	// The operator fixes the cause and asks for removal again.
+	destroyFails.Store(false)
+	e.request(t, "svc-3", service.CmdRemove)
+	if s = e.wait(t, "svc-3", service.StatusRemoved, service.StatusManualCleanupRequired); s.Status != service.StatusRemoved {
+		t.Fatalf("remove ended %s: %s", s.Status, s.Cause)
+	}
+	if live := e.fake.Live(); len(live) != 0 {
+		t.Fatalf("live %v", live)
+	}
+}
+
+func TestStartFailureAndRetry(t *testing.T) {
+	t.Parallel()
+	var failStart atomic.Bool
+	failStart.Store(true)
+	e := newEnv(t, fake.Options{Fail: func(op plugins.Op, r plugins.Request) error {
+		if op == plugins.OpStart && failStart.Load() && r.ResourceID == id("svc-4", "dns") {
+			return errors.New("port 53 in use")
+		}
+		return nil
+	}})
+	e.run(t, nil)
+	e.register(t, "svc-4")
+	e.wait(t, "svc-4", service.StatusRegistered)
+	e.request(t, "svc-4", service.CmdStart)
+	s := e.wait(t, "svc-4", service.StatusRunning, service.StatusFailed)
+	if s.Status != service.StatusFailed || s.FailedIn != service.PhaseStart || !strings.Contains(s.Cause, "port 53 in use") {
+		t.Fatalf("status %s in %s: %q", s.Status, s.FailedIn, s.Cause)
+	}
+	failStart.Store(false)
+	e.request(t, "svc-4", service.CmdStart)
+	if s = e.wait(t, "svc-4", service.StatusRunning, service.StatusFailed); s.Status != service.StatusRunning {
+		t.Fatalf("retried start ended %s: %s", s.Status, s.Cause)
+	}
+	// A running service must be stopped before removal; stop then remove.
+	e.request(t, "svc-4", service.CmdStop)
+	e.wait(t, "svc-4", service.StatusStopped)
+	e.request(t, "svc-4", service.CmdRemove)
+	e.wait(t, "svc-4", service.StatusRemoved)
+	if live := e.fake.Live(); len(live) != 0 {
+		t.Fatalf("live %v", live)
+	}
+}

@@ -1,0 +1,448 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"cairn/domain"
+	"cairn/domain/ocl"
+	"cairn/domain/resource"
+	"cairn/domain/service"
+	"cairn/plugins"
+)
+
+// failure is a step that failed for a reason worth recording (a plugin
+// error, a resource that cannot take the step); any other error from a step
+// is the log or the database failing, and the pass is retried.
+type failure struct {
+	node string
+	err  error
+}
+
+func (f failure) String() string { return fmt.Sprintf("resource %s: %v", f.node, f.err) }
+
+// cause joins failures into one message for the service's event.
+func cause(fs []failure) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.String()
+	}
+	return truncate(strings.Join(parts, "; "), service.MaxCauseLength)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = " …"
+	cut := n - len(more)
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// drive runs passes over a service until it has nothing left to do. Each
+// pass ends with the service event that moves it out of its busy status, so
+// the loop ends; an error means the log could not be read or written.
+func (o *Orchestrator) drive(ctx context.Context, id string) error {
+	for {
+		d, err := o.load(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch d.svc.Status {
+		case service.StatusRegistering:
+			err = o.register(ctx, d)
+		case service.StatusRollingBack:
+			err = o.rollback(ctx, d)
+		case service.StatusStarting:
+			err = o.start(ctx, d)
+		case service.StatusStopping:
+			err = o.stop(ctx, d)
+		case service.StatusRemoving:
+			err = o.remove(ctx, d)
+		default:
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// eachInLevel runs step for every instance of one level, at most
+// Parallelism at a time, and collects the failures in plan order. It waits
+// for every step it started, so no call is left running unobserved.
+func (o *Orchestrator) eachInLevel(ctx context.Context, d *deployment, level []string, step func(context.Context, *tracked) (*failure, error)) ([]failure, error) {
+	fails := make([]*failure, len(level))
+	errs := make([]error, len(level))
+	sem := make(chan struct{}, o.cfg.Parallelism)
+	var wg sync.WaitGroup
+	for i, name := range level {
+		t := d.nodes[name]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fails[i], errs[i] = step(ctx, t)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []failure
+	for _, f := range fails {
+		if f != nil {
+			out = append(out, *f)
+		}
+	}
+	return out, nil
+}
+
+// interrupted is reported when a call's context ended: the step is left as
+// it is, to be repeated by the next pass.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+}
+
+// register creates every resource, level by level, then records the
+// registration with the service's outputs; a failure is recorded and the
+// next pass rolls back.
+func (o *Orchestrator) register(ctx context.Context, d *deployment) error {
+	fail := func(why string) error {
+		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+			return s.FailRegistration(service.FailRegistration{ServiceID: s.ID, Cause: truncate(why, service.MaxCauseLength), At: o.cfg.Clock()})
+		})
+	}
+	if d.planErr != nil {
+		return fail(d.planErr.Error())
+	}
+	if err := o.ensurePlanned(ctx, d); err != nil {
+		var pe *planError
+		if errors.As(err, &pe) {
+			return fail(pe.Error())
+		}
+		return err
+	}
+	for _, level := range d.graph.Levels() {
+		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
+			return o.create(ctx, d, t)
+		})
+		if err != nil {
+			return err
+		}
+		if len(fails) > 0 {
+			return fail(cause(fails))
+		}
+	}
+	outputs, err := d.serviceOutputs()
+	if err != nil {
+		return fail(err.Error())
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteRegistration(service.CompleteRegistration{ServiceID: s.ID, Outputs: outputs, At: o.cfg.Clock()})
+	})
+}
+
+// create brings one resource to created.
+func (o *Orchestrator) create(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
+	s := t.state
+	switch {
+	case s.Status == resource.StatusCreated:
+		return nil, nil
+	case d.failedInRun(t, resource.PhaseCreate):
+		return &failure{t.node.Name, errors.New(s.Error)}, nil
+	case s.Status == resource.StatusCreating:
+		// The outcome of an earlier call was not recorded: ask again.
+	case s.Status == resource.StatusPending || s.Status == resource.StatusFailed && s.FailedIn == resource.PhaseCreate:
+		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			return r.BeginCreate(resource.BeginCreate{ResourceID: r.ID, At: o.cfg.Clock()})
+		}); err != nil {
+			return nil, err
+		}
+	default:
+		return &failure{t.node.Name, fmt.Errorf("it is %s and cannot be created", describe(s))}, nil
+	}
+	out, err := o.call(ctx, d, t, plugins.OpCreate)
+	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
+		return r.CompleteCreate(resource.CompleteCreate{ResourceID: r.ID, Outputs: out, At: o.cfg.Clock()})
+	})
+}
+
+// record appends a call's outcome: complete on success, a failure
+// otherwise, unless the call was cut short by ctx (then nothing is recorded
+// and the next pass repeats the call).
+func (o *Orchestrator) record(ctx context.Context, d *deployment, t *tracked, callErr error,
+	complete func(resource.Resource) ([]domain.Event, error)) (*failure, error) {
+	if ctx.Err() != nil {
+		return nil, interrupted(ctx)
+	}
+	if callErr != nil {
+		msg := truncate(callErr.Error(), resource.MaxErrorLength)
+		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			return r.Fail(resource.Fail{ResourceID: r.ID, Error: msg, At: o.cfg.Clock()})
+		}); err != nil {
+			return nil, err
+		}
+		return &failure{t.node.Name, callErr}, nil
+	}
+	return nil, o.decideResource(ctx, d, t, complete)
+}
+
+func describe(r resource.Resource) string {
+	if !r.Exists() {
+		return "not planned"
+	}
+	if r.Status == resource.StatusFailed {
+		return fmt.Sprintf("failed (in %s)", r.FailedIn)
+	}
+	return string(r.Status)
+}
+
+// start starts every resource in dependency order.
+func (o *Orchestrator) start(ctx context.Context, d *deployment) error {
+	fail := func(why string) error {
+		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+			return s.FailStart(service.FailStart{ServiceID: s.ID, Cause: truncate(why, service.MaxCauseLength), At: o.cfg.Clock()})
+		})
+	}
+	if d.planErr != nil {
+		return fail(d.planErr.Error())
+	}
+	for _, level := range d.graph.Levels() {
+		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
+			return o.startOne(ctx, d, t)
+		})
+		if err != nil {
+			return err
+		}
+		if len(fails) > 0 {
+			return fail(cause(fails))
+		}
+	}
+	outputs, err := d.serviceOutputs()
+	if err != nil {
+		return fail(err.Error())
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteStart(service.CompleteStart{ServiceID: s.ID, Outputs: outputs, At: o.cfg.Clock()})
+	})
+}
+
+func (o *Orchestrator) startOne(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
+	s := t.state
+	switch {
+	case s.Status == resource.StatusRunning:
+		return nil, nil
+	case d.failedInRun(t, resource.PhaseStart):
+		return &failure{t.node.Name, errors.New(s.Error)}, nil
+	case s.Status == resource.StatusStarting:
+	case s.Status == resource.StatusCreated || s.Status == resource.StatusStopped ||
+		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop):
+		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			return r.BeginStart(resource.BeginStart{ResourceID: r.ID, At: o.cfg.Clock()})
+		}); err != nil {
+			return nil, err
+		}
+	default:
+		return &failure{t.node.Name, fmt.Errorf("it is %s and cannot be started", describe(s))}, nil
+	}
+	out, err := o.call(ctx, d, t, plugins.OpStart)
+	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
+		return r.CompleteStart(resource.CompleteStart{ResourceID: r.ID, Outputs: out, At: o.cfg.Clock()})
+	})
+}
+
+// stop stops every resource in reverse dependency order; a level that fails
+// to stop keeps the resources it depends on running.
+func (o *Orchestrator) stop(ctx context.Context, d *deployment) error {
+	fail := func(why string) error {
+		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+			return s.FailStop(service.FailStop{ServiceID: s.ID, Cause: truncate(why, service.MaxCauseLength), At: o.cfg.Clock()})
+		})
+	}
+	if d.planErr != nil {
+		return fail(d.planErr.Error())
+	}
+	for _, level := range d.graph.ReverseLevels() {
+		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
+			return o.stopOne(ctx, d, t)
+		})
+		if err != nil {
+			return err
+		}
+		if len(fails) > 0 {
+			return fail(cause(fails))
+		}
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteStop(service.CompleteStop{ServiceID: s.ID, At: o.cfg.Clock()})
+	})
+}
+
+// stopOne brings a resource to a status where it does not run (created or
+// stopped).
+func (o *Orchestrator) stopOne(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
+	s := t.state
+	switch {
+	case s.Status == resource.StatusCreated || s.Status == resource.StatusStopped:
+		return nil, nil
+	case d.failedInRun(t, resource.PhaseStop):
+		return &failure{t.node.Name, errors.New(s.Error)}, nil
+	case s.Status == resource.StatusStopping:
+	case s.Status == resource.StatusStarting:
+		// A start cut short by a crash, now superseded: record that it did
+		// not finish, then stop whatever it may have started.
+		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			return r.Fail(resource.Fail{ResourceID: r.ID, Error: "start was interrupted and then superseded by a stop", At: o.cfg.Clock()})
+		}); err != nil {
+			return nil, err
+		}
+		return o.stopOne(ctx, d, t)
+	case s.Status == resource.StatusRunning ||
+		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop):
+		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			return r.BeginStop(resource.BeginStop{ResourceID: r.ID, At: o.cfg.Clock()})
+		}); err != nil {
+			return nil, err
+		}
+	default:
+		return &failure{t.node.Name, fmt.Errorf("it is %s and cannot be stopped", describe(s))}, nil
+	}
+	out, err := o.call(ctx, d, t, plugins.OpStop)
+	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
+		return r.CompleteStop(resource.CompleteStop{ResourceID: r.ID, Outputs: out, At: o.cfg.Clock()})
+	})
+}
+
+// rollback destroys what a failed registration created.
+func (o *Orchestrator) rollback(ctx context.Context, d *deployment) error {
+	remaining, why, err := o.destroyAll(ctx, d)
+	if err != nil {
+		return err
+	}
+	if len(remaining) > 0 {
+		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+			return s.FailRollback(service.FailRollback{ServiceID: s.ID, Remaining: remaining, Cause: why, At: o.cfg.Clock()})
+		})
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteRollback(service.CompleteRollback{ServiceID: s.ID, At: o.cfg.Clock()})
+	})
+}
+
+// remove destroys every resource of the service.
+func (o *Orchestrator) remove(ctx context.Context, d *deployment) error {
+	remaining, why, err := o.destroyAll(ctx, d)
+	if err != nil {
+		return err
+	}
+	if len(remaining) > 0 {
+		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+			return s.FailRemoval(service.FailRemoval{ServiceID: s.ID, Remaining: remaining, Cause: why, At: o.cfg.Clock()})
+		})
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteRemoval(service.CompleteRemoval{ServiceID: s.ID, At: o.cfg.Clock()})
+	})
+}
+
+// destroyAll destroys the resources in reverse dependency order and returns
+// the ids of those that remain with the reasons. A resource whose dependents
+// remain is kept (destroying a directory under a running process helps no
+// one) while other branches go on.
+func (o *Orchestrator) destroyAll(ctx context.Context, d *deployment) ([]string, string, error) {
+	if d.graph == nil {
+		// Without a plan the resources cannot be addressed properly; list
+		// what the registration recorded and left behind.
+		var remaining []string
+		for _, id := range d.svc.ResourceIDs {
+			if o.resourceLeft(ctx, id) {
+				remaining = append(remaining, id)
+			}
+		}
+		return remaining, truncate(fmt.Sprintf("cannot address the resources: %v", d.planErr), service.MaxCauseLength), nil
+	}
+	var all []failure
+	for _, level := range d.graph.ReverseLevels() {
+		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
+			return o.destroy(ctx, d, t)
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		all = append(all, fails...)
+	}
+	var remaining []string
+	for _, t := range d.order {
+		if t.exists() && t.state.Status != resource.StatusDestroyed {
+			remaining = append(remaining, t.node.ResourceID)
+		}
+	}
+	return remaining, cause(all), nil
+}
+
+// resourceLeft reports whether a resource stream exists and is not
+// destroyed; an unreadable one counts as left.
+func (o *Orchestrator) resourceLeft(ctx context.Context, id string) bool {
+	t := &tracked{node: ocl.Node{ResourceID: id}}
+	if err := o.loadResource(ctx, t); err != nil {
+		return true
+	}
+	return t.exists() && t.state.Status != resource.StatusDestroyed
+}
+
+func (o *Orchestrator) destroy(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
+	s := t.state
+	if !t.exists() || s.Status == resource.StatusDestroyed {
+		return nil, nil
+	}
+	for _, dep := range d.graph.Dependents(t.node.Name) {
+		if u := d.nodes[dep]; u.exists() && u.state.Status != resource.StatusDestroyed {
+			return &failure{t.node.Name, fmt.Errorf("kept because %s, which depends on it, remains", dep)}, nil
+		}
+	}
+	switch {
+	case s.Status == resource.StatusPending:
+		// No plugin call was ever made for it: there is nothing to destroy.
+		at := o.cfg.Clock()
+		return nil, o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			begun, err := r.BeginDestroy(resource.BeginDestroy{ResourceID: r.ID, At: at})
+			if err != nil {
+				return nil, err
+			}
+			for _, ev := range begun {
+				r.Apply(ev)
+			}
+			done, err := r.CompleteDestroy(resource.CompleteDestroy{ResourceID: r.ID, Output: json.RawMessage(`{"skipped":"never created"}`), At: at})
+			return append(begun, done...), err
+		})
+	case d.failedInRun(t, resource.PhaseDestroy):
+		return &failure{t.node.Name, errors.New(s.Error)}, nil
+	case s.Status == resource.StatusDestroying:
+	case s.Status == resource.StatusRunning || s.Status == resource.StatusStarting || s.Status == resource.StatusStopping ||
+		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop):
+		// It may be running: stop it before destroying it.
+		if f, err := o.stopOne(ctx, d, t); f != nil || err != nil {
+			return f, err
+		}
+		return o.destroy(ctx, d, t)
+	default: // creating, created, stopped, failed in create or destroy
+		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+			return r.BeginDestroy(resource.BeginDestroy{ResourceID: r.ID, At: o.cfg.Clock()})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	out, err := o.call(ctx, d, t, plugins.OpDestroy)
+	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
+		return r.CompleteDestroy(resource.CompleteDestroy{ResourceID: r.ID, Output: out, At: o.cfg.Clock()})
+	})
+}

@@ -1,0 +1,191 @@
+// Package plugins is the one interface through which the orchestrator acts on
+// infrastructure, and the registry that names the plugins a descriptor may
+// use.
+//
+// A plugin serves resource types (each with a JSON Schema for its
+// properties) and carries out five calls on one resource at a time: create,
+// start, stop, destroy and observe. Every call names the resource by a
+// deterministic id (see ocl.ResourceID), and every call must be idempotent by
+// that id: after a crash the orchestrator repeats the step it was in, so a
+// plugin sees a create for a resource it already made, or a destroy for one
+// that is already gone, and must answer as if the first call had been the
+// only one. Subpackages hold the built-in plugins, one package each.
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Op names a lifecycle call.
+type Op string
+
+const (
+	OpCreate  Op = "create"
+	OpStart   Op = "start"
+	OpStop    Op = "stop"
+	OpDestroy Op = "destroy"
+	OpObserve Op = "observe"
+)
+
+// Ops lists every lifecycle call in lifecycle order.
+var Ops = []Op{OpCreate, OpStart, OpStop, OpDestroy, OpObserve}
+
+// MaxOutputBytes bounds the outputs a call may return: they are recorded in
+// an event.
+const MaxOutputBytes = 1 << 20
+
+// Placement says where a resource may go: a location and node labels. Only
+// plugins that place work on Cairn's nodes read it.
+type Placement struct {
+	Location string            `json:"location,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+// Request is one call on one resource.
+type Request struct {
+	// ResourceID is deterministic (the same service and instance always get
+	// the same id) and is the idempotency key of every call.
+	ResourceID string `json:"resourceId"`
+	// Type is one of the plugin's resource types.
+	Type string `json:"type"`
+	// Properties are the resource's properties with every expression
+	// resolved: a JSON value that passed the type's schema when the
+	// descriptor was validated (expressions are checked only here, so a
+	// plugin still checks what it relies on).
+	Properties json.RawMessage `json:"properties,omitempty"`
+	// Placement is nil when the descriptor gives none.
+	Placement *Placement `json:"placement,omitempty"`
+	// Outputs are the outputs last recorded for the resource (nil before a
+	// create completed). A plugin uses them to find what it made, e.g. the
+	// node a directory was placed on.
+	Outputs json.RawMessage `json:"outputs,omitempty"`
+}
+
+// ResourceType is a type a plugin serves.
+type ResourceType struct {
+	Name string `json:"name"`
+	// Schema is the JSON Schema (draft 2020-12) of the type's properties;
+	// nil accepts anything.
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Description string          `json:"description,omitempty"`
+}
+
+// Plugin manages resources of some kind of infrastructure.
+//
+// Each call returns the resource's outputs as a JSON object (nil for none),
+// which later resources reference as ${resource.NAME.outputs.KEY}. Calls must
+// be idempotent by Request.ResourceID: create of an existing resource returns
+// its outputs, start of a running one and stop of a stopped one succeed,
+// destroy of a missing one succeeds. Observe returns the resource's current
+// outputs, or an error wrapping ErrNotFound when it does not exist.
+//
+// A call should return promptly when ctx ends; the orchestrator then repeats
+// it later rather than recording a failure.
+type Plugin interface {
+	ResourceTypes() []ResourceType
+	Create(ctx context.Context, r Request) (json.RawMessage, error)
+	Start(ctx context.Context, r Request) (json.RawMessage, error)
+	Stop(ctx context.Context, r Request) (json.RawMessage, error)
+	Destroy(ctx context.Context, r Request) (json.RawMessage, error)
+	Observe(ctx context.Context, r Request) (json.RawMessage, error)
+}
+
+// ErrNotFound is wrapped by Observe's error when the resource does not exist.
+var ErrNotFound = errors.New("resource does not exist")
+
+// UnknownPluginError names a plugin that is not registered.
+type UnknownPluginError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownPluginError) Error() string {
+	if len(e.Known) == 0 {
+		return fmt.Sprintf("plugin %q is not registered: this server has no plugins", e.Name)
+	}
+	return fmt.Sprintf("plugin %q is not registered on this server; registered: %v", e.Name, e.Known)
+}
+
+// UnknownTypeError names a resource type a plugin does not serve.
+type UnknownTypeError struct {
+	Plugin string
+	Type   string
+}
+
+func (e *UnknownTypeError) Error() string {
+	return fmt.Sprintf("plugin %q has no resource type %q", e.Plugin, e.Type)
+}
+
+// CallError is a failed call, naming the plugin, the call and the resource.
+type CallError struct {
+	Plugin     string
+	Op         Op
+	ResourceID string
+	Type       string
+	Err        error
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("%s %s of %s resource %s: %v", e.Plugin, e.Op, e.Type, e.ResourceID, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// PanicError is a plugin call that panicked. Error gives the panic's value;
+// Stack is for logs.
+type PanicError struct {
+	Value string
+	Stack string
+}
+
+func (e *PanicError) Error() string { return "the plugin panicked: " + e.Value }
+
+// OutputError reports outputs a plugin returned that Cairn cannot record.
+type OutputError struct{ Reason string }
+
+func (e *OutputError) Error() string { return "the plugin returned unusable outputs: " + e.Reason }
+
+// CheckOutputs accepts nothing, null or a JSON object of at most
+// MaxOutputBytes, and returns it compacted (nil for nothing or null).
+func CheckOutputs(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if len(raw) > MaxOutputBytes {
+		return nil, &OutputError{Reason: fmt.Sprintf("%d bytes, more than the %d allowed", len(raw), MaxOutputBytes)}
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, &OutputError{Reason: "not valid JSON: " + err.Error()}
+	}
+	switch v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+	default:
+		return nil, &OutputError{Reason: fmt.Sprintf("a JSON %s where an object was expected", jsonKind(v))}
+	}
+	var buf []byte
+	buf, err := json.Marshal(json.RawMessage(raw))
+	if err != nil {
+		return nil, &OutputError{Reason: err.Error()}
+	}
+	return buf, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array"
+	}
+	return "value"
+}
