@@ -118,3 +118,39 @@ func CountCorrelated(t *testing.T, s *eventstore.Store, correlationID string) in
 	}
 	return n
 }
+
+// Descriptor is a small valid service descriptor, kv-store 1.0.0: a size
+// with a default and a choice, a required sensitive password, and three
+// resources (db, web[0], web[1]) of a plugin the tests need not provide.
+const Descriptor = `apiVersion: cairn/v1
+metadata:
+  name: kv-store
+  version: 1.0.0
+  vendor: Example
+variables:
+  size:
+    type: string
+    default: small
+    validation:
+      enum: [small, large]
+  password:
+    type: string
+    required: true
+    sensitive: true
+flavors:
+  big:
+    variables:
+      size: large
+resources:
+  - name: db
+    plugin: noop
+    type: thing
+    properties:
+      size: ${var.size}
+      password: ${var.password}
+  - name: web
+    plugin: noop
+    type: thing
+    count: 2
+    dependsOn: [db]
+`
