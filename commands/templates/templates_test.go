@@ -168,4 +168,3 @@ func TestRegisterRecordsCanonicalDescriptor(t *testing.T) {
 		t.Fatalf("problem without its path: %v", err)
 	}
 }
-
