@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -382,5 +384,180 @@ func TestStartFailureAndRetry(t *testing.T) {
 	e.wait(t, "svc-4", service.StatusRemoved)
 	if live := e.fake.Live(); len(live) != 0 {
 		t.Fatalf("live %v", live)
+	}
+}
+
+// start runs an orchestrator until ctx ends; the channel reports Run's end.
+func (e *env) start(t *testing.T, ctx context.Context, onStep func(orchestrator.Step)) <-chan error {
+	t.Helper()
+	o, err := orchestrator.New(orchestrator.Config{
+		Store: e.store, Plugins: e.reg, Log: zerolog.Nop(), OnStep: onStep,
+		Router: eventbus.RouterOptions{MaxRetries: 1, InitialInterval: time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	return done
+}
+
+// lifecycle takes a service from registration to removal, issuing each
+// request once the previous step has settled, and reports where it ended.
+func (e *env) lifecycle(svc string) (service.Service, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := orchestratortest.Register(ctx, e.store, orchestratortest.Registration{ServiceID: svc, TenantID: "tenant-1", Descriptor: e.desc})
+	if err != nil {
+		return service.Service{}, err
+	}
+	s, err := orchestratortest.Wait(ctx, e.store, svc, service.StatusRegistered, service.StatusFailed, service.StatusRollbackFailed)
+	if err != nil {
+		return s, err
+	}
+	if s.Status == service.StatusRegistered {
+		steps := []struct {
+			cmd  string
+			want service.Status
+		}{{service.CmdStart, service.StatusRunning}, {service.CmdStop, service.StatusStopped}}
+		for _, st := range steps {
+			if err := orchestratortest.Request(ctx, e.store, svc, st.cmd); err != nil {
+				return s, err
+			}
+			if s, err = orchestratortest.Wait(ctx, e.store, svc, st.want, service.StatusFailed); err != nil || s.Status != st.want {
+				return s, errors.Join(err, errors.New(s.Cause))
+			}
+		}
+	}
+	if s.Status == service.StatusRollbackFailed {
+		return s, errors.New(s.Cause)
+	}
+	if err := orchestratortest.Request(ctx, e.store, svc, service.CmdRemove); err != nil {
+		return s, err
+	}
+	return orchestratortest.Wait(ctx, e.store, svc, service.StatusRemoved, service.StatusManualCleanupRequired)
+}
+
+// TestCrashAtEveryStep stops the orchestrator right after each step of a
+// service's life in turn — after the step's events commit, or after a plugin
+// did its work but before the outcome was recorded — starts a new one, and
+// checks that the service still goes through its whole life and that no
+// resource is left behind.
+func TestCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		failVM   bool // the vm's create fails: register rolls back
+		inPlugin bool // crash inside the plugin call instead of after a step
+	}{
+		{"after each step", false, false},
+		{"after each step of a rollback", true, false},
+		{"inside each plugin call", false, true},
+		{"inside each plugin call of a rollback", true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var failing sync.Map
+			var crash atomic.Pointer[func(plugins.Request)]
+			e := newEnv(t, fake.Options{
+				Fail: func(op plugins.Op, r plugins.Request) error {
+					if _, ok := failing.Load(r.ResourceID); ok && op == plugins.OpCreate {
+						return errors.New("no capacity")
+					}
+					return nil
+				},
+				After: func(_ plugins.Op, r plugins.Request) {
+					if f := crash.Load(); f != nil {
+						(*f)(r)
+					}
+				},
+			})
+			for k := 1; ; k++ {
+				svc := fmt.Sprintf("crash-%d", k)
+				if c.failVM {
+					failing.Store(id(svc, "vm"), true)
+				}
+				ids := map[string]bool{}
+				for _, n := range []string{"net", "disk", "vm", "dns"} {
+					ids[id(svc, n)] = true
+				}
+				var seen atomic.Int32
+				ctxA, cancelA := context.WithCancel(context.Background())
+				crashed := make(chan struct{})
+				hit := func() {
+					if seen.Add(1) == int32(k) {
+						cancelA()
+						close(crashed)
+					}
+				}
+				var onStep func(orchestrator.Step)
+				if c.inPlugin {
+					f := func(r plugins.Request) {
+						if ids[r.ResourceID] {
+							hit()
+						}
+					}
+					crash.Store(&f)
+				} else {
+					onStep = func(s orchestrator.Step) {
+						if s.ServiceID == svc {
+							hit()
+						}
+					}
+				}
+				doneA := e.start(t, ctxA, onStep)
+				result := make(chan error, 1)
+				var final service.Service
+				go func() {
+					var err error
+					final, err = e.lifecycle(svc)
+					result <- err
+				}()
+				var err error
+				select {
+				case <-crashed:
+					if err := <-doneA; err != nil {
+						t.Fatalf("step %d: orchestrator: %v", k, err)
+					}
+					crash.Store(nil)
+					ctxB, cancelB := context.WithCancel(context.Background())
+					doneB := e.start(t, ctxB, nil)
+					err = <-result
+					cancelB()
+					<-doneB
+				case err = <-result:
+					cancelA()
+					<-doneA
+				}
+				if err != nil {
+					t.Fatalf("crash at step %d: %v", k, err)
+				}
+				if final.Status != service.StatusRemoved {
+					t.Fatalf("crash at step %d: service ended %s: %s", k, final.Status, final.Cause)
+				}
+				for _, live := range e.fake.Live() {
+					if ids[live] {
+						t.Fatalf("crash at step %d: resource %s leaked", k, live)
+					}
+				}
+				for _, r := range e.resources(t, final) {
+					if r.Status != resource.StatusDestroyed {
+						t.Fatalf("crash at step %d: resource %s is %s", k, r.ID, r.Status)
+					}
+				}
+				select {
+				case <-crashed:
+				default:
+					// The whole life ran without reaching step k: every
+					// step has had its crash.
+					if k < 6 {
+						t.Fatalf("only %d steps", k-1)
+					}
+					t.Logf("crashed at each of %d steps", k-1)
+					return
+				}
+			}
+		})
 	}
 }
