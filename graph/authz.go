@@ -1,0 +1,120 @@
+package graph
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+
+	"cairn/commands"
+	"cairn/domain/tenant"
+	"cairn/eventstore"
+	"cairn/graph/model"
+)
+
+// Roles as the policy spells them; AgentRole is a node credential's.
+const AgentRole = "agent"
+
+// principal is the caller of the request (anonymous when none).
+func principal(ctx context.Context) Principal {
+	if s := sessionFrom(ctx); s != nil {
+		return s.principal
+	}
+	return Principal{}
+}
+
+// authorize returns the caller when it may take action, and the error the
+// API reports otherwise: UNAUTHENTICATED without a token, FORBIDDEN with one.
+func (s *Server) authorize(ctx context.Context, action string) (Principal, error) {
+	p := principal(ctx)
+	if sess := sessionFrom(ctx); sess != nil {
+		if err := sess.Err(); err != nil {
+			return p, err
+		}
+	}
+	if p.Anonymous() {
+		return p, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
+	}
+	if !s.deps.Policy.Can(p, action) {
+		return p, forbidden("the %s role may not %s: use a token with a role that may", p.Role, action)
+	}
+	return p, nil
+}
+
+// tenantScoped reports whether p sees only its own tenant's data.
+func tenantScoped(p Principal) bool { return tenant.Role(p.Role).TenantScoped() }
+
+// sees reports whether p may read data of tenant t ("" is data of no
+// tenant, which tenant roles do not see unless the caller allows it).
+func sees(p Principal, t string) bool { return !tenantScoped(p) || t == p.TenantID }
+
+// meta is the command metadata of a mutation: who acts, within which tenant,
+// with the client's command id for idempotent retries. Each request gets a
+// correlation id so its events can be found together.
+func meta(ctx context.Context, p Principal, commandID *string) commands.Meta {
+	m := commands.Meta{Actor: actor(p), Tenant: p.TenantID, CorrelationID: correlationID(ctx)}
+	if commandID != nil {
+		m.CommandID = *commandID
+	}
+	return m
+}
+
+func actor(p Principal) string {
+	switch {
+	case p.NodeID != "":
+		return "node:" + p.NodeID
+	case p.UserID != "":
+		return "user:" + p.UserID
+	case p.TokenID != "":
+		return "token:" + p.TokenID
+	}
+	return "anonymous"
+}
+
+type correlationKey struct{}
+
+// correlationID is the request's correlation id, made on first use.
+func correlationID(ctx context.Context) string {
+	if v, ok := ctx.Value(correlationKey{}).(*string); ok {
+		if *v == "" {
+			*v = rand.Text()
+		}
+		return *v
+	}
+	return rand.Text()
+}
+
+// waitConsistent waits until the read models applied the event at c, at
+// most ConsistencyTimeout; then it fails with CONFLICT naming the cursor.
+func (s *Server) waitConsistent(ctx context.Context, c *model.Cursor) error {
+	if c == nil || eventstore.Cursor(*c).IsZero() {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConsistencyTimeout)
+	defer cancel()
+	err := s.deps.Projections.WaitFor(wctx, eventstore.Cursor(*c))
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeConflict,
+			Message:    "the read models have not reached cursor " + eventstore.Cursor(*c).String() + " within " + s.cfg.ConsistencyTimeout.String() + "; retry the query",
+			Extensions: map[string]any{"cursor": eventstore.Cursor(*c).String(), "reason": "NOT_CONSISTENT_YET"},
+			cause:      err}
+	}
+	return err
+}
+
+// pageSize checks a connection's first argument.
+func pageSize(first *int, def int) (int, error) {
+	if first == nil {
+		return def, nil
+	}
+	switch n := *first; {
+	case n < 0:
+		return 0, invalidInput("first", "must not be negative")
+	case n > maxFirst:
+		return 0, invalidInput("first", "is %d; at most %d per page: page with after", n, maxFirst)
+	default:
+		return n, nil
+	}
+}

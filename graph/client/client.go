@@ -1,0 +1,167 @@
+// Package client is a small GraphQL client for Cairn's API: queries and
+// mutations over HTTP POST, subscriptions over WebSocket (graphql-transport-ws
+// or the older graphql-ws) or server-sent events. The cairn CLI, the tests
+// and the benchmarks use it like any other client would.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Client talks to one Cairn server with one token.
+type Client struct {
+	endpoint string
+	token    string
+	http     *http.Client
+}
+
+// New returns a client for the server at baseURL (http://host:port; the
+// /graphql path is added) acting with token ("" for none).
+func New(baseURL, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	ep := strings.TrimRight(baseURL, "/")
+	if !strings.HasSuffix(ep, "/graphql") {
+		ep += "/graphql"
+	}
+	return &Client{endpoint: ep, token: token, http: hc}
+}
+
+// Endpoint is the URL of the GraphQL endpoint.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// WithToken returns a copy of the client acting with another token.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// Request is one GraphQL operation.
+type Request struct {
+	Query         string         `json:"query"`
+	Variables     map[string]any `json:"variables,omitempty"`
+	OperationName string         `json:"operationName,omitempty"`
+}
+
+// ErrorItem is one entry of a response's errors.
+type ErrorItem struct {
+	Message    string         `json:"message"`
+	Path       []any          `json:"path,omitempty"`
+	Extensions map[string]any `json:"extensions,omitempty"`
+}
+
+// Code is the error's extensions.code.
+func (e ErrorItem) Code() string {
+	c, _ := e.Extensions["code"].(string)
+	return c
+}
+
+// Errors is a response's error list; it is an error itself.
+type Errors []ErrorItem
+
+func (e Errors) Error() string {
+	msgs := make([]string, len(e))
+	for i, it := range e {
+		msgs[i] = it.Message
+		if c := it.Code(); c != "" {
+			msgs[i] += " (" + c + ")"
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Code is the code of the first error.
+func (e Errors) Code() string {
+	if len(e) == 0 {
+		return ""
+	}
+	return e[0].Code()
+}
+
+// CodeOf returns the code of the first GraphQL error in err, or "".
+func CodeOf(err error) string {
+	var errs Errors
+	if errors.As(err, &errs) {
+		return errs.Code()
+	}
+	return ""
+}
+
+// Response is a GraphQL response as received.
+type Response struct {
+	Data       json.RawMessage `json:"data"`
+	Errors     Errors          `json:"errors,omitempty"`
+	Extensions map[string]any  `json:"extensions,omitempty"`
+	// Status is the HTTP status (0 over WebSocket).
+	Status int `json:"-"`
+}
+
+// HTTPError is a response that is not GraphQL at all.
+type HTTPError struct {
+	Status int
+	Body   string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("server answered HTTP %d: %s", e.Status, strings.TrimSpace(e.Body))
+}
+
+// Raw runs an operation and returns the response whatever its errors.
+func (c *Client) Raw(ctx context.Context, req Request) (*Response, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("reach %s: %w", c.endpoint, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read response: %w", err)
+	}
+	var out Response
+	if err := json.Unmarshal(b, &out); err != nil || (out.Data == nil && out.Errors == nil) {
+		return nil, &HTTPError{Status: resp.StatusCode, Body: string(b)}
+	}
+	out.Status = resp.StatusCode
+	return &out, nil
+}
+
+// Do runs an operation and decodes its data into out (which may be nil). A
+// response with errors returns them as Errors, after decoding what data
+// there is.
+func (c *Client) Do(ctx context.Context, query string, vars map[string]any, out any) error {
+	resp, err := c.Raw(ctx, Request{Query: query, Variables: vars})
+	if err != nil {
+		return err
+	}
+	if out != nil && len(resp.Data) > 0 && string(resp.Data) != "null" {
+		if err := json.Unmarshal(resp.Data, out); err != nil {
+			return fmt.Errorf("decode response data: %w", err)
+		}
+	}
+	if len(resp.Errors) > 0 {
+		return resp.Errors
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// Protocol is a subscription transport.
+type Protocol string
+
+const (
+	// TransportWS is graphql-transport-ws, the protocol of the graphql-ws
+	// library; the default.
+	TransportWS Protocol = "graphql-transport-ws"
+	// LegacyWS is graphql-ws, the protocol of subscriptions-transport-ws.
+	LegacyWS Protocol = "graphql-ws"
+	// SSE is server-sent events over HTTP POST.
+	SSE Protocol = "sse"
+)
+
+// ErrComplete is returned by Next when the server completed the operation.
+var ErrComplete = errors.New("subscription completed")
+
+// CloseError is a WebSocket connection the server closed, with its code and
+// reason (4401: the token was refused or stopped working).
+type CloseError struct {
+	Code   int
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("server closed the connection (%d): %s", e.Code, e.Reason)
+}
+
+// Subscription is one running subscription. Next returns its results in
+// order; Close ends it.
+type Subscription struct {
+	next  func(ctx context.Context) (*Response, error)
+	close func()
+	once  sync.Once
+}
+
+// Next returns the next result: a response (which may carry errors, such as
+// a slow subscriber's CONFLICT with a cursor to resume from), ErrComplete
+// after the last one, a *CloseError, or a transport error.
+func (s *Subscription) Next(ctx context.Context) (*Response, error) { return s.next(ctx) }
+
+// Close ends the subscription and its connection.
+func (s *Subscription) Close() { s.once.Do(s.close) }
+
+// Subscribe starts an operation over the protocol p.
+func (c *Client) Subscribe(ctx context.Context, p Protocol, req Request) (*Subscription, error) {
+	switch p {
+	case SSE:
+		return c.subscribeSSE(ctx, req)
+	case TransportWS, LegacyWS, "":
+		if p == "" {
+			p = TransportWS
+		}
+		return c.subscribeWS(ctx, p, req)
+	}
+	return nil, fmt.Errorf("unknown subscription protocol %q", p)
+}
+
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func (c *Client) wsURL() string {
+	u := c.endpoint
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		return "wss://" + strings.TrimPrefix(u, "https://")
+	case strings.HasPrefix(u, "http://"):
+		return "ws://" + strings.TrimPrefix(u, "http://")
+	}
+	return u
+}
+
+func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Subscription, error) {
+	conn, _, err := websocket.Dial(ctx, c.wsURL(), &websocket.DialOptions{
+		Subprotocols: []string{string(p)},
+		HTTPClient:   c.http,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", c.wsURL(), err)
+	}
+	conn.SetReadLimit(64 << 20)
+	life, cancel := context.WithCancel(context.Background())
+	closeAll := func() {
+		cancel()
+		_ = conn.Close(websocket.StatusNormalClosure, "done")
+	}
+	write := func(m wsMessage) error {
+		b, _ := json.Marshal(m)
+		return conn.Write(ctx, websocket.MessageText, b)
+	}
+	read := func(ctx context.Context) (wsMessage, error) {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				return wsMessage{}, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+			}
+			return wsMessage{}, err
+		}
+		var m wsMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return wsMessage{}, fmt.Errorf("malformed message from server: %w", err)
+		}
+		return m, nil
+	}
+	init := map[string]any{}
+	if c.token != "" {
+		init["authorization"] = "Bearer " + c.token
+	}
+	ib, _ := json.Marshal(init)
+	if err := write(wsMessage{Type: "connection_init", Payload: ib}); err != nil {
+		closeAll()
+		return nil, err
+	}
+	for {
+		m, err := read(ctx)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		if m.Type == "connection_ack" {
+			break
+		}
+		if m.Type == "connection_error" {
+			closeAll()
+			return nil, fmt.Errorf("server refused the connection: %s", m.Payload)
+		}
+	}
+	start := "subscribe"
+	if p == LegacyWS {
+		start = "start"
+	}
+	rb, _ := json.Marshal(req)
+	if err := write(wsMessage{ID: "1", Type: start, Payload: rb}); err != nil {
+		closeAll()
+		return nil, err
+	}
+	done := false
+	var mu sync.Mutex
+	next := func(ctx context.Context) (*Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return nil, ErrComplete
+		}
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			select {
+			case <-life.Done():
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			m, err := read(ctx)
+			if err != nil {
+				return nil, err
+			}
+			switch m.Type {
+			case "next", "data":
+				var r Response
+				if err := json.Unmarshal(m.Payload, &r); err != nil {
+					return nil, fmt.Errorf("malformed result: %w", err)
+				}
+				return &r, nil
+			case "error":
+				var errs Errors
+				if err := json.Unmarshal(m.Payload, &errs); err != nil {
+					var one ErrorItem
+					_ = json.Unmarshal(m.Payload, &one)
+					errs = Errors{one}
+				}
+				done = true
+				return &Response{Errors: errs}, nil
+			case "complete":
+				done = true
+				return nil, ErrComplete
+			case "ping":
+				_ = write(wsMessage{Type: "pong"})
+			case "ka", "pong":
+			case "connection_error":
+				return nil, fmt.Errorf("connection error: %s", m.Payload)
+			}
+		}
+	}
+	return &Subscription{next: next, close: closeAll}, nil
+}
+
+func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, error) {
+	body, _ := json.Marshal(req)
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	hr, err := http.NewRequestWithContext(life, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("reach %s: %w", c.endpoint, err)
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		defer resp.Body.Close()
+		defer cancel()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var r Response
+		if json.Unmarshal(b, &r) == nil && len(r.Errors) > 0 {
+			return nil, r.Errors
+		}
+		return nil, &HTTPError{Status: resp.StatusCode, Body: string(b)}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	done := false
+	next := func(ctx context.Context) (*Response, error) {
+		if done {
+			return nil, ErrComplete
+		}
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		event, data := "", ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if event == "complete" {
+					done = true
+					return nil, ErrComplete
+				}
+				if data != "" {
+					var r Response
+					if err := json.Unmarshal([]byte(data), &r); err != nil {
+						return nil, fmt.Errorf("malformed result: %w", err)
+					}
+					return &r, nil
+				}
+				event, data = "", ""
+			case strings.HasPrefix(line, "event:"):
+				event = strings.TrimSpace(line[6:])
+			case strings.HasPrefix(line, "data:"):
+				data += strings.TrimSpace(line[5:])
+			}
+		}
+		if err := sc.Err(); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		done = true
+		return nil, ErrComplete
+	}
+	return &Subscription{next: next, close: func() { cancel(); resp.Body.Close() }}, nil
+}

@@ -1,0 +1,184 @@
+package graph
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"cairn/commands"
+	"cairn/domain/jointoken"
+	"cairn/domain/node"
+	"cairn/domain/tenant"
+	"cairn/graph/model"
+)
+
+// Mutations return the entity they changed as its own stream shows it right
+// after the command: one stream read, consistent with the returned cursor
+// whatever the read models' lag.
+
+func load[S any, PS interface {
+	*S
+	commands.Aggregate
+}](ctx context.Context, s *Server, streamType, id string) (S, int64, error) {
+	return commands.Load[S, PS](ctx, s.deps.Store, streamType, id)
+}
+
+func upper[T ~string](v T) string { return strings.ToUpper(string(v)) }
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func labels(m map[string]string) []model.Label {
+	out := make([]model.Label, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, model.Label{Key: k, Value: m[k]})
+	}
+	return out
+}
+
+func labelMap(in []model.LabelInput) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for _, l := range in {
+		out[l.Key] = l.Value
+	}
+	return out
+}
+
+func toRole(r string) model.Role { return model.Role(strings.ToUpper(r)) }
+
+func fromRole(r model.Role) tenant.Role { return tenant.Role(strings.ToLower(string(r))) }
+
+func tenantModel(t tenant.Tenant, version int64) *model.Tenant {
+	return &model.Tenant{
+		ID: t.ID, Name: t.Name, Status: model.TenantStatus(upper(t.Status)),
+		SuspendReason: optional(t.SuspendReason), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Version: int(version), AllowedActions: t.AllowedCommands(),
+	}
+}
+
+func userModel(u tenant.User, version int64) *model.User {
+	return &model.User{
+		ID: u.ID, Name: u.Name, Role: toRole(string(u.Role)), TenantID: optional(u.TenantID),
+		Status: model.UserStatus(upper(u.Status)), DisableReason: optional(u.DisableReason),
+		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: int(version), AllowedActions: u.AllowedCommands(),
+	}
+}
+
+func tokenModel(t tenant.APIToken, now time.Time) *model.APIToken {
+	status := model.TokenStatus(upper(t.Status))
+	if t.Status == tenant.TokenStatusActive && !now.Before(t.ExpiresAt) {
+		status = model.TokenStatusExpired
+	}
+	return &model.APIToken{
+		ID: t.ID, UserID: t.UserID, Role: toRole(string(t.Role)), TenantID: optional(t.TenantID),
+		Status: status, ExpiresAt: t.ExpiresAt, IssuedAt: t.IssuedAt,
+		RevokedAt: timePtr(t.RevokedAt), RevokeReason: optional(t.RevokeReason),
+	}
+}
+
+func locationModel(l tenant.Location, version int64) *model.Location {
+	return &model.Location{
+		ID: l.ID, Name: l.Name, Description: optional(l.Description), Status: model.LocationStatus(upper(l.Status)),
+		CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Version: int(version),
+	}
+}
+
+func joinTokenModel(t jointoken.JoinToken) *model.JoinToken {
+	return &model.JoinToken{
+		ID: t.ID, LocationID: optional(t.LocationID), Labels: labels(t.Labels), ExpiresAt: t.ExpiresAt,
+		CreatedAt: t.IssuedAt, UsedAt: timePtr(t.RedeemedAt), UsedByNodeID: optional(t.NodeID),
+	}
+}
+
+func nodeModel(n node.Node, version int64) *model.Node {
+	out := &model.Node{
+		ID: n.ID, Hostname: n.Hostname, Status: model.NodeStatus(upper(n.Status)), Cordoned: n.Cordoned,
+		DrainReason: optional(n.DrainReason), Labels: labels(n.Labels), LocationID: optional(n.LocationID),
+		FactsAt: timePtr(n.FactsAt), EnrolledAt: n.EnrolledAt, ConnectedAt: timePtr(n.ConnectedAt),
+		DisconnectedAt: timePtr(n.DisconnectedAt), UpdatedAt: n.UpdatedAt, Version: int(version),
+		AllowedActions: slices.Clone(node.Allowed[n.Status]),
+	}
+	if !n.FactsAt.IsZero() {
+		out.Facts = factsModel(n.Facts)
+	}
+	if out.AllowedActions == nil {
+		out.AllowedActions = []string{}
+	}
+	return out
+}
+
+func factsModel(f node.Facts) *model.NodeFacts {
+	out := &model.NodeFacts{
+		CPU:         &model.CPUFacts{Model: f.CPU.Model, Cores: f.CPU.Cores, Threads: f.CPU.Threads},
+		MemoryBytes: int64(f.MemoryBytes),
+		Os:          &model.OSFacts{Name: f.OS.Name, Version: f.OS.Version, Kernel: f.OS.Kernel, Arch: f.OS.Arch},
+		Disks:       []model.DiskFacts{},
+		Network:     []model.NetworkInterface{},
+	}
+	for _, d := range f.Disks {
+		out.Disks = append(out.Disks, model.DiskFacts{Device: d.Device, Mountpoint: d.Mountpoint, Filesystem: d.Filesystem, SizeBytes: int64(d.SizeBytes)})
+	}
+	for _, n := range f.Network {
+		out.Network = append(out.Network, model.NetworkInterface{Name: n.Name, Mac: n.MAC, Addresses: slices.Clone(n.Addresses), Mtu: n.MTU})
+	}
+	return out
+}
+
+func (s *Server) tenantPayload(ctx context.Context, out commands.Outcome) (*model.TenantPayload, error) {
+	t, v, err := load[tenant.Tenant](ctx, s, commands.TenantStream, out.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.TenantPayload{Tenant: tenantModel(t, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+}
+
+func (s *Server) userPayload(ctx context.Context, out commands.Outcome) (*model.UserPayload, error) {
+	u, v, err := load[tenant.User](ctx, s, commands.UserStream, out.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.UserPayload{User: userModel(u, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+}
+
+func (s *Server) locationPayload(ctx context.Context, out commands.Outcome) (*model.LocationPayload, error) {
+	l, v, err := load[tenant.Location](ctx, s, commands.LocationStream, out.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.LocationPayload{Location: locationModel(l, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+}
+
+func (s *Server) nodePayload(ctx context.Context, out commands.Outcome) (*model.NodePayload, error) {
+	n, v, err := load[node.Node](ctx, s, commands.NodeStream, out.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.NodePayload{Node: nodeModel(n, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+}
+
+// manageUser allows a change to another user (or the user's tokens): admins
+// any user, tenant admins the users of their tenant; to anyone else the user
+// does not exist or the change is forbidden.
+func (s *Server) manageUser(ctx context.Context, userID string) (Principal, error) {
+	p, err := s.authorize(ctx, ActionUserWrite)
+	if err != nil {
+		return p, err
+	}
+	u, _, err := load[tenant.User](ctx, s, commands.UserStream, userID)
+	if err != nil {
+		return p, err
+	}
+	if !u.Exists() || !sees(p, u.TenantID) {
+		return p, notFound("user", userID)
+	}
+	return p, nil
+}

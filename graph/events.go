@@ -1,0 +1,176 @@
+package graph
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+
+	"cairn/eventstore"
+	"cairn/graph/live"
+	"cairn/graph/model"
+)
+
+// toEvent renders a recorded event for the API, its payload upcast to the
+// current schema version.
+func (s *Server) toEvent(e *eventstore.RecordedEvent) (*model.Event, error) {
+	payload, err := s.deps.Store.Registry().Upcast(e.Type, e.SchemaVersion, e.Payload)
+	if err != nil {
+		// An event this build does not know: show it as stored.
+		payload = e.Payload
+	}
+	m := e.Metadata
+	return &model.Event{
+		Cursor:        model.Cursor(e.Cursor()),
+		Position:      e.Position,
+		StreamID:      e.StreamID,
+		StreamType:    e.StreamType,
+		Version:       int(e.Version),
+		Type:          e.Type,
+		SchemaVersion: e.SchemaVersion,
+		Payload:       model.JSON(payload),
+		Metadata: &model.EventMetadata{
+			CommandID:     optional(e.CommandID),
+			CorrelationID: optional(m.CorrelationID),
+			CausationID:   optional(m.CausationID),
+			Actor:         optional(m.Actor),
+			TenantID:      optional(m.Tenant),
+		},
+		Time:     e.RecordedAt,
+		PrevHash: hex.EncodeToString(e.PrevHash),
+		Hash:     hex.EncodeToString(e.Hash),
+	}, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// visibleFilter turns the API's filter into the history's, narrowed to what
+// the caller may see: a tenant role sees its own tenant's events only.
+func visibleFilter(p Principal, f *model.EventFilter) eventFilter {
+	var out eventFilter
+	if f != nil {
+		out = eventFilter{
+			StreamIDs: f.StreamIds, StreamTypes: f.StreamTypes, Types: f.Types,
+			Actor: deref(f.Actor), CorrelationID: deref(f.CorrelationID), Tenant: deref(f.TenantID),
+		}
+		if f.Time != nil {
+			if f.Time.From != nil {
+				out.From = *f.Time.From
+			}
+			if f.Time.To != nil {
+				out.To = *f.Time.To
+			}
+		}
+	}
+	if tenantScoped(p) {
+		out.Tenant = p.TenantID
+	}
+	return out
+}
+
+// eventPage reads one page of the history as a connection.
+func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor, f eventFilter) (*model.EventConnection, error) {
+	n, err := pageSize(first, 100)
+	if err != nil {
+		return nil, err
+	}
+	var from eventstore.Cursor
+	if after != nil {
+		from = eventstore.Cursor(*after)
+	}
+	evs, err := history{pool: s.deps.Store.Pool()}.read(ctx, from, n+1, f)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.EventConnection{Edges: []model.EventEdge{}, PageInfo: &model.PageInfo{HasPreviousPage: !from.IsZero()}}
+	if len(evs) > n {
+		evs = evs[:n]
+		conn.PageInfo.HasNextPage = true
+	}
+	for i := range evs {
+		ev, err := s.toEvent(&evs[i])
+		if err != nil {
+			return nil, err
+		}
+		conn.Edges = append(conn.Edges, model.EventEdge{Cursor: evs[i].Cursor().String(), Node: ev})
+	}
+	if len(evs) > 0 {
+		start, end := evs[0].Cursor().String(), evs[len(evs)-1].Cursor().String()
+		conn.PageInfo.StartCursor, conn.PageInfo.EndCursor = &start, &end
+	}
+	return conn, nil
+}
+
+// subscribe runs one subscription over a hub: events after `after` (from
+// now when nil) that match, each turned into a result by render (which may
+// skip an event by returning nil). It ends, with the reason delivered to the
+// client, when the subscriber falls behind, the session's token stops
+// working, or the server stops.
+func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, match live.Match,
+	render func(context.Context, live.Event) (*T, error)) (<-chan *T, error) {
+	var from *eventstore.Cursor
+	if after != nil {
+		c := eventstore.Cursor(*after)
+		from = &c
+	}
+	sub, err := hub.Subscribe(ctx, from, match)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *T)
+	sess := sessionFrom(ctx)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if sess != nil {
+			go func() {
+				select {
+				case <-sess.Ended():
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+		}
+		for {
+			e, err := sub.Next(ctx)
+			if err != nil {
+				if sess != nil && sess.Err() != nil {
+					endWith(ctx, sess.Err())
+				} else if !errors.Is(err, context.Canceled) {
+					endWith(ctx, err)
+				}
+				return
+			}
+			v, err := render(ctx, e)
+			if err != nil {
+				endWith(ctx, err)
+				return
+			}
+			if v == nil {
+				continue
+			}
+			select {
+			case out <- v:
+			case <-ctx.Done():
+				if sess != nil && sess.Err() != nil {
+					endWith(ctx, sess.Err())
+				}
+				return
+			}
+		}
+	}()
+	return out, nil
+}

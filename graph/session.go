@@ -1,0 +1,258 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+)
+
+// A session is one authenticated caller for the life of a request: a single
+// query, an SSE stream, or a WebSocket connection with all its operations.
+// Long-lived sessions check their token again every RecheckInterval; when it
+// no longer authenticates (revoked, expired, its user disabled) the session
+// ends, each running subscription ends with UNAUTHENTICATED, and a WebSocket
+// connection is closed with code 4401 and the reason.
+type session struct {
+	principal Principal
+	token     string
+
+	once   sync.Once
+	ended  chan struct{}
+	reason error
+}
+
+func newSession(p Principal, token string) *session {
+	return &session{principal: p, token: token, ended: make(chan struct{})}
+}
+
+// end stops the session with a reason the client is told.
+func (s *session) end(reason error) {
+	s.once.Do(func() {
+		s.reason = reason
+		close(s.ended)
+	})
+}
+
+// Ended is closed when the session's token stopped authenticating.
+func (s *session) Ended() <-chan struct{} { return s.ended }
+
+// Err is why the session ended (nil while it lasts).
+func (s *session) Err() error {
+	select {
+	case <-s.ended:
+		return s.reason
+	default:
+		return nil
+	}
+}
+
+type sessionKey struct{}
+
+func withSession(ctx context.Context, s *session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, s)
+}
+
+func sessionFrom(ctx context.Context) *session {
+	s, _ := ctx.Value(sessionKey{}).(*session)
+	return s
+}
+
+// watch checks the session's token every interval until ctx ends, and ends
+// the session once the token fails. closeConn, when set, closes the
+// connection carrying the session after its subscriptions had a moment to
+// report the reason.
+func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code int, reason string)) {
+	if sess.token == "" {
+		return
+	}
+	t := time.NewTicker(s.cfg.RecheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := s.deps.Auth.Authenticate(ctx, sess.token)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var api *Error
+		if !errors.As(err, &api) || api.Code != CodeUnauthenticated {
+			// The check itself failed (the database restarting, say): keep
+			// the session and try again at the next tick.
+			s.log.Warn().Err(err).Msg("re-checking a connection's token failed; trying again later")
+			continue
+		}
+		sess.end(api)
+		if closeConn != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			closeConn(closeUnauthorized, api.Message)
+		}
+		return
+	}
+}
+
+// closeUnauthorized is the WebSocket close code of graphql-transport-ws for
+// a connection whose credentials are refused.
+const closeUnauthorized = 4401
+
+// bearerToken reads "Bearer <token>" (the scheme is case-insensitive).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// authenticate runs before gqlgen on every HTTP request. A request with a
+// token that does not authenticate is refused with 401 at once, so clients
+// go back to sign-in. A request without a token goes on as anonymous: only
+// enrollAgent accepts it, every other field answers UNAUTHENTICATED. A
+// WebSocket upgrade authenticates later, on connection_init.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if r.Header.Get("Upgrade") != "" {
+			next.ServeHTTP(w, r.WithContext(withConn(ctx, &wsConn{})))
+			return
+		}
+		h := r.Header.Get("Authorization")
+		if h == "" {
+			next.ServeHTTP(w, r.WithContext(withSession(ctx, newSession(Principal{}, ""))))
+			return
+		}
+		token, ok := bearerToken(h)
+		if !ok {
+			writeHTTPError(w, http.StatusUnauthorized, CodeUnauthenticated,
+				`the Authorization header must be "Bearer <token>"`)
+			return
+		}
+		p, err := s.deps.Auth.Authenticate(ctx, token)
+		if err != nil {
+			s.refuse(w, r, err)
+			return
+		}
+		sess := newSession(p, token)
+		ctx, cancel := context.WithCancel(withSession(ctx, sess))
+		defer cancel()
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			go s.watch(ctx, sess, nil)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// refuse answers a request whose token failed: 401 when the token is the
+// problem, 500 (logged, with the request id) when checking it failed.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	var api *Error
+	if errors.As(err, &api) && api.Code == CodeUnauthenticated {
+		writeHTTPError(w, http.StatusUnauthorized, CodeUnauthenticated, api.Message)
+		return
+	}
+	gerr := s.internal(r.Context(), err, nil)
+	writeHTTPError(w, http.StatusInternalServerError, CodeInternal, gerr.Message)
+}
+
+// writeHTTPError answers with a GraphQL-shaped error body, so clients parse
+// every refusal the same way.
+func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"errors": []map[string]any{{"message": msg, "extensions": map[string]any{"code": code}}},
+	})
+}
+
+// wsConn lets the session watcher close the WebSocket connection it belongs
+// to with a code and reason of its own.
+type wsConn struct {
+	mu   sync.Mutex
+	conn transport.WebsocketConn
+}
+
+type connKey struct{}
+
+func withConn(ctx context.Context, c *wsConn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func (c *wsConn) close(code int, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		if len(reason) > 120 { // a close frame's reason is at most 123 bytes
+			reason = reason[:120]
+		}
+		_ = c.conn.WriteClose(code, reason)
+	}
+}
+
+// websocketAccepter remembers each accepted connection in the request's
+// wsConn, so the session watcher can close it.
+type websocketAccepter struct {
+	inner transport.WebsocketImplementation
+}
+
+func (a websocketAccepter) Accept(w http.ResponseWriter, r *http.Request, o transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	conn, err := a.inner.Accept(w, r, o)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := r.Context().Value(connKey{}).(*wsConn); ok {
+		c.mu.Lock()
+		c.conn = conn
+		c.mu.Unlock()
+	}
+	return conn, nil
+}
+
+// websocketInit authenticates a WebSocket connection from its
+// connection_init payload: {"authorization": "Bearer <token>"} or
+// {"token": "<token>"}.
+func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	token, ok := bearerToken(p.Authorization())
+	if !ok {
+		token = p.GetString("token")
+	}
+	if token == "" {
+		err := errors.New(`connection_init carries no token: send {"authorization": "Bearer <token>"} or {"token": "<token>"}`)
+		return transport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, err
+	}
+	principal, err := s.deps.Auth.Authenticate(ctx, token)
+	if err != nil {
+		var api *Error
+		if errors.As(err, &api) && api.Code == CodeUnauthenticated {
+			return transport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, api
+		}
+		s.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
+		return transport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")
+	}
+	sess := newSession(principal, token)
+	ctx = withSession(ctx, sess)
+	c, _ := ctx.Value(connKey{}).(*wsConn)
+	closeConn := func(code int, reason string) {}
+	if c != nil {
+		closeConn = c.close
+	}
+	go s.watch(ctx, sess, closeConn)
+	return ctx, nil, nil
+}
