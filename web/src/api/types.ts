@@ -1,0 +1,350 @@
+// TypeScript shapes of the schema's types, as far as the portal selects them
+// (graph/schema/*.graphqls is the source).
+
+export type Role = 'ADMIN' | 'OPERATOR' | 'TENANT_ADMIN' | 'TENANT_MEMBER' | 'VENDOR' | 'AUDITOR' | 'AGENT';
+export type Cursor = string;
+export type JSONValue = unknown;
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+
+export interface Connection<T> {
+  edges: { cursor: string; node: T }[];
+  pageInfo: PageInfo;
+  totalCount?: number;
+}
+
+export interface Label {
+  key: string;
+  value: string;
+}
+
+export interface Viewer {
+  id: string;
+  userId: string | null;
+  name: string | null;
+  role: Role;
+  tenantId: string | null;
+  tenant: { id: string; name: string } | null;
+  user: { id: string; name: string } | null;
+  nodeId: string | null;
+  expiresAt: string | null;
+  permissions: string[];
+}
+
+export type NodeStatus = 'ENROLLED' | 'ONLINE' | 'DRAINING' | 'DRAINED' | 'DISCONNECTED' | 'DOWN' | 'DECOMMISSIONED';
+export const nodeStatuses: NodeStatus[] = ['ENROLLED', 'ONLINE', 'DRAINING', 'DRAINED', 'DISCONNECTED', 'DOWN', 'DECOMMISSIONED'];
+
+export interface NodeSummary {
+  id: string;
+  hostname: string;
+  status: NodeStatus;
+  cordoned: boolean;
+  labels: Label[];
+  location: { id: string; name: string } | null;
+  connectedAt: string | null;
+  disconnectedAt: string | null;
+  enrolledAt: string;
+  updatedAt: string;
+}
+
+export interface NodeFacts {
+  cpu: { model: string; cores: number; threads: number };
+  memoryBytes: number;
+  disks: { device: string; mountpoint: string; filesystem: string; sizeBytes: number }[];
+  network: { name: string; mac: string; addresses: string[]; mtu: number }[];
+  os: { name: string; version: string; kernel: string; arch: string };
+}
+
+export interface NodeDetail extends NodeSummary {
+  drainReason: string | null;
+  facts: NodeFacts | null;
+  factsAt: string | null;
+  version: number;
+  allowedActions: string[];
+  jobs: Connection<JobSummary>;
+}
+
+export interface NodeStatSample {
+  time: string;
+  cpuPercent: number;
+  memoryUsedBytes: number;
+  memoryAvailableBytes: number;
+  load1: number;
+  load5: number;
+  load15: number;
+}
+
+export type JobStatus =
+  | 'QUEUED'
+  | 'DISPATCHED'
+  | 'RUNNING'
+  | 'CANCELLING'
+  | 'SUCCEEDED'
+  | 'FAILED'
+  | 'TIMED_OUT'
+  | 'CANCELLED'
+  | 'LOST';
+export const jobStatuses: JobStatus[] = ['QUEUED', 'DISPATCHED', 'RUNNING', 'CANCELLING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'LOST'];
+export const finishedJobStatuses: ReadonlySet<JobStatus> = new Set(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'LOST']);
+
+export type JobKind = 'ACTION' | 'EXEC' | 'SCRIPT';
+export type TargetMode = 'ANY' | 'ALL';
+
+export interface JobSpec {
+  kind: JobKind;
+  action: string | null;
+  args: JSONValue;
+  exec: { argv: string[]; workdir: string | null } | null;
+  script: { interpreter: string; body: string } | null;
+}
+
+export interface JobSummary {
+  id: string;
+  parentId: string | null;
+  status: JobStatus;
+  spec: JobSpec;
+  target: { nodeId: string | null; selector: Label[]; mode: TargetMode | null; maxParallel: number };
+  nodeId: string | null;
+  submitter: string;
+  attempt: number;
+  submittedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface JobDetail extends JobSummary {
+  timeoutSeconds: number;
+  queue: string | null;
+  tenantId: string | null;
+  node: { id: string; hostname: string } | null;
+  result: {
+    exitCode: number;
+    output: JSONValue;
+    error: string | null;
+    cpuTimeMs: number;
+    peakMemoryBytes: number;
+  } | null;
+  cancelReason: string | null;
+  lostReason: string | null;
+  counts: { succeeded: number; failed: number; timedOut: number; cancelled: number; lost: number } | null;
+  allowedActions: string[];
+  children: Connection<JobSummary>;
+}
+
+export type LogStream = 'STDOUT' | 'STDERR' | 'SYSTEM';
+export interface JobLogChunk {
+  seq: number;
+  stream: LogStream;
+  data: string;
+  time: string;
+}
+
+export type TemplateStatus = 'VALIDATED' | 'PUBLISHED' | 'DEPRECATED';
+export const templateStatuses: TemplateStatus[] = ['VALIDATED', 'PUBLISHED', 'DEPRECATED'];
+export type VariableType = 'STRING' | 'NUMBER' | 'INTEGER' | 'BOOLEAN' | 'OBJECT' | 'ARRAY';
+
+export interface TemplateVariable {
+  name: string;
+  type: VariableType;
+  description?: string | null;
+  default?: JSONValue;
+  required: boolean;
+  sensitive: boolean;
+  pattern?: string | null;
+  minLength?: number | null;
+  maxLength?: number | null;
+  minimum?: number | null;
+  maximum?: number | null;
+  enum?: JSONValue[] | null;
+}
+
+export interface TemplateFlavor {
+  name: string;
+  description?: string | null;
+  variables: JSONValue;
+}
+
+export interface TemplateSummary {
+  id: string;
+  name: string;
+  version: string;
+  vendor: string;
+  category: string | null;
+  description: string | null;
+  status: TemplateStatus;
+  registeredAt: string;
+}
+
+export interface TemplateDetail extends TemplateSummary {
+  digest: string;
+  descriptor: JSONValue;
+  variables: TemplateVariable[];
+  flavors: TemplateFlavor[];
+  publishedAt: string | null;
+  deprecatedAt: string | null;
+  deprecationReason: string | null;
+  allowedActions: string[];
+}
+
+export type ServiceStatus =
+  | 'REGISTERING'
+  | 'REGISTERED'
+  | 'STARTING'
+  | 'RUNNING'
+  | 'STOPPING'
+  | 'STOPPED'
+  | 'REMOVING'
+  | 'REMOVED'
+  | 'FAILED'
+  | 'ROLLING_BACK'
+  | 'ROLLBACK_FAILED'
+  | 'MANUAL_CLEANUP_REQUIRED';
+export const serviceStatuses: ServiceStatus[] = [
+  'REGISTERING',
+  'REGISTERED',
+  'STARTING',
+  'RUNNING',
+  'STOPPING',
+  'STOPPED',
+  'REMOVING',
+  'REMOVED',
+  'FAILED',
+  'ROLLING_BACK',
+  'ROLLBACK_FAILED',
+  'MANUAL_CLEANUP_REQUIRED',
+];
+
+export interface ServiceSummary {
+  id: string;
+  tenantId: string;
+  name: string;
+  templateName: string;
+  templateVersion: string;
+  status: ServiceStatus;
+  requestedAt: string;
+  updatedAt: string;
+}
+
+export interface Resource {
+  id: string;
+  plugin: string;
+  type: string;
+  status: string;
+  dependsOn: string[];
+  outputs: JSONValue;
+  error: string | null;
+  failedIn: string | null;
+  updatedAt: string;
+}
+
+export interface ServiceDetail extends ServiceSummary {
+  tenant: { id: string; name: string } | null;
+  variables: JSONValue;
+  failedIn: string | null;
+  cause: string | null;
+  remaining: string[];
+  outputs: JSONValue;
+  resources: Resource[];
+  version: number;
+  allowedActions: string[];
+  history: Connection<Event>;
+}
+
+export interface EventMetadata {
+  commandId: string | null;
+  correlationId: string | null;
+  causationId: string | null;
+  actor: string | null;
+  tenantId: string | null;
+}
+
+export interface Event {
+  cursor: Cursor;
+  position: number;
+  streamId: string;
+  streamType: string;
+  version: number;
+  type: string;
+  time: string;
+  metadata: EventMetadata;
+}
+
+export interface EventDetail extends Event {
+  schemaVersion: number;
+  payload: JSONValue;
+  prevHash: string;
+  hash: string;
+}
+
+export type TenantStatus = 'ACTIVE' | 'SUSPENDED';
+export interface Tenant {
+  id: string;
+  name: string;
+  status: TenantStatus;
+  suspendReason: string | null;
+  createdAt: string;
+}
+
+export type UserStatus = 'ACTIVE' | 'DISABLED';
+export interface User {
+  id: string;
+  name: string;
+  role: Role;
+  tenantId: string | null;
+  status: UserStatus;
+  createdAt: string;
+}
+
+export type TokenStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
+export interface ApiToken {
+  id: string;
+  name: string | null;
+  userId: string;
+  user: { id: string; name: string } | null;
+  role: Role;
+  tenantId: string | null;
+  status: TokenStatus;
+  expiresAt: string;
+  issuedAt: string;
+  lastUsedAt: string | null;
+}
+
+export type LocationStatus = 'ACTIVE' | 'RETIRED';
+export interface Location {
+  id: string;
+  name: string;
+  description: string | null;
+  status: LocationStatus;
+  createdAt: string;
+  nodes: { totalCount: number };
+}
+
+export type EntityType = 'NODE' | 'JOB' | 'TEMPLATE' | 'SERVICE' | 'RESOURCE' | 'TENANT' | 'USER' | 'API_TOKEN' | 'LOCATION';
+export const entityTypes: EntityType[] = ['NODE', 'JOB', 'TEMPLATE', 'SERVICE', 'RESOURCE', 'TENANT', 'USER', 'API_TOKEN', 'LOCATION'];
+
+export interface EntityState {
+  type: EntityType;
+  id: string;
+  version: number;
+  cursor: Cursor;
+  time: string | null;
+  state: JSONValue;
+}
+
+export interface ChainBreak {
+  streamId: string;
+  version: number;
+  position: number;
+  reason: string;
+}
+
+export interface ChainVerification {
+  ok: boolean;
+  streams: number;
+  events: number;
+  firstBreak: ChainBreak | null;
+  breaks: ChainBreak[];
+}

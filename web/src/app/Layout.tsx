@@ -1,0 +1,69 @@
+import { useSyncExternalStore, type ReactNode } from 'react';
+import { Link } from '../components/Link';
+import { navFor, roleNames } from '../lib/roles';
+import { usePlace } from '../lib/router';
+import { useSession } from './context';
+
+function LiveIndicator() {
+  const { live } = useSession();
+  const state = useSyncExternalStore(live.subscribe, live.get);
+  const text = { idle: 'Live updates idle', connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' }[state];
+  return (
+    <span className={`live ${state}`} role="status" aria-live="polite">
+      <span className="dot" aria-hidden="true" />
+      {text}
+    </span>
+  );
+}
+
+export function Layout({ children }: { children: ReactNode }) {
+  const { viewer, signOut } = useSession();
+  const place = usePlace();
+  const sections = navFor(viewer.role);
+  const who = viewer.user?.name ?? viewer.name ?? viewer.id;
+  return (
+    <div className="app">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <Link to="/" className="brand">
+          Cairn
+        </Link>
+        <LiveIndicator />
+        <div className="who" data-testid="viewer">
+          <span>{who}</span>
+          <span className="muted">
+            {roleNames[viewer.role]}
+            {viewer.tenant ? ` · ${viewer.tenant.name}` : ''}
+          </span>
+        </div>
+        <button type="button" onClick={() => signOut()}>
+          Sign out
+        </button>
+      </header>
+      <nav className="side" aria-label="main">
+        {sections.map((s) => (
+          <div key={s.title} className="nav-section">
+            <h2>{s.title}</h2>
+            <ul>
+              {s.items.map((item) => {
+                const current = place.path === item.path || place.path.startsWith(`${item.path}/`);
+                return (
+                  <li key={item.path}>
+                    <Link to={item.path} aria-current={current ? 'page' : undefined}>
+                      {item.label}
+                    </Link>
+                  </li>
+                );
+              })}
+            </ul>
+          </div>
+        ))}
+      </nav>
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,143 @@
+// What each role sees. The role decides the pages (docs/api.md lists what
+// each role may read); the viewer's permissions decide the actions offered on
+// them. The server checks both again: hiding is for clarity, not safety.
+import type { Role, Viewer } from '../api/types';
+
+export type PageId =
+  | 'nodes'
+  | 'node'
+  | 'jobs'
+  | 'job'
+  | 'run-job'
+  | 'tenants'
+  | 'users'
+  | 'locations'
+  | 'catalog'
+  | 'template'
+  | 'register-template'
+  | 'services'
+  | 'service'
+  | 'deploy'
+  | 'events'
+  | 'event'
+  | 'as-of'
+  | 'verify';
+
+const operatorPages: PageId[] = ['nodes', 'node', 'jobs', 'job', 'run-job', 'tenants', 'locations', 'catalog', 'template', 'register-template', 'services', 'service', 'events', 'event'];
+const tenantPages: PageId[] = ['catalog', 'template', 'services', 'service', 'deploy'];
+const auditorPages: PageId[] = ['events', 'event', 'as-of', 'verify', 'nodes', 'node', 'jobs', 'job', 'services', 'service', 'tenants', 'locations', 'catalog', 'template'];
+
+const pagesByRole: Record<Role, ReadonlySet<PageId>> = {
+  ADMIN: new Set<PageId>([...operatorPages, ...auditorPages, 'users', 'deploy']),
+  OPERATOR: new Set(operatorPages),
+  TENANT_ADMIN: new Set<PageId>([...tenantPages, 'users', 'events', 'event']),
+  TENANT_MEMBER: new Set(tenantPages),
+  VENDOR: new Set<PageId>(['catalog', 'template', 'register-template']),
+  AUDITOR: new Set(auditorPages),
+  AGENT: new Set(),
+};
+
+export function canSee(role: Role, page: PageId): boolean {
+  return pagesByRole[role]?.has(page) ?? false;
+}
+
+export interface NavItem {
+  page: PageId;
+  label: string;
+  path: string;
+}
+
+export interface NavSection {
+  title: string;
+  items: NavItem[];
+}
+
+const sections: { title: string; items: NavItem[] }[] = [
+  {
+    title: 'Grid',
+    items: [
+      { page: 'nodes', label: 'Nodes', path: '/nodes' },
+      { page: 'jobs', label: 'Jobs', path: '/jobs' },
+      { page: 'locations', label: 'Locations', path: '/locations' },
+    ],
+  },
+  {
+    title: 'Services',
+    items: [
+      { page: 'catalog', label: 'Catalog', path: '/catalog' },
+      { page: 'services', label: 'Services', path: '/services' },
+    ],
+  },
+  {
+    title: 'Access',
+    items: [
+      { page: 'tenants', label: 'Tenants', path: '/tenants' },
+      { page: 'users', label: 'Users and tokens', path: '/users' },
+    ],
+  },
+  {
+    title: 'Audit',
+    items: [
+      { page: 'events', label: 'Event history', path: '/events' },
+      { page: 'as-of', label: 'Entity as of', path: '/as-of' },
+      { page: 'verify', label: 'Chain verification', path: '/verify' },
+    ],
+  },
+];
+
+/** The navigation for a role: only sections with at least one page it may see. */
+export function navFor(role: Role): NavSection[] {
+  return sections
+    .map((s) => ({ title: s.title, items: s.items.filter((i) => canSee(role, i.page)) }))
+    .filter((s) => s.items.length > 0);
+}
+
+/** Where a role lands after signing in. */
+export function homeFor(role: Role): string {
+  switch (role) {
+    case 'ADMIN':
+    case 'OPERATOR':
+      return '/nodes';
+    case 'TENANT_ADMIN':
+    case 'TENANT_MEMBER':
+      return '/services';
+    case 'VENDOR':
+      return '/catalog';
+    case 'AUDITOR':
+      return '/events';
+    default:
+      return '/sign-in';
+  }
+}
+
+export const roleNames: Record<Role, string> = {
+  ADMIN: 'Administrator',
+  OPERATOR: 'Operator',
+  TENANT_ADMIN: 'Tenant administrator',
+  TENANT_MEMBER: 'Tenant member',
+  VENDOR: 'Vendor',
+  AUDITOR: 'Auditor',
+  AGENT: 'Agent',
+};
+
+export function isTenantRole(role: Role): boolean {
+  return role === 'TENANT_ADMIN' || role === 'TENANT_MEMBER';
+}
+
+/**
+ * Whether the viewer may take an action, named entity.verb as in
+ * `viewer.permissions` ("service.create", "api_token.revoke"). The mutation's
+ * own name ("createService") is accepted as the same permission.
+ */
+export function can(viewer: Pick<Viewer, 'permissions'> | null | undefined, action: string): boolean {
+  if (!viewer) return false;
+  const perms = viewer.permissions;
+  if (perms.includes(action) || perms.includes('*')) return true;
+  const dot = action.indexOf('.');
+  if (dot < 0) return false;
+  const entity = action.slice(0, dot);
+  const verb = action.slice(dot + 1);
+  const camel = entity.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  const mutation = verb + camel.charAt(0).toUpperCase() + camel.slice(1);
+  return perms.includes(mutation) || perms.includes(`${entity}.*`);
+}

@@ -1,0 +1,195 @@
+import { useRef, useState } from 'react';
+import { CancelJobMutation, JobChangedSubscription, JobLogSubscription, JobQuery } from '../../api/ops';
+import { finishedJobStatuses, type JobDetail, type JobLogChunk } from '../../api/types';
+import type { Problem } from '../../api/errors';
+import { useSession } from '../../app/context';
+import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useTitle } from '../../app/title';
+import { ConfirmButton } from '../../components/Confirm';
+import { JobTable, jobTarget, jobWhat } from '../../components/JobTable';
+import { Json } from '../../components/Json';
+import { Link } from '../../components/Link';
+import { LogView } from '../../components/LogView';
+import { Status } from '../../components/Status';
+import { Empty, Problems, QueryView } from '../../components/states';
+import { Time } from '../../components/Time';
+import { formatBytes, formatDuration } from '../../lib/format';
+import { appendChunk } from '../../lib/log';
+import { can } from '../../lib/roles';
+
+export function JobPage({ params }: { params: Record<string, string> }) {
+  const id = params.id!;
+  useTitle(`Job ${id}`);
+  const [cw, setCw] = useState<string>();
+  const q = useApiQuery(JobQuery, { id, consistentWith: cw });
+  const refetch = useDebounced(q.refetch, 200);
+  useSubscriptionEffect(JobChangedSubscription, { id }, () => refetch());
+  return (
+    <section>
+      <p className="crumbs">
+        <Link to="/jobs">Jobs</Link>
+      </p>
+      <QueryView {...q} what="Loading the job">
+        {(d) =>
+          !d.job ? (
+            <>
+              <h1>Job not found</h1>
+              <Empty>There is no job {id}.</Empty>
+            </>
+          ) : (
+            <JobView job={d.job} onChanged={setCw} />
+          )
+        }
+      </QueryView>
+    </section>
+  );
+}
+
+function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  const [cancel, cancelSt] = useCommand(CancelJobMutation);
+  const fanOut = job.target.mode === 'ALL' && !job.parentId;
+  return (
+    <>
+      <div className="page-head">
+        <h1>
+          Job <code>{job.id}</code> <Status value={job.status} />
+        </h1>
+        {job.allowedActions.includes('cancel') && can(viewer, 'job.cancel') ? (
+          <ConfirmButton
+            danger
+            label="Cancel job"
+            title="Cancel this job?"
+            onConfirm={async () => {
+              const r = await cancel({ jobId: job.id, reason: 'cancelled from the portal' });
+              if (r) onChanged(r.cancelJob.cursor);
+            }}
+          >
+            The agent stops it; its processes get the stop signal, then are killed after the grace period.
+          </ConfirmButton>
+        ) : null}
+      </div>
+      {cancelSt.problems ? <Problems problems={cancelSt.problems} /> : null}
+      <dl className="facts">
+        <dt>Runs</dt>
+        <dd>
+          <code>{jobWhat(job)}</code>
+        </dd>
+        <dt>Target</dt>
+        <dd>{jobTarget(job)}</dd>
+        <dt>Node</dt>
+        <dd>
+          {job.node ? <Link to={`/nodes/${encodeURIComponent(job.node.id)}`}>{job.node.hostname}</Link> : <span className="muted">not yet</span>}
+        </dd>
+        {job.parentId ? (
+          <>
+            <dt>Part of</dt>
+            <dd>
+              <Link to={`/jobs/${encodeURIComponent(job.parentId)}`}>{job.parentId}</Link>
+            </dd>
+          </>
+        ) : null}
+        <dt>Submitted</dt>
+        <dd>
+          <Time value={job.submittedAt} /> by {job.submitter}
+        </dd>
+        <dt>Ran for</dt>
+        <dd>{formatDuration(job.startedAt, job.finishedAt)}</dd>
+        <dt>Attempt</dt>
+        <dd>{job.attempt}</dd>
+        <dt>Timeout</dt>
+        <dd>{job.timeoutSeconds} s</dd>
+        {job.cancelReason ? (
+          <>
+            <dt>Cancelled because</dt>
+            <dd>{job.cancelReason}</dd>
+          </>
+        ) : null}
+        {job.lostReason ? (
+          <>
+            <dt>Lost because</dt>
+            <dd>{job.lostReason}</dd>
+          </>
+        ) : null}
+      </dl>
+      {job.spec.kind === 'SCRIPT' && job.spec.script ? (
+        <details>
+          <summary>Script ({job.spec.script.interpreter})</summary>
+          <pre className="json">{job.spec.script.body}</pre>
+        </details>
+      ) : null}
+      {job.result ? <Result result={job.result} /> : null}
+      {fanOut ? (
+        <>
+          <h2>Nodes</h2>
+          {job.counts ? (
+            <p>
+              {job.counts.succeeded} succeeded, {job.counts.failed} failed, {job.counts.timedOut} timed out, {job.counts.cancelled} cancelled,{' '}
+              {job.counts.lost} lost
+            </p>
+          ) : null}
+          {job.children.edges.length === 0 ? <Empty>No node has been given this job yet.</Empty> : <JobTable jobs={job.children.edges.map((e) => e.node)} />}
+        </>
+      ) : (
+        <>
+          <h2>Output</h2>
+          <JobLog jobId={job.id} ended={finishedJobStatuses.has(job.status)} />
+        </>
+      )}
+    </>
+  );
+}
+
+function Result({ result }: { result: NonNullable<JobDetail['result']> }) {
+  return (
+    <>
+      <h2>Result</h2>
+      <dl className="facts">
+        <dt>Exit code</dt>
+        <dd data-testid="exit-code">{result.exitCode}</dd>
+        {result.error ? (
+          <>
+            <dt>Error</dt>
+            <dd className="bad-text">{result.error}</dd>
+          </>
+        ) : null}
+        <dt>CPU time</dt>
+        <dd>{result.cpuTimeMs} ms</dd>
+        <dt>Peak memory</dt>
+        <dd>{formatBytes(result.peakMemoryBytes)}</dd>
+      </dl>
+      {result.output !== null && result.output !== undefined ? <Json value={result.output} label="output" /> : null}
+    </>
+  );
+}
+
+function JobLog({ jobId, ended }: { jobId: string; ended: boolean }) {
+  const [chunks, setChunks] = useState<readonly JobLogChunk[]>([]);
+  const [done, setDone] = useState(false);
+  const [problems, setProblems] = useState<Problem[]>();
+  // After a failure the subscription starts again after the last chunk received.
+  const [from, setFrom] = useState(0);
+  const received = useRef(0);
+  useSubscriptionEffect(
+    JobLogSubscription,
+    { jobId, afterSeq: from },
+    (d) => {
+      setProblems(undefined);
+      received.current = Math.max(received.current, d.jobLog.seq);
+      setChunks((log) => appendChunk(log, d.jobLog));
+    },
+    {
+      onError: (p) => {
+        setProblems(p);
+        setFrom(received.current);
+      },
+      onComplete: () => setDone(true),
+    },
+  );
+  return (
+    <>
+      {problems && !done ? <Problems problems={problems} /> : null}
+      <LogView chunks={chunks} live={!done && !ended} />
+    </>
+  );
+}

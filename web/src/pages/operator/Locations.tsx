@@ -1,0 +1,141 @@
+import { useState, type FormEvent } from 'react';
+import { CreateLocationMutation, LocationsQuery, RetireLocationMutation } from '../../api/ops';
+import type { Location, LocationStatus } from '../../api/types';
+import { useSession } from '../../app/context';
+import { useApiQuery, useCommand } from '../../app/hooks';
+import { useTitle } from '../../app/title';
+import { useUrlState } from '../../app/useUrlState';
+import { Checks } from '../../components/Checks';
+import { ConfirmButton } from '../../components/Confirm';
+import { Field } from '../../components/Field';
+import { Link } from '../../components/Link';
+import { Status } from '../../components/Status';
+import { Empty, Problems, QueryView } from '../../components/states';
+import { Time } from '../../components/Time';
+import { can } from '../../lib/roles';
+
+const spec = { status: 'list' } as const;
+const statuses: LocationStatus[] = ['ACTIVE', 'RETIRED'];
+
+export function LocationsPage() {
+  useTitle('Locations');
+  const { viewer } = useSession();
+  const [state, setState] = useUrlState(spec);
+  const [cw, setCw] = useState<string>();
+  const q = useApiQuery(LocationsQuery, {
+    first: 200,
+    filter: { status: state.status.length ? (state.status as LocationStatus[]) : undefined },
+    consistentWith: cw,
+  });
+  return (
+    <section>
+      <h1>Locations</h1>
+      {can(viewer, 'location.create') ? <CreateLocation onCreated={setCw} /> : null}
+      <form className="filters" role="search" aria-label="filter locations" onSubmit={(e) => e.preventDefault()}>
+        <Checks legend="Status" options={statuses} value={state.status} onChange={(v) => setState({ status: v })} />
+      </form>
+      <QueryView {...q} what="Loading locations">
+        {(d) =>
+          d.locations.edges.length === 0 ? (
+            <Empty>{state.status.length ? 'No location matches this filter.' : 'There is no location yet.'}</Empty>
+          ) : (
+            <table aria-busy={q.fetching}>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Description</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Nodes</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.locations.edges.map(({ node: l }) => (
+                  <LocationRow key={l.id} location={l} onChanged={setCw} />
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </QueryView>
+    </section>
+  );
+}
+
+function LocationRow({ location: l, onChanged }: { location: Location; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  const [retire, st] = useCommand(RetireLocationMutation);
+  return (
+    <tr>
+      <td>
+        {l.name} <code className="muted">{l.id}</code>
+      </td>
+      <td>{l.description ?? <span className="muted">—</span>}</td>
+      <td>
+        <Status value={l.status} />
+      </td>
+      <td>
+        <Link to={`/nodes?location=${encodeURIComponent(l.id)}`}>{l.nodes.totalCount}</Link>
+      </td>
+      <td>
+        <Time value={l.createdAt} />
+      </td>
+      <td className="row-actions">
+        {l.status === 'ACTIVE' && can(viewer, 'location.retire') ? (
+          <ConfirmButton
+            label="Retire"
+            title={`Retire ${l.name}?`}
+            onConfirm={async () => {
+              const r = await retire({ locationId: l.id });
+              if (r) onChanged(r.retireLocation.cursor);
+            }}
+          >
+            It takes no new nodes or services; what is there stays.
+          </ConfirmButton>
+        ) : null}
+        {st.problems ? <Problems problems={st.problems} /> : null}
+      </td>
+    </tr>
+  );
+}
+
+function CreateLocation({ onCreated }: { onCreated(c: string): void }) {
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [error, setError] = useState<string>();
+  const [create, st] = useCommand(CreateLocationMutation);
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    if (name.trim() === '') {
+      setError('Give the location a name.');
+      return;
+    }
+    setError(undefined);
+    const r = await create({ name: name.trim(), description: description.trim() || undefined });
+    if (r) {
+      setName('');
+      setDescription('');
+      onCreated(r.createLocation.cursor);
+    }
+  }
+  return (
+    <details className="panel">
+      <summary>New location…</summary>
+      <form onSubmit={submit} noValidate aria-label="new location" className="row-form">
+        <Field id="location-name" label="Name" error={error} required>
+          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <Field id="location-description" label="Description">
+          {(a) => <input {...a} value={description} onChange={(e) => setDescription(e.target.value)} />}
+        </Field>
+        <button type="submit" className="primary" disabled={st.running}>
+          Create location
+        </button>
+        {st.problems ? <Problems problems={st.problems} /> : null}
+      </form>
+    </details>
+  );
+}

@@ -1,0 +1,169 @@
+import { useState, type FormEvent } from 'react';
+import { CreateTenantMutation, ResumeTenantMutation, SuspendTenantMutation, TenantsQuery } from '../../api/ops';
+import type { Tenant, TenantStatus } from '../../api/types';
+import { useSession } from '../../app/context';
+import { useApiQuery, useCommand } from '../../app/hooks';
+import { useTitle } from '../../app/title';
+import { useUrlState } from '../../app/useUrlState';
+import { Checks } from '../../components/Checks';
+import { ConfirmButton } from '../../components/Confirm';
+import { Field } from '../../components/Field';
+import { Link } from '../../components/Link';
+import { Pager } from '../../components/Pager';
+import { SearchBox } from '../../components/SearchBox';
+import { Status } from '../../components/Status';
+import { Empty, Problems, QueryView } from '../../components/states';
+import { Time } from '../../components/Time';
+import { can, canSee } from '../../lib/roles';
+
+const spec = { name: 'string', status: 'list', after: 'string' } as const;
+const statuses: TenantStatus[] = ['ACTIVE', 'SUSPENDED'];
+
+export function TenantsPage() {
+  useTitle('Tenants');
+  const { viewer } = useSession();
+  const [state, setState] = useUrlState(spec);
+  const [cw, setCw] = useState<string>();
+  const filter = { name: state.name || undefined, status: state.status.length ? (state.status as TenantStatus[]) : undefined };
+  const q = useApiQuery(TenantsQuery, { first: 50, after: state.after || null, filter, consistentWith: cw });
+  return (
+    <section>
+      <div className="page-head">
+        <h1>Tenants</h1>
+      </div>
+      {can(viewer, 'tenant.create') ? <CreateTenant onCreated={setCw} /> : null}
+      <form className="filters" role="search" aria-label="filter tenants" onSubmit={(e) => e.preventDefault()}>
+        <SearchBox id="tenant-name" label="Name" value={state.name} onApply={(v) => setState({ name: v, after: '' })} />
+        <Checks legend="Status" options={statuses} value={state.status} onChange={(v) => setState({ status: v, after: '' })} />
+      </form>
+      <QueryView {...q} what="Loading tenants">
+        {(d) =>
+          d.tenants.edges.length === 0 ? (
+            <Empty>{state.name || state.status.length ? 'No tenant matches these filters.' : 'There is no tenant yet.'}</Empty>
+          ) : (
+            <>
+              <table aria-busy={q.fetching}>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Id</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">
+                      <span className="sr-only">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.tenants.edges.map(({ node: t }) => (
+                    <TenantRow key={t.id} tenant={t} onChanged={setCw} />
+                  ))}
+                </tbody>
+              </table>
+              <Pager
+                pageInfo={d.tenants.pageInfo}
+                atStart={!state.after}
+                shown={d.tenants.edges.length}
+                total={d.tenants.totalCount}
+                onFirst={() => setState({ after: '' })}
+                onNext={(c) => setState({ after: c })}
+              />
+            </>
+          )
+        }
+      </QueryView>
+    </section>
+  );
+}
+
+function TenantRow({ tenant: t, onChanged }: { tenant: Tenant; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  const [suspend, sSt] = useCommand(SuspendTenantMutation);
+  const [resume, rSt] = useCommand(ResumeTenantMutation);
+  const [reason, setReason] = useState('');
+  const problems = sSt.problems ?? rSt.problems;
+  return (
+    <tr>
+      <td>{t.name}</td>
+      <td>
+        <code>{t.id}</code>
+      </td>
+      <td>
+        <Status value={t.status} />
+        {t.suspendReason ? <span className="muted"> — {t.suspendReason}</span> : null}
+      </td>
+      <td>
+        <Time value={t.createdAt} />
+      </td>
+      <td className="row-actions">
+        {canSee(viewer.role, 'services') ? <Link to={`/services?tenant=${encodeURIComponent(t.id)}`}>Services</Link> : null}
+        {canSee(viewer.role, 'users') ? <Link to={`/users?tenant=${encodeURIComponent(t.id)}`}>Users</Link> : null}
+        {t.status === 'ACTIVE' && can(viewer, 'tenant.suspend') ? (
+          <ConfirmButton
+            label="Suspend"
+            title={`Suspend ${t.name}?`}
+            onConfirm={async () => {
+              const r = await suspend({ tenantId: t.id, reason: reason || undefined });
+              if (r) onChanged(r.suspendTenant.cursor);
+            }}
+          >
+            <p>Its users may not act until the tenant is resumed; its services keep running.</p>
+            <Field id={`suspend-${t.id}`} label="Reason">
+              {(a) => <input {...a} value={reason} onChange={(e) => setReason(e.target.value)} />}
+            </Field>
+          </ConfirmButton>
+        ) : null}
+        {t.status === 'SUSPENDED' && can(viewer, 'tenant.resume') ? (
+          <button
+            type="button"
+            onClick={async () => {
+              const r = await resume({ tenantId: t.id });
+              if (r) onChanged(r.resumeTenant.cursor);
+            }}
+          >
+            Resume
+          </button>
+        ) : null}
+        {problems ? <Problems problems={problems} /> : null}
+      </td>
+    </tr>
+  );
+}
+
+function CreateTenant({ onCreated }: { onCreated(c: string): void }) {
+  const [name, setName] = useState('');
+  const [id, setId] = useState('');
+  const [error, setError] = useState<string>();
+  const [create, st] = useCommand(CreateTenantMutation);
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    if (name.trim() === '') {
+      setError('Give the tenant a name.');
+      return;
+    }
+    setError(undefined);
+    const r = await create({ name: name.trim(), id: id.trim() || undefined });
+    if (r) {
+      setName('');
+      setId('');
+      onCreated(r.createTenant.cursor);
+    }
+  }
+  return (
+    <details className="panel">
+      <summary>New tenant…</summary>
+      <form onSubmit={submit} noValidate aria-label="new tenant" className="row-form">
+        <Field id="tenant-new-name" label="Name" error={error} required>
+          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <Field id="tenant-new-id" label="Id" hint="Optional: lower-case letters, digits, dashes">
+          {(a) => <input {...a} value={id} onChange={(e) => setId(e.target.value)} />}
+        </Field>
+        <button type="submit" className="primary" disabled={st.running}>
+          Create tenant
+        </button>
+        {st.problems ? <Problems problems={st.problems} /> : null}
+      </form>
+    </details>
+  );
+}

@@ -1,0 +1,321 @@
+import { useState, type FormEvent } from 'react';
+import {
+  ApiTokensQuery,
+  CreateApiTokenMutation,
+  CreateUserMutation,
+  DisableUserMutation,
+  EnableUserMutation,
+  RevokeApiTokenMutation,
+  UsersQuery,
+} from '../../api/ops';
+import type { ApiToken, Role, User } from '../../api/types';
+import { useSession } from '../../app/context';
+import { useApiQuery, useCommand } from '../../app/hooks';
+import { useTitle } from '../../app/title';
+import { useUrlState } from '../../app/useUrlState';
+import { ConfirmButton } from '../../components/Confirm';
+import { Field } from '../../components/Field';
+import { Pager } from '../../components/Pager';
+import { SearchBox } from '../../components/SearchBox';
+import { ShownOnce } from '../../components/Secret';
+import { Status } from '../../components/Status';
+import { Empty, Problems, QueryView } from '../../components/states';
+import { Time } from '../../components/Time';
+import { can, isTenantRole, roleNames } from '../../lib/roles';
+
+const spec = { tenant: 'string', user: 'string', revoked: 'bool', after: 'string' } as const;
+const assignable: Role[] = ['ADMIN', 'OPERATOR', 'TENANT_ADMIN', 'TENANT_MEMBER', 'VENDOR', 'AUDITOR'];
+
+export function UsersPage() {
+  useTitle('Users and tokens');
+  const { viewer } = useSession();
+  const [state, setState] = useUrlState(spec);
+  // Tenant administrators see their own tenant only, whatever the address says.
+  const tenant = isTenantRole(viewer.role) ? (viewer.tenantId ?? '') : state.tenant;
+  const [cw, setCw] = useState<string>();
+  const users = useApiQuery(UsersQuery, { first: 100, after: state.after || null, filter: { tenantId: tenant || undefined }, consistentWith: cw });
+  return (
+    <section>
+      <h1>Users and tokens</h1>
+      {can(viewer, 'user.create') ? <CreateUser tenant={tenant} onCreated={setCw} /> : null}
+      {!isTenantRole(viewer.role) ? (
+        <form className="filters" role="search" aria-label="filter users" onSubmit={(e) => e.preventDefault()}>
+          <SearchBox id="users-tenant" label="Tenant id" value={state.tenant} onApply={(v) => setState({ tenant: v, after: '', user: '' })} />
+        </form>
+      ) : null}
+      <h2>Users</h2>
+      <QueryView {...users} what="Loading users">
+        {(d) =>
+          d.users.edges.length === 0 ? (
+            <Empty>{tenant ? 'This tenant has no user yet.' : 'There is no user yet.'}</Empty>
+          ) : (
+            <>
+              <table aria-busy={users.fetching}>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Role</th>
+                    <th scope="col">Tenant</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">
+                      <span className="sr-only">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.users.edges.map(({ node: u }) => (
+                    <UserRow key={u.id} user={u} selected={state.user === u.id} onSelect={() => setState({ user: u.id })} onChanged={setCw} />
+                  ))}
+                </tbody>
+              </table>
+              <Pager
+                pageInfo={d.users.pageInfo}
+                atStart={!state.after}
+                shown={d.users.edges.length}
+                total={d.users.totalCount}
+                onFirst={() => setState({ after: '' })}
+                onNext={(c) => setState({ after: c })}
+              />
+            </>
+          )
+        }
+      </QueryView>
+      <Tokens userId={state.user} tenant={tenant} revoked={state.revoked} onRevoked={(v) => setState({ revoked: v }, { replace: true })} />
+    </section>
+  );
+}
+
+function UserRow({ user: u, selected, onSelect, onChanged }: { user: User; selected: boolean; onSelect(): void; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  const [disable, dSt] = useCommand(DisableUserMutation);
+  const [enable, eSt] = useCommand(EnableUserMutation);
+  const problems = dSt.problems ?? eSt.problems;
+  return (
+    <tr aria-selected={selected} className={selected ? 'selected' : undefined}>
+      <td>{u.name}</td>
+      <td>{roleNames[u.role]}</td>
+      <td>{u.tenantId ?? <span className="muted">—</span>}</td>
+      <td>
+        <Status value={u.status} />
+      </td>
+      <td>
+        <Time value={u.createdAt} />
+      </td>
+      <td className="row-actions">
+        <button type="button" onClick={onSelect} aria-pressed={selected}>
+          Tokens
+        </button>
+        {u.status === 'ACTIVE' && can(viewer, 'user.disable') && u.id !== viewer.userId ? (
+          <ConfirmButton
+            danger
+            label="Disable"
+            title={`Disable ${u.name}?`}
+            onConfirm={async () => {
+              const r = await disable({ userId: u.id });
+              if (r) onChanged(r.disableUser.cursor);
+            }}
+          >
+            The user may not act, and every token of theirs stops working.
+          </ConfirmButton>
+        ) : null}
+        {u.status === 'DISABLED' && can(viewer, 'user.enable') ? (
+          <button
+            type="button"
+            onClick={async () => {
+              const r = await enable({ userId: u.id });
+              if (r) onChanged(r.enableUser.cursor);
+            }}
+          >
+            Enable
+          </button>
+        ) : null}
+        {problems ? <Problems problems={problems} /> : null}
+      </td>
+    </tr>
+  );
+}
+
+function CreateUser({ tenant, onCreated }: { tenant: string; onCreated(c: string): void }) {
+  const { viewer } = useSession();
+  const tenantBound = isTenantRole(viewer.role);
+  const roles = tenantBound ? (['TENANT_ADMIN', 'TENANT_MEMBER'] as Role[]) : assignable;
+  const [name, setName] = useState('');
+  const [role, setRole] = useState<Role>(roles[roles.length - 1]!);
+  const [tenantId, setTenantId] = useState(tenant);
+  const [errors, setErrors] = useState<{ name?: string; tenantId?: string }>({});
+  const [create, st] = useCommand(CreateUserMutation);
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    const errs: typeof errors = {};
+    if (name.trim() === '') errs.name = 'Give the user a name.';
+    const t = tenantBound ? (viewer.tenantId ?? '') : tenantId.trim();
+    if (isTenantRole(role) && t === '') errs.tenantId = 'A tenant role needs the tenant.';
+    setErrors(errs);
+    if (Object.keys(errs).length) return;
+    const r = await create({ name: name.trim(), role, tenantId: isTenantRole(role) ? t : undefined });
+    if (r) {
+      setName('');
+      onCreated(r.createUser.cursor);
+    }
+  }
+  return (
+    <details className="panel">
+      <summary>New user…</summary>
+      <form onSubmit={submit} noValidate aria-label="new user" className="row-form">
+        <Field id="user-name" label="Name" error={errors.name} required>
+          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <Field id="user-role" label="Role" required>
+          {(a) => (
+            <select {...a} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+              {roles.map((r) => (
+                <option key={r} value={r}>
+                  {roleNames[r]}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        {!tenantBound && isTenantRole(role) ? (
+          <Field id="user-tenant" label="Tenant id" error={errors.tenantId} required>
+            {(a) => <input {...a} value={tenantId} onChange={(e) => setTenantId(e.target.value)} />}
+          </Field>
+        ) : null}
+        <button type="submit" className="primary" disabled={st.running}>
+          Create user
+        </button>
+        {st.problems ? <Problems problems={st.problems} /> : null}
+      </form>
+    </details>
+  );
+}
+
+function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant: string; revoked: boolean; onRevoked(v: boolean): void }) {
+  const { viewer } = useSession();
+  const [cw, setCw] = useState<string>();
+  const q = useApiQuery(ApiTokensQuery, {
+    first: 100,
+    filter: { userId: userId || undefined, tenantId: tenant || undefined, includeRevoked: revoked },
+    consistentWith: cw,
+  });
+  return (
+    <>
+      <div className="page-head">
+        <h2>API tokens{userId ? ` of ${userId}` : ''}</h2>
+        <label>
+          <input type="checkbox" checked={revoked} onChange={(e) => onRevoked(e.target.checked)} /> Show revoked
+        </label>
+      </div>
+      {can(viewer, 'api_token.create') ? <CreateToken userId={userId} onCreated={setCw} /> : null}
+      <QueryView {...q} what="Loading tokens">
+        {(d) =>
+          d.apiTokens.edges.length === 0 ? (
+            <Empty>No token.</Empty>
+          ) : (
+            <table aria-busy={q.fetching}>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">User</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.apiTokens.edges.map(({ node: t }) => (
+                  <TokenRow key={t.id} token={t} onChanged={setCw} />
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </QueryView>
+    </>
+  );
+}
+
+function TokenRow({ token: t, onChanged }: { token: ApiToken; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  const [revoke, st] = useCommand(RevokeApiTokenMutation);
+  return (
+    <tr>
+      <td>
+        {t.name ?? <span className="muted">unnamed</span>} <code className="muted">{t.id}</code>
+      </td>
+      <td>{t.user?.name ?? t.userId}</td>
+      <td>{roleNames[t.role]}</td>
+      <td>
+        <Status value={t.status} />
+      </td>
+      <td>
+        <Time value={t.expiresAt} />
+      </td>
+      <td>
+        <Time value={t.lastUsedAt} />
+      </td>
+      <td className="row-actions">
+        {t.status === 'ACTIVE' && can(viewer, 'api_token.revoke') ? (
+          <ConfirmButton
+            danger
+            label="Revoke"
+            title="Revoke this token?"
+            onConfirm={async () => {
+              const r = await revoke({ tokenId: t.id, reason: 'revoked from the portal' });
+              if (r) onChanged(r.revokeApiToken.cursor);
+            }}
+          >
+            Requests with it are refused from now on, and its open connections are closed.
+          </ConfirmButton>
+        ) : null}
+        {st.problems ? <Problems problems={st.problems} /> : null}
+      </td>
+    </tr>
+  );
+}
+
+function CreateToken({ userId, onCreated }: { userId: string; onCreated(c: string): void }) {
+  const [name, setName] = useState('');
+  const [days, setDays] = useState('30');
+  const [error, setError] = useState<string>();
+  const [secret, setSecret] = useState<string>();
+  const [create, st] = useCommand(CreateApiTokenMutation);
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    const d = Number(days);
+    if (!Number.isFinite(d) || d <= 0) {
+      setError('A number of days, more than 0.');
+      return;
+    }
+    setError(undefined);
+    const r = await create({ userId: userId || undefined, name: name.trim() || undefined, ttlSeconds: Math.round(d * 86400) });
+    if (r) {
+      setSecret(r.createApiToken.token);
+      setName('');
+      onCreated(r.createApiToken.cursor);
+    }
+  }
+  if (secret) return <ShownOnce label="Token created." secret={secret} onDone={() => setSecret(undefined)} />;
+  return (
+    <details className="panel">
+      <summary>New token{userId ? ` for ${userId}` : ' for yourself'}…</summary>
+      <form onSubmit={submit} noValidate aria-label="new token" className="row-form">
+        <Field id="token-name" label="Name" hint="What it is for, e.g. ci-pipeline">
+          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <Field id="token-days" label="Valid for (days)" error={error}>
+          {(a) => <input {...a} type="number" min={1} value={days} onChange={(e) => setDays(e.target.value)} />}
+        </Field>
+        <button type="submit" className="primary" disabled={st.running}>
+          Create token
+        </button>
+        {st.problems ? <Problems problems={st.problems} /> : null}
+      </form>
+    </details>
+  );
+}

@@ -1,0 +1,196 @@
+import { useState } from 'react';
+import { RemoveServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
+import type { ServiceDetail } from '../../api/types';
+import { useSession } from '../../app/context';
+import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useTitle } from '../../app/title';
+import { ConfirmButton } from '../../components/Confirm';
+import { EventTable } from '../../components/EventTable';
+import { Json } from '../../components/Json';
+import { Link } from '../../components/Link';
+import { Status } from '../../components/Status';
+import { Empty, Problems, QueryView } from '../../components/states';
+import { Time } from '../../components/Time';
+import { humanize } from '../../lib/format';
+import { can, canSee } from '../../lib/roles';
+
+export function ServicePage({ params }: { params: Record<string, string> }) {
+  const id = params.id!;
+  const [cw, setCw] = useState<string>();
+  const q = useApiQuery(ServiceQuery, { id, consistentWith: cw });
+  useTitle(q.data?.service?.name ?? 'Service');
+  const refetch = useDebounced(q.refetch, 200);
+  useSubscriptionEffect(ServiceChangedSubscription, { id }, () => refetch(), { onResync: refetch });
+  return (
+    <section>
+      <p className="crumbs">
+        <Link to="/services">Services</Link>
+      </p>
+      <QueryView {...q} what="Loading the service">
+        {(d) =>
+          !d.service ? (
+            <>
+              <h1>Service not found</h1>
+              <Empty>There is no service {id} that you may see.</Empty>
+            </>
+          ) : (
+            <ServiceView service={d.service} onChanged={setCw} />
+          )
+        }
+      </QueryView>
+    </section>
+  );
+}
+
+function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  return (
+    <>
+      <div className="page-head">
+        <h1>
+          {s.name} <Status value={s.status} />
+        </h1>
+        <Lifecycle service={s} onChanged={onChanged} />
+      </div>
+      {s.cause ? (
+        <p className="notice error" role="alert">
+          {s.failedIn ? `Failed in ${humanize(s.failedIn)}: ` : ''}
+          {s.cause}
+        </p>
+      ) : null}
+      {s.remaining.length > 0 ? (
+        <p className="notice warn">
+          Left behind: {s.remaining.join(', ')}. Remove the service again, or clean them up by hand.
+        </p>
+      ) : null}
+      <dl className="facts">
+        <dt>Template</dt>
+        <dd>
+          {canSee(viewer.role, 'template') ? (
+            <Link to={`/catalog/${encodeURIComponent(s.templateName)}/${encodeURIComponent(s.templateVersion)}`}>
+              {s.templateName} {s.templateVersion}
+            </Link>
+          ) : (
+            `${s.templateName} ${s.templateVersion}`
+          )}
+        </dd>
+        <dt>Tenant</dt>
+        <dd>{s.tenant?.name ?? s.tenantId}</dd>
+        <dt>Requested</dt>
+        <dd>
+          <Time value={s.requestedAt} />
+        </dd>
+        <dt>Last change</dt>
+        <dd>
+          <Time value={s.updatedAt} />
+        </dd>
+        <dt>Id</dt>
+        <dd>
+          <code>{s.id}</code>
+        </dd>
+      </dl>
+      <div className="two">
+        <div>
+          <h2>Outputs</h2>
+          <Json value={s.outputs} label="outputs" />
+        </div>
+        <div>
+          <h2>Variables</h2>
+          <p className="muted small">Secret values are never shown.</p>
+          <Json value={s.variables} label="variables" />
+        </div>
+      </div>
+      <h2>Resources</h2>
+      {s.resources.length === 0 ? (
+        <Empty>No resource yet.</Empty>
+      ) : (
+        <table data-testid="resources">
+          <thead>
+            <tr>
+              <th scope="col">Resource</th>
+              <th scope="col">Plugin</th>
+              <th scope="col">Status</th>
+              <th scope="col">Depends on</th>
+              <th scope="col">Outputs</th>
+            </tr>
+          </thead>
+          <tbody>
+            {s.resources.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <code>{r.id}</code>
+                </td>
+                <td>
+                  {r.plugin} <span className="muted">{r.type}</span>
+                </td>
+                <td>
+                  <Status value={r.status} />
+                  {r.error ? <div className="bad-text small">{r.error}</div> : null}
+                </td>
+                <td>{r.dependsOn.length ? r.dependsOn.join(', ') : <span className="muted">—</span>}</td>
+                <td className="clip">{r.outputs ? <code>{JSON.stringify(r.outputs)}</code> : <span className="muted">—</span>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>History</h2>
+      {s.history.edges.length === 0 ? <Empty>No event yet.</Empty> : <EventTable events={s.history.edges.map((e) => e.node)} showStream={false} />}
+    </>
+  );
+}
+
+function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChanged(c: string): void }) {
+  const { viewer } = useSession();
+  const [start, startSt] = useCommand(StartServiceMutation);
+  const [stop, stopSt] = useCommand(StopServiceMutation);
+  const [remove, removeSt] = useCommand(RemoveServiceMutation);
+  const allowed = new Set(s.allowedActions);
+  const problems = startSt.problems ?? stopSt.problems ?? removeSt.problems;
+  const running = startSt.running || stopSt.running || removeSt.running;
+  return (
+    <div className="actions">
+      {allowed.has('start') && can(viewer, 'service.start') ? (
+        <ConfirmButton
+          label="Start"
+          title={`Start ${s.name}?`}
+          disabled={running}
+          onConfirm={async () => {
+            const r = await start({ serviceId: s.id });
+            if (r) onChanged(r.startService.cursor);
+          }}
+        >
+          Its resources are started in dependency order.
+        </ConfirmButton>
+      ) : null}
+      {allowed.has('stop') && can(viewer, 'service.stop') ? (
+        <ConfirmButton
+          label="Stop"
+          title={`Stop ${s.name}?`}
+          disabled={running}
+          onConfirm={async () => {
+            const r = await stop({ serviceId: s.id });
+            if (r) onChanged(r.stopService.cursor);
+          }}
+        >
+          Its resources are stopped in reverse dependency order; they are kept and can be started again.
+        </ConfirmButton>
+      ) : null}
+      {allowed.has('remove') && can(viewer, 'service.remove') ? (
+        <ConfirmButton
+          danger
+          label="Remove"
+          title={`Remove ${s.name}?`}
+          disabled={running}
+          onConfirm={async () => {
+            const r = await remove({ serviceId: s.id });
+            if (r) onChanged(r.removeService.cursor);
+          }}
+        >
+          Every resource of the service is destroyed. This cannot be undone.
+        </ConfirmButton>
+      ) : null}
+      {problems ? <Problems problems={problems} /> : null}
+    </div>
+  );
+}
