@@ -4,10 +4,10 @@ import { can, canSee, homeFor, navFor } from './roles';
 describe('pages by role', () => {
   it('gives each role its area', () => {
     const pages = (role: Parameters<typeof navFor>[0]) => navFor(role).flatMap((s) => s.items.map((i) => i.page));
-    expect(pages('OPERATOR')).toEqual(['nodes', 'jobs', 'locations', 'catalog', 'services', 'tenants', 'events']);
+    expect(pages('OPERATOR')).toEqual(['nodes', 'jobs', 'locations', 'catalog', 'services', 'tenants', 'users', 'events']);
     expect(pages('TENANT_MEMBER')).toEqual(['catalog', 'services']);
     expect(pages('TENANT_ADMIN')).toEqual(['catalog', 'services', 'users', 'events']);
-    expect(pages('AUDITOR')).toEqual(['nodes', 'jobs', 'locations', 'catalog', 'services', 'tenants', 'events', 'as-of', 'verify']);
+    expect(pages('AUDITOR')).toEqual(['nodes', 'jobs', 'locations', 'catalog', 'services', 'tenants', 'users', 'events', 'as-of', 'verify']);
     expect(pages('VENDOR')).toEqual(['catalog']);
     expect(pages('AGENT')).toEqual([]);
   });
@@ -32,12 +32,20 @@ describe('pages by role', () => {
 
 describe('can', () => {
   it('reads the viewer’s permissions, in either spelling', () => {
-    const viewer = { permissions: ['service.create', 'stopService', 'api_token.*'] };
+    const viewer = { permissions: ['service.create', 'stopService', 'token.*'] };
     expect(can(viewer, 'service.create')).toBe(true);
     expect(can(viewer, 'service.stop')).toBe(true);
-    expect(can(viewer, 'api_token.revoke')).toBe(true);
+    expect(can(viewer, 'token.revoke')).toBe(true);
     expect(can(viewer, 'service.remove')).toBe(false);
     expect(can(null, 'service.create')).toBe(false);
-    expect(can({ permissions: ['createApiToken'] }, 'api_token.create')).toBe(true);
+    expect(can({ permissions: ['issueToken'] }, 'token.issue')).toBe(true);
+  });
+
+  it('lets entity.write cover every change but not reads', () => {
+    const viewer = { permissions: ['service.write', 'jointoken.write'] };
+    expect(can(viewer, 'service.remove')).toBe(true);
+    expect(can(viewer, 'service.read')).toBe(false);
+    expect(can(viewer, 'node.join_token')).toBe(true);
+    expect(can(viewer, 'node.drain')).toBe(false);
   });
 });

@@ -29,13 +29,18 @@ const auditorPages: PageId[] = ['events', 'event', 'as-of', 'verify', 'nodes', '
 
 const pagesByRole: Record<Role, ReadonlySet<PageId>> = {
   ADMIN: new Set<PageId>([...operatorPages, ...auditorPages, 'users', 'deploy']),
-  OPERATOR: new Set(operatorPages),
+  OPERATOR: new Set<PageId>([...operatorPages, 'users']),
   TENANT_ADMIN: new Set<PageId>([...tenantPages, 'users', 'events', 'event']),
   TENANT_MEMBER: new Set(tenantPages),
   VENDOR: new Set<PageId>(['catalog', 'template', 'register-template']),
-  AUDITOR: new Set(auditorPages),
+  AUDITOR: new Set<PageId>([...auditorPages, 'users']),
   AGENT: new Set(),
 };
+
+/** Roles that may read API tokens (the operator manages users, not their tokens). */
+export function readsTokens(role: Role): boolean {
+  return role === 'ADMIN' || role === 'TENANT_ADMIN' || role === 'AUDITOR';
+}
 
 export function canSee(role: Role, page: PageId): boolean {
   return pagesByRole[role]?.has(page) ?? false;
@@ -126,18 +131,25 @@ export function isTenantRole(role: Role): boolean {
 
 /**
  * Whether the viewer may take an action, named entity.verb as in
- * `viewer.permissions` ("service.create", "api_token.revoke"). The mutation's
- * own name ("createService") is accepted as the same permission.
+ * `viewer.permissions` ("service.create", "node.drain", "token.revoke"). A
+ * permission entity.write covers every change to that entity, and the
+ * mutation's own name ("createService") counts as the permission too.
  */
 export function can(viewer: Pick<Viewer, 'permissions'> | null | undefined, action: string): boolean {
   if (!viewer) return false;
-  const perms = viewer.permissions;
-  if (perms.includes(action) || perms.includes('*')) return true;
+  const perms = new Set(viewer.permissions);
+  if (perms.has(action) || perms.has('*')) return true;
   const dot = action.indexOf('.');
   if (dot < 0) return false;
   const entity = action.slice(0, dot);
   const verb = action.slice(dot + 1);
+  if (perms.has(`${entity}.*`)) return true;
+  if (verb !== 'read' && (perms.has(`${entity}.write`) || (writeAliases[action] ?? []).some((a) => perms.has(a)))) return true;
   const camel = entity.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-  const mutation = verb + camel.charAt(0).toUpperCase() + camel.slice(1);
-  return perms.includes(mutation) || perms.includes(`${entity}.*`);
+  return perms.has(verb + camel.charAt(0).toUpperCase() + camel.slice(1));
 }
+
+/** Permissions named after another entity that cover an action. */
+const writeAliases: Record<string, string[]> = {
+  'node.join_token': ['jointoken.write', 'join_token.write'],
+};

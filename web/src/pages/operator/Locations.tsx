@@ -84,7 +84,7 @@ function LocationRow({ location: l, onChanged }: { location: Location; onChanged
         <Time value={l.createdAt} />
       </td>
       <td className="row-actions">
-        {l.status === 'ACTIVE' && can(viewer, 'location.retire') ? (
+        {l.status === 'ACTIVE' && can(viewer, 'location.update') ? (
           <ConfirmButton
             label="Retire"
             title={`Retire ${l.name}?`}

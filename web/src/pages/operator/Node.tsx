@@ -138,7 +138,7 @@ function NodeActions({ node, onChanged }: { node: NodeDetail; onChanged(cursor: 
           The node takes no new work; jobs running on it finish.
         </ConfirmButton>
       ) : null}
-      {allowed.has('undrain') && can(viewer, 'node.undrain') ? (
+      {allowed.has('undrain') && can(viewer, 'node.drain') ? (
         <button
           type="button"
           disabled={undrainSt.running}

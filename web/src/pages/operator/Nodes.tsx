@@ -45,7 +45,7 @@ export function NodesPage() {
     <section>
       <div className="page-head">
         <h1>Nodes</h1>
-        {can(viewer, 'join_token.create') ? <EnrollNode /> : null}
+        {can(viewer, 'node.join_token') ? <EnrollNode /> : null}
       </div>
       <p className="sr-only" aria-live="polite">
         {announce}

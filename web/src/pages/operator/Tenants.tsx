@@ -98,7 +98,7 @@ function TenantRow({ tenant: t, onChanged }: { tenant: Tenant; onChanged(c: stri
       <td className="row-actions">
         {canSee(viewer.role, 'services') ? <Link to={`/services?tenant=${encodeURIComponent(t.id)}`}>Services</Link> : null}
         {canSee(viewer.role, 'users') ? <Link to={`/users?tenant=${encodeURIComponent(t.id)}`}>Users</Link> : null}
-        {t.status === 'ACTIVE' && can(viewer, 'tenant.suspend') ? (
+        {t.status === 'ACTIVE' && can(viewer, 'tenant.update') ? (
           <ConfirmButton
             label="Suspend"
             title={`Suspend ${t.name}?`}
@@ -113,7 +113,7 @@ function TenantRow({ tenant: t, onChanged }: { tenant: Tenant; onChanged(c: stri
             </Field>
           </ConfirmButton>
         ) : null}
-        {t.status === 'SUSPENDED' && can(viewer, 'tenant.resume') ? (
+        {t.status === 'SUSPENDED' && can(viewer, 'tenant.update') ? (
           <button
             type="button"
             onClick={async () => {

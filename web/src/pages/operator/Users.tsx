@@ -21,14 +21,14 @@ import { ShownOnce } from '../../components/Secret';
 import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can, isTenantRole, roleNames } from '../../lib/roles';
+import { can, isTenantRole, readsTokens, roleNames } from '../../lib/roles';
 
 const spec = { tenant: 'string', user: 'string', revoked: 'bool', after: 'string' } as const;
 const assignable: Role[] = ['ADMIN', 'OPERATOR', 'TENANT_ADMIN', 'TENANT_MEMBER', 'VENDOR', 'AUDITOR'];
 
 export function UsersPage() {
-  useTitle('Users and tokens');
   const { viewer } = useSession();
+  useTitle(readsTokens(viewer.role) ? 'Users and tokens' : 'Users');
   const [state, setState] = useUrlState(spec);
   // Tenant administrators see their own tenant only, whatever the address says.
   const tenant = isTenantRole(viewer.role) ? (viewer.tenantId ?? '') : state.tenant;
@@ -36,7 +36,7 @@ export function UsersPage() {
   const users = useApiQuery(UsersQuery, { first: 100, after: state.after || null, filter: { tenantId: tenant || undefined }, consistentWith: cw });
   return (
     <section>
-      <h1>Users and tokens</h1>
+      <h1>{readsTokens(viewer.role) ? 'Users and tokens' : 'Users'}</h1>
       {can(viewer, 'user.create') ? <CreateUser tenant={tenant} onCreated={setCw} /> : null}
       {!isTenantRole(viewer.role) ? (
         <form className="filters" role="search" aria-label="filter users" onSubmit={(e) => e.preventDefault()}>
@@ -65,7 +65,13 @@ export function UsersPage() {
                 </thead>
                 <tbody>
                   {d.users.edges.map(({ node: u }) => (
-                    <UserRow key={u.id} user={u} selected={state.user === u.id} onSelect={() => setState({ user: u.id })} onChanged={setCw} />
+                    <UserRow
+                      key={u.id}
+                      user={u}
+                      selected={state.user === u.id}
+                      onSelect={readsTokens(viewer.role) ? () => setState({ user: u.id }) : undefined}
+                      onChanged={setCw}
+                    />
                   ))}
                 </tbody>
               </table>
@@ -81,12 +87,24 @@ export function UsersPage() {
           )
         }
       </QueryView>
-      <Tokens userId={state.user} tenant={tenant} revoked={state.revoked} onRevoked={(v) => setState({ revoked: v }, { replace: true })} />
+      {readsTokens(viewer.role) ? (
+        <Tokens userId={state.user} tenant={tenant} revoked={state.revoked} onRevoked={(v) => setState({ revoked: v }, { replace: true })} />
+      ) : null}
     </section>
   );
 }
 
-function UserRow({ user: u, selected, onSelect, onChanged }: { user: User; selected: boolean; onSelect(): void; onChanged(c: string): void }) {
+function UserRow({
+  user: u,
+  selected,
+  onSelect,
+  onChanged,
+}: {
+  user: User;
+  selected: boolean;
+  onSelect?: () => void;
+  onChanged(c: string): void;
+}) {
   const { viewer } = useSession();
   const [disable, dSt] = useCommand(DisableUserMutation);
   const [enable, eSt] = useCommand(EnableUserMutation);
@@ -103,10 +121,12 @@ function UserRow({ user: u, selected, onSelect, onChanged }: { user: User; selec
         <Time value={u.createdAt} />
       </td>
       <td className="row-actions">
-        <button type="button" onClick={onSelect} aria-pressed={selected}>
-          Tokens
-        </button>
-        {u.status === 'ACTIVE' && can(viewer, 'user.disable') && u.id !== viewer.userId ? (
+        {onSelect ? (
+          <button type="button" onClick={onSelect} aria-pressed={selected}>
+            Tokens
+          </button>
+        ) : null}
+        {u.status === 'ACTIVE' && can(viewer, 'user.update') && u.id !== viewer.userId ? (
           <ConfirmButton
             danger
             label="Disable"
@@ -119,7 +139,7 @@ function UserRow({ user: u, selected, onSelect, onChanged }: { user: User; selec
             The user may not act, and every token of theirs stops working.
           </ConfirmButton>
         ) : null}
-        {u.status === 'DISABLED' && can(viewer, 'user.enable') ? (
+        {u.status === 'DISABLED' && can(viewer, 'user.update') ? (
           <button
             type="button"
             onClick={async () => {
@@ -139,7 +159,8 @@ function UserRow({ user: u, selected, onSelect, onChanged }: { user: User; selec
 function CreateUser({ tenant, onCreated }: { tenant: string; onCreated(c: string): void }) {
   const { viewer } = useSession();
   const tenantBound = isTenantRole(viewer.role);
-  const roles = tenantBound ? (['TENANT_ADMIN', 'TENANT_MEMBER'] as Role[]) : assignable;
+  // Nobody hands out more than they hold; only an administrator makes administrators.
+  const roles = tenantBound ? (['TENANT_ADMIN', 'TENANT_MEMBER'] as Role[]) : viewer.role === 'ADMIN' ? assignable : assignable.filter((r) => r !== 'ADMIN');
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>(roles[roles.length - 1]!);
   const [tenantId, setTenantId] = useState(tenant);
@@ -207,7 +228,7 @@ function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant
           <input type="checkbox" checked={revoked} onChange={(e) => onRevoked(e.target.checked)} /> Show revoked
         </label>
       </div>
-      {can(viewer, 'api_token.create') ? <CreateToken userId={userId} onCreated={setCw} /> : null}
+      {can(viewer, 'token.issue') ? <CreateToken userId={userId} onCreated={setCw} /> : null}
       <QueryView {...q} what="Loading tokens">
         {(d) =>
           d.apiTokens.edges.length === 0 ? (
@@ -260,7 +281,7 @@ function TokenRow({ token: t, onChanged }: { token: ApiToken; onChanged(c: strin
         <Time value={t.lastUsedAt} />
       </td>
       <td className="row-actions">
-        {t.status === 'ACTIVE' && can(viewer, 'api_token.revoke') ? (
+        {t.status === 'ACTIVE' && can(viewer, 'token.revoke') ? (
           <ConfirmButton
             danger
             label="Revoke"
