@@ -6,6 +6,7 @@ package events
 import (
 	"cairn/domain"
 	"cairn/domain/job"
+	"cairn/domain/jointoken"
 	"cairn/domain/node"
 	"cairn/domain/resource"
 	"cairn/domain/service"
@@ -22,5 +23,6 @@ func Registry() *domain.Registry {
 	service.RegisterEvents(r)
 	resource.RegisterEvents(r)
 	tenant.RegisterEvents(r)
+	jointoken.RegisterEvents(r)
 	return r
 }
