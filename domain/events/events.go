@@ -9,6 +9,7 @@ import (
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
 	"cairn/domain/resource"
+	"cairn/domain/schedule"
 	"cairn/domain/service"
 	"cairn/domain/template"
 	"cairn/domain/tenant"
@@ -24,5 +25,6 @@ func Registry() *domain.Registry {
 	resource.RegisterEvents(r)
 	tenant.RegisterEvents(r)
 	jointoken.RegisterEvents(r)
+	schedule.RegisterEvents(r)
 	return r
 }

@@ -23,12 +23,12 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: schema version %d, %v", typ, v, err)
 		}
 	}
-	for _, prefix := range []string{"node", "job", "template", "service", "resource", "tenant", "user", "api_token", "location", "join_token", "node_credential"} {
+	for _, prefix := range []string{"node", "job", "template", "service", "resource", "tenant", "user", "api_token", "location", "join_token", "node_credential", "schedule"} {
 		if prefixes[prefix] == 0 {
 			t.Errorf("no %s events registered", prefix)
 		}
 	}
-	if len(prefixes) != 11 {
+	if len(prefixes) != 12 {
 		t.Errorf("unexpected prefixes: %v", prefixes)
 	}
 }
