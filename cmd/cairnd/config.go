@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+)
+
+// DatabaseURLEnv names the server to use instead of the embedded cluster. It
+// has no flag, so a password in it never shows in the process list.
+const DatabaseURLEnv = "DATABASE_URL"
+
+// config is cairnd's configuration. Each setting comes from its flag when
+// given, else from its environment variable when set, else its default.
+type config struct {
+	Listen      string
+	DatabaseURL string
+	DataDir     string
+	LogFormat   string
+	LogLevel    string
+
+	level zerolog.Level // LogLevel, parsed by resolve
+}
+
+// envFlags pairs flags with the environment variables that set them.
+var envFlags = []struct{ flag, env string }{
+	{"listen", "CAIRN_LISTEN"},
+	{"data-dir", "CAIRN_DATA_DIR"},
+	{"log-format", "CAIRN_LOG_FORMAT"},
+	{"log-level", "CAIRN_LOG_LEVEL"},
+}
+
+func envOf(flag string) string {
+	for _, ef := range envFlags {
+		if ef.flag == flag {
+			return ef.env
+		}
+	}
+	return ""
+}
+
+// bindGlobalFlags declares the settings every command shares.
+func (c *config) bindGlobalFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", ".cairn",
+		"directory for cairnd's own files; the embedded PostgreSQL cluster lives in its pgdata/ (env "+envOf("data-dir")+")")
+	fs.StringVar(&c.LogFormat, "log-format", "auto",
+		"log format: json, console, or auto (console when stderr is a terminal) (env "+envOf("log-format")+")")
+	fs.StringVar(&c.LogLevel, "log-level", "info",
+		"least severe level logged: debug, info, warn or error (env "+envOf("log-level")+")")
+}
+
+// bindServeFlags declares the settings only `serve` uses.
+func (c *config) bindServeFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080",
+		"address to serve HTTP on (env "+envOf("listen")+")")
+}
+
+// resolve applies the environment to every flag not given on the command
+// line, then checks the result.
+func (c *config) resolve(fs *pflag.FlagSet, getenv func(string) string) error {
+	for _, ef := range envFlags {
+		f := fs.Lookup(ef.flag)
+		if f == nil || f.Changed {
+			continue
+		}
+		if v := getenv(ef.env); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				return fmt.Errorf("%s=%q: %w", ef.env, v, err)
+			}
+		}
+	}
+	c.DatabaseURL = getenv(DatabaseURLEnv)
+
+	switch c.LogFormat {
+	case "json", "console", "auto":
+	default:
+		return fmt.Errorf("log format %q: use json, console or auto", c.LogFormat)
+	}
+	level, err := zerolog.ParseLevel(c.LogLevel)
+	if err != nil || c.LogLevel == "" {
+		return fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel)
+	}
+	c.level = level
+	if c.DataDir == "" {
+		return fmt.Errorf("the data directory must not be empty (--data-dir or %s)", envOf("data-dir"))
+	}
+	return nil
+}
+
+// pgDataDir is where the embedded cluster keeps its files.
+func (c *config) pgDataDir() string { return filepath.Join(c.DataDir, "pgdata") }
+
+// logger builds the process logger writing to w (stderr in production).
+func (c *config) logger(w io.Writer) zerolog.Logger {
+	out := w
+	if c.LogFormat == "console" || c.LogFormat == "auto" && isTerminal(w) {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(out).Level(c.level).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestConfigPrecedence(t *testing.T) {
+	t.Run("defaults", func(t *testing.T) {
+		cfg, err := resolveConfig(t, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := config{Listen: "127.0.0.1:8080", DataDir: ".cairn", LogFormat: "auto", LogLevel: "info", level: zerolog.InfoLevel}
+		if *cfg != want {
+			t.Fatalf("got %+v, want %+v", *cfg, want)
+		}
+	})
+	env := map[string]string{
+		"CAIRN_LISTEN":     "127.0.0.1:9000",
+		"CAIRN_DATA_DIR":   "/var/lib/cairn",
+		"CAIRN_LOG_FORMAT": "json",
+		"CAIRN_LOG_LEVEL":  "debug",
+		DatabaseURLEnv:     "postgres://cairn@db/cairn",
+	}
+	t.Run("environment over defaults", func(t *testing.T) {
+		cfg, err := resolveConfig(t, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Listen != "127.0.0.1:9000" || cfg.DataDir != "/var/lib/cairn" || cfg.LogFormat != "json" ||
+			cfg.LogLevel != "debug" || cfg.DatabaseURL != "postgres://cairn@db/cairn" {
+			t.Fatalf("environment not applied: %+v", *cfg)
+		}
+	})
+	t.Run("flags over environment", func(t *testing.T) {
+		cfg, err := resolveConfig(t, env, "--listen", "127.0.0.1:7000", "--log-format", "console", "--data-dir", "here")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Listen != "127.0.0.1:7000" || cfg.LogFormat != "console" || cfg.DataDir != "here" || cfg.LogLevel != "debug" {
+			t.Fatalf("flags did not win: %+v", *cfg)
+		}
+	})
+	t.Run("bad values", func(t *testing.T) {
+		for _, tc := range []struct {
+			env  map[string]string
+			args []string
+			want string
+		}{
+			{map[string]string{"CAIRN_LOG_FORMAT": "xml"}, nil, `log format "xml"`},
+			{nil, []string{"--log-level", "loud"}, `log level "loud"`},
+			{nil, []string{"--data-dir", ""}, "data directory"},
+		} {
+			_, err := resolveConfig(t, tc.env, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("env %v args %v: got error %v, want one containing %q", tc.env, tc.args, err, tc.want)
+			}
+		}
+	})
+}

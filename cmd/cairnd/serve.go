@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"cairn/domain/events"
+	"cairn/eventstore"
+	"cairn/internal/database"
+	"cairn/internal/httpserver"
+	"cairn/migrations"
+)
+
+func newServeCommand(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the control-plane server",
+		Long: `Run the control-plane server. It applies pending migrations, opens the event
+log as the cairn_app role and serves HTTP (/healthz, /readyz, /metrics) until
+SIGTERM or SIGINT. It then stops accepting connections, lets requests in flight
+finish (15 s at most), closes the database and stops the embedded PostgreSQL
+cluster if it started one.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := cfg.logger(cmd.ErrOrStderr())
+			// Bind first: a busy port should fail before a database starts.
+			ln, err := net.Listen("tcp", cfg.Listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s (choose another address with --listen or %s): %w", cfg.Listen, envOf("listen"), err)
+			}
+			if err := serve(cmd.Context(), cfg, log, ln); err != nil {
+				return err
+			}
+			log.Info().Msg("cairnd stopped")
+			return nil
+		},
+	}
+	cfg.bindServeFlags(cmd.Flags())
+	return cmd
+}
+
+// serve runs cairnd on ln until ctx ends and returns nil after a clean
+// shutdown. It closes ln.
+func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener) (err error) {
+	defer func() {
+		if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = errors.Join(err, fmt.Errorf("close listener: %w", cerr))
+		}
+	}()
+
+	be, err := openBackend(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, be.Close()) }()
+
+	// Migrations need the schema's owner: the login role, without SET ROLE.
+	// The pool stays open so that readiness can check the schema version,
+	// which the app role may not read.
+	owner, err := database.Open(ctx, be.url, database.Options{MaxConns: 2, AppName: "cairnd schema"})
+	if err != nil {
+		return err
+	}
+	defer owner.Close()
+	st, err := migrations.Up(ctx, owner)
+	if err != nil {
+		return err
+	}
+	log.Info().Int64("schema_version", st.Current).Msg("database schema up to date")
+
+	pool, err := database.Open(ctx, be.url, database.Options{Role: database.AppRole, AppName: "cairnd"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	store := eventstore.New(pool, events.Registry(), eventstore.Options{
+		Log: log.With().Str("component", "eventstore").Logger(),
+	})
+	defer store.Close()
+
+	srv, err := httpserver.New(httpserver.Deps{
+		Log:   log.With().Str("component", "http").Logger(),
+		Pool:  pool,
+		Store: store,
+		Schema: func(ctx context.Context) (migrations.Status, error) {
+			return migrations.Check(ctx, owner)
+		},
+		Metrics: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		return err
+	}
+
+	log.Info().Str("addr", ln.Addr().String()).Msgf("cairnd listening on http://%s", ln.Addr())
+	return srv.Serve(ctx, ln)
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"cairn/domain/events"
+	"cairn/eventstore"
+	"cairn/internal/httpserver"
+	"cairn/internal/testdb"
+	"cairn/migrations"
+)
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: read body: %v", url, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func TestServe(t *testing.T) {
+	db := testdb.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, testConfig(t, db.ConnString), testLogger(t), ln) }()
+	base := "http://" + ln.Addr().String()
+
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, `"ready"`) {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{
+		`cairn_http_requests_total{code="200",route="/healthz"} 1`,
+		"cairn_http_request_duration_seconds_bucket",
+		"go_goroutines",
+		"process_resident_memory_bytes",
+		`cairn_db_pool_total_conns{pool="app"}`,
+		`cairn_db_pool_acquired_conns{pool="app"}`,
+		`cairn_db_pool_idle_conns{pool="app"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return within 30s of its context ending")
+	}
+	if _, err := client.Get(base + "/healthz"); err == nil {
+		t.Fatal("still answering after shutdown")
+	}
+}
+
+func TestReadyzMigrationsPending(t *testing.T) {
+	db := testdb.NewEmpty(t)
+	pool := db.AdminPool(t) // the app role's grants come with the migrations
+	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: testLogger(t)})
+	t.Cleanup(store.Close)
+	srv, err := httpserver.New(httpserver.Deps{
+		Log:    testLogger(t),
+		Pool:   pool,
+		Store:  store,
+		Schema: func(ctx context.Context) (migrations.Status, error) { return migrations.Check(ctx, pool) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	if code, _ := get(t, ts.URL+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz must not depend on the database: %d", code)
+	}
+	code, body := get(t, ts.URL+"/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz on an unmigrated database: %d %s", code, body)
+	}
+	var got struct{ Status, Reason, Detail string }
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("/readyz body %q: %v", body, err)
+	}
+	if got.Reason != httpserver.ReasonMigrationsPending || !strings.Contains(got.Detail, "cairnd migrate") {
+		t.Fatalf("/readyz reason: %+v", got)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	// The verdict is cached for a second; then the migrated schema shows.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := get(t, ts.URL+"/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz after migrating: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestServeFailsOnBadDatabaseURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A socket directory with no server in it: refused at once.
+	url := "host=" + t.TempDir() + " user=nobody dbname=none connect_timeout=5"
+	err = serve(context.Background(), testConfig(t, url), testLogger(t), ln)
+	if err == nil || !strings.Contains(err.Error(), "database unreachable") {
+		t.Fatalf("got %v, want a database unreachable error", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("listener left open after a failed start: %v", err)
+	}
+}

@@ -1,0 +1,92 @@
+package httpserver
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics() *httpMetrics {
+	return &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cairn_http_requests_total",
+			Help: "HTTP requests answered, by route pattern and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cairn_http_request_duration_seconds",
+			Help: "Time taken to answer HTTP requests, by route pattern.",
+			// Fine below 100 ms, where the latency targets are.
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+	}
+}
+
+// metricsHandler serves the server's registry in the Prometheus formats.
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{
+		ErrorLog: promLogger{s.log.With().Str("component", "metrics").Logger()},
+		// One failing collector must not hide all the others.
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+type promLogger struct{ log zerolog.Logger }
+
+func (l promLogger) Println(v ...any) { l.log.Error().Msg(fmt.Sprint(v...)) }
+
+// poolCollector reports a pgx pool's connections at scrape time.
+type poolCollector struct {
+	pool *pgxpool.Pool
+
+	acquired, idle, total, max           *prometheus.Desc
+	acquires, emptyAcquires, acquireWait *prometheus.Desc
+}
+
+func newPoolCollector(name string, pool *pgxpool.Pool) *poolCollector {
+	labels := prometheus.Labels{"pool": name}
+	desc := func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc("cairn_db_pool_"+metric, help, nil, labels)
+	}
+	return &poolCollector{
+		pool:          pool,
+		acquired:      desc("acquired_conns", "Connections currently in use."),
+		idle:          desc("idle_conns", "Connections open and idle."),
+		total:         desc("total_conns", "Connections open, in use, idle or being established."),
+		max:           desc("max_conns", "Most connections the pool may open."),
+		acquires:      desc("acquires_total", "Connections handed out."),
+		emptyAcquires: desc("empty_acquires_total", "Acquires that had to wait because no idle connection was ready."),
+		acquireWait:   desc("acquire_wait_seconds_total", "Time spent acquiring connections."),
+	}
+}
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.acquired, c.idle, c.total, c.max, c.acquires, c.emptyAcquires, c.acquireWait} {
+		ch <- d
+	}
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.pool.Stat()
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gauge(c.acquired, float64(st.AcquiredConns()))
+	gauge(c.idle, float64(st.IdleConns()))
+	gauge(c.total, float64(st.TotalConns()))
+	gauge(c.max, float64(st.MaxConns()))
+	counter(c.acquires, float64(st.AcquireCount()))
+	counter(c.emptyAcquires, float64(st.EmptyAcquireCount()))
+	counter(c.acquireWait, st.AcquireDuration().Seconds())
+}
