@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cairn/auth"
 	"context"
 	"encoding/json"
 	"errors"
@@ -292,10 +293,11 @@ func (s *Server) auditable(ctx context.Context, ref model.EntityRef) (entityKind
 	}
 	p := principal(ctx)
 	if tenantScoped(p) && ref.Type == model.EntityTypeService {
-		_, err := s.authorize(ctx, ActionServiceRead)
+		_, err := s.authorizeOwn(ctx, auth.ServiceRead)
 		return kind, err
 	}
-	_, err := s.authorize(ctx, ActionAuditRead)
+	// The whole history, beyond any one tenant.
+	_, err := s.authorize(ctx, auth.EventRead, auth.Resource{})
 	return kind, err
 }
 

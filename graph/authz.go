@@ -5,14 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 
+	"cairn/auth"
 	"cairn/commands"
-	"cairn/domain/tenant"
 	"cairn/eventstore"
 	"cairn/graph/model"
 )
-
-// Roles as the policy spells them; AgentRole is a node credential's.
-const AgentRole = "agent"
 
 // principal is the caller of the request (anonymous when none).
 func principal(ctx context.Context) Principal {
@@ -22,26 +19,36 @@ func principal(ctx context.Context) Principal {
 	return Principal{}
 }
 
-// authorize returns the caller when it may take action, and the error the
-// API reports otherwise: UNAUTHENTICATED without a token, FORBIDDEN with one.
-func (s *Server) authorize(ctx context.Context, action string) (Principal, error) {
+// authorize returns the caller when the policy lets it take action on the
+// resource, and the error the API reports otherwise: UNAUTHENTICATED without
+// a token, FORBIDDEN with one.
+func (s *Server) authorize(ctx context.Context, action auth.Action, res auth.Resource) (Principal, error) {
 	p := principal(ctx)
 	if sess := sessionFrom(ctx); sess != nil {
 		if err := sess.Err(); err != nil {
 			return p, err
 		}
 	}
-	if p.Anonymous() {
+	if p.Role == "" {
 		return p, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
 	}
-	if !s.deps.Policy.Can(p, action) {
-		return p, forbidden("the %s role may not %s: use a token with a role that may", p.Role, action)
+	if err := auth.Can(p, action, res); err != nil {
+		return p, err
 	}
 	return p, nil
 }
 
+// authorizeOwn authorizes a read whose results the resolver narrows to what
+// the caller may see (its own tenant's, its own node's).
+func (s *Server) authorizeOwn(ctx context.Context, action auth.Action) (Principal, error) {
+	p := principal(ctx)
+	return s.authorize(ctx, action, auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID})
+}
+
 // tenantScoped reports whether p sees only its own tenant's data.
-func tenantScoped(p Principal) bool { return tenant.Role(p.Role).TenantScoped() }
+func tenantScoped(p Principal) bool {
+	return p.Role == auth.RoleTenantAdmin || p.Role == auth.RoleTenantMember
+}
 
 // sees reports whether p may read data of tenant t ("" is data of no
 // tenant, which tenant roles do not see unless the caller allows it).
@@ -59,15 +66,10 @@ func meta(ctx context.Context, p Principal, commandID *string) commands.Meta {
 }
 
 func actor(p Principal) string {
-	switch {
-	case p.NodeID != "":
-		return "node:" + p.NodeID
-	case p.UserID != "":
-		return "user:" + p.UserID
-	case p.TokenID != "":
-		return "token:" + p.TokenID
+	if p.ID == "" {
+		return "anonymous"
 	}
-	return "anonymous"
+	return p.ID
 }
 
 type correlationKey struct{}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cairn/auth"
 	"context"
 	"maps"
 	"slices"
@@ -53,7 +54,7 @@ func labelMap(in []model.LabelInput) map[string]string {
 	return out
 }
 
-func toRole(r string) model.Role { return model.Role(strings.ToUpper(r)) }
+func toRole[T ~string](r T) model.Role { return model.Role(strings.ToUpper(string(r))) }
 
 func fromRole(r model.Role) tenant.Role { return tenant.Role(strings.ToLower(string(r))) }
 
@@ -67,7 +68,7 @@ func tenantModel(t tenant.Tenant, version int64) *model.Tenant {
 
 func userModel(u tenant.User, version int64) *model.User {
 	return &model.User{
-		ID: u.ID, Name: u.Name, Role: toRole(string(u.Role)), TenantID: optional(u.TenantID),
+		ID: u.ID, Name: u.Name, Role: toRole(u.Role), TenantID: optional(u.TenantID),
 		Status: model.UserStatus(upper(u.Status)), DisableReason: optional(u.DisableReason),
 		CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt, Version: int(version), AllowedActions: u.AllowedCommands(),
 	}
@@ -79,7 +80,7 @@ func tokenModel(t tenant.APIToken, now time.Time) *model.APIToken {
 		status = model.TokenStatusExpired
 	}
 	return &model.APIToken{
-		ID: t.ID, UserID: t.UserID, Role: toRole(string(t.Role)), TenantID: optional(t.TenantID),
+		ID: t.ID, UserID: t.UserID, Role: toRole(t.Role), TenantID: optional(t.TenantID),
 		Status: status, ExpiresAt: t.ExpiresAt, IssuedAt: t.IssuedAt,
 		RevokedAt: timePtr(t.RevokedAt), RevokeReason: optional(t.RevokeReason),
 	}
@@ -165,20 +166,27 @@ func (s *Server) nodePayload(ctx context.Context, out commands.Outcome) (*model.
 	return &model.NodePayload{Node: nodeModel(n, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
-// manageUser allows a change to another user (or the user's tokens): admins
-// any user, tenant admins the users of their tenant; to anyone else the user
-// does not exist or the change is forbidden.
-func (s *Server) manageUser(ctx context.Context, userID string) (Principal, error) {
-	p, err := s.authorize(ctx, ActionUserWrite)
-	if err != nil {
-		return p, err
+// visibleUser loads a user the caller may know of: to a tenant role another
+// tenant's user does not exist.
+func (s *Server) visibleUser(ctx context.Context, userID string) (tenant.User, error) {
+	if userID == "" {
+		return tenant.User{}, invalidInput("userId", "is required")
 	}
 	u, _, err := load[tenant.User](ctx, s, commands.UserStream, userID)
 	if err != nil {
-		return p, err
+		return u, err
 	}
-	if !u.Exists() || !sees(p, u.TenantID) {
-		return p, notFound("user", userID)
+	if !u.Exists() || !sees(principal(ctx), u.TenantID) {
+		return u, notFound("user", userID)
 	}
-	return p, nil
+	return u, nil
+}
+
+// manageUser authorizes disabling or enabling a user.
+func (s *Server) manageUser(ctx context.Context, userID string) (Principal, error) {
+	u, err := s.visibleUser(ctx, userID)
+	if err != nil {
+		return principal(ctx), err
+	}
+	return s.authorize(ctx, auth.UserUpdate, auth.Resource{TenantID: u.TenantID})
 }

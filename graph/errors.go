@@ -11,6 +11,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"cairn/auth"
 	"cairn/domain"
 	"cairn/eventstore"
 	"cairn/graph/live"
@@ -142,6 +143,11 @@ func classify(err error) (code, msg string, ext map[string]any) {
 		return CodeConflict, slow.Error(), map[string]any{"reason": "SLOW_CONSUMER", "cursor": slow.Resume.String()}
 	case errors.As(err, &cursor):
 		return CodeInvalidInput, cursor.Error(), nil
+	case errors.Is(err, auth.ErrUnauthenticated):
+		// The cause (which token, why) is for the log, not the client.
+		return CodeUnauthenticated, auth.ErrUnauthenticated.Error(), nil
+	case errors.Is(err, auth.ErrForbidden):
+		return CodeForbidden, err.Error(), nil
 	case errors.Is(err, live.ErrHubClosed):
 		return CodeConflict, err.Error(), map[string]any{"reason": "SHUTTING_DOWN"}
 	case errors.Is(err, domain.ErrNotFound):

@@ -2,14 +2,15 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"cairn/auth"
 	"cairn/commands/access"
 	"cairn/commands/nodes"
 	"cairn/domain/events"
@@ -35,7 +36,7 @@ func (t *tokens) Authenticate(_ context.Context, token string) (graph.Principal,
 	defer t.mu.Unlock()
 	p, ok := t.m[token]
 	if !ok {
-		return graph.Principal{}, &graph.Error{Code: graph.CodeUnauthenticated, Message: "token revoked"}
+		return graph.Principal{}, fmt.Errorf("token revoked: %w", auth.ErrUnauthenticated)
 	}
 	return p, nil
 }
@@ -44,22 +45,6 @@ func (t *tokens) revoke(token string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.m, token)
-}
-
-// rolePolicy allows each role a fixed set of actions.
-type rolePolicy map[string][]string
-
-func (p rolePolicy) Can(pr graph.Principal, action string) bool {
-	return pr.Role == "admin" || slices.Contains(p[pr.Role], action)
-}
-
-func (p rolePolicy) Actions() []string { return []string{graph.ActionEventRead, graph.ActionTenantWrite} }
-
-var policy = rolePolicy{
-	"operator":      {graph.ActionEventRead, graph.ActionNodeWrite, graph.ActionLocationWrite, graph.ActionTenantWrite},
-	"auditor":       {graph.ActionEventRead, graph.ActionAuditRead},
-	"tenant_member": {graph.ActionEventRead, graph.ActionServiceRead},
-	"vendor":        {graph.ActionTemplateRead},
 }
 
 // visible is a stand-in for the projection runner: the read models are
@@ -93,19 +78,14 @@ func newEnv(t *testing.T, cfg graph.Config) *env {
 		n++
 		return "id" + time.Now().Format("150405") + "x" + string(rune('a'+n%26)) + itoa(n)
 	}
-	tk := &tokens{m: map[string]graph.Principal{
-		"admin":    {TokenID: "t-admin", UserID: "u-admin", Role: "admin"},
-		"operator": {TokenID: "t-op", UserID: "u-op", Role: "operator"},
-		"auditor":  {TokenID: "t-aud", UserID: "u-aud", Role: "auditor"},
-		"tenantA":  {TokenID: "t-a", UserID: "u-a", Role: "tenant_member", TenantID: "tenant-a"},
-		"tenantB":  {TokenID: "t-b", UserID: "u-b", Role: "tenant_member", TenantID: "tenant-b"},
-		"vendor":   {TokenID: "t-v", UserID: "u-v", Role: "vendor"},
-	}}
+	tk := &tokens{m: map[string]graph.Principal{}}
+	for name, p := range principals {
+		tk.m[name] = p
+	}
 	api, err := graph.New(cfg, graph.Deps{
 		Log:         zerolog.Nop(),
 		Store:       store,
 		Auth:        tk,
-		Policy:      policy,
 		Projections: visible{store},
 		Access:      access.NewHandlers(store, clock, ids, access.Options{}),
 		Nodes:       nodes.NewHandlers(store, clock, ids),
@@ -119,6 +99,23 @@ func newEnv(t *testing.T, cfg graph.Config) *env {
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 	return &env{t: t, store: store, tokens: tk, api: api, url: srv.URL}
+}
+
+// principals are the callers of the tests, by token: one per role, and two
+// tenants.
+var principals = map[string]graph.Principal{
+	"admin":        user("admin", auth.RoleAdmin, ""),
+	"operator":     user("op", auth.RoleOperator, ""),
+	"auditor":      user("aud", auth.RoleAuditor, ""),
+	"vendor":       user("ven", auth.RoleVendor, ""),
+	"tenantA":      user("a", auth.RoleTenantMember, "tenant-a"),
+	"tenantB":      user("b", auth.RoleTenantMember, "tenant-b"),
+	"tenantAdminA": user("aa", auth.RoleTenantAdmin, "tenant-a"),
+	"agent":        {Kind: auth.KindAgent, ID: "n1", TokenID: "node.n1", Role: auth.RoleAgent, NodeID: "n1"},
+}
+
+func user(id string, role auth.Role, tenantID string) graph.Principal {
+	return graph.Principal{Kind: auth.KindUser, ID: "u-" + id, UserID: "u-" + id, TokenID: "t-" + id, Role: role, TenantID: tenantID}
 }
 
 func itoa(n int) string {

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/rs/zerolog"
+
+	"cairn/auth"
 )
 
 // A session is one authenticated caller for the life of a request: a single
@@ -86,20 +89,19 @@ func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code i
 		if ctx.Err() != nil {
 			return
 		}
-		var api *Error
-		if !errors.As(err, &api) || api.Code != CodeUnauthenticated {
+		if !errors.Is(err, auth.ErrUnauthenticated) {
 			// The check itself failed (the database restarting, say): keep
 			// the session and try again at the next tick.
 			s.log.Warn().Err(err).Msg("re-checking a connection's token failed; trying again later")
 			continue
 		}
-		sess.end(api)
+		sess.end(err)
 		if closeConn != nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
 			}
-			closeConn(closeUnauthorized, api.Message)
+			closeConn(closeUnauthorized, "token expired or revoked: sign in again")
 		}
 		return
 	}
@@ -160,9 +162,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // refuse answers a request whose token failed: 401 when the token is the
 // problem, 500 (logged, with the request id) when checking it failed.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	var api *Error
-	if errors.As(err, &api) && api.Code == CodeUnauthenticated {
-		writeHTTPError(w, http.StatusUnauthorized, CodeUnauthenticated, api.Message)
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		zerolog.Ctx(r.Context()).Debug().Err(err).Msg("refused a token")
+		writeHTTPError(w, http.StatusUnauthorized, CodeUnauthenticated, auth.ErrUnauthenticated.Error())
 		return
 	}
 	gerr := s.internal(r.Context(), err, nil)
@@ -239,9 +241,8 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 	}
 	principal, err := s.deps.Auth.Authenticate(ctx, token)
 	if err != nil {
-		var api *Error
-		if errors.As(err, &api) && api.Code == CodeUnauthenticated {
-			return transport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, api
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			return transport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, auth.ErrUnauthenticated
 		}
 		s.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
 		return transport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")

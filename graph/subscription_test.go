@@ -188,7 +188,11 @@ func TestTenantSeesOwnEventsOnly(t *testing.T) {
 		t.Fatalf("tenant A received %+v", got.Events)
 	}
 	var page struct {
-		Events struct{ Edges []struct{ Node struct{ Metadata struct{ TenantID *string } } } }
+		Events struct {
+			Edges []struct {
+				Node struct{ Metadata struct{ TenantID *string } }
+			}
+		}
 	}
 	if err := e.client("tenantB").Do(ctxT(t), `{ events(first: 100) { edges { node { metadata { tenantId } } } } }`, nil, &page); err != nil {
 		t.Fatal(err)
@@ -215,27 +219,39 @@ func (e *env) createTenantID(c *client.Client, id string) {
 func TestRevokedTokenClosesConnection(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, graph.Config{RecheckInterval: 50e6})
-	e.tokens.add("short", graph.Principal{TokenID: "t-short", UserID: "u-short", Role: "auditor"})
+	e.tokens.add("short", principals["auditor"])
 	sub, err := e.client("short").Subscribe(ctxT(t), client.TransportWS, client.Request{Query: eventsSub})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
 	e.tokens.revoke("short")
+	ctx := ctxT(t)
+	sawError := false
 	for {
-		r, err := sub.Next(ctxT(t))
+		r, err := sub.Next(ctx)
 		var ce *client.CloseError
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
 			if ce.Code != 4401 {
 				t.Fatalf("closed with %d %q, want 4401", ce.Code, ce.Reason)
 			}
-			return
-		}
-		if err != nil && !errors.Is(err, client.ErrComplete) {
+		case errors.Is(err, client.ErrComplete):
+			if !sawError {
+				t.Fatal("the subscription completed without saying why")
+			}
+		case err != nil:
 			t.Fatal(err)
+		default:
+			if r.Errors.Code() != graph.CodeUnauthenticated {
+				t.Fatalf("subscription ended with %v, want UNAUTHENTICATED", r.Errors)
+			}
+			sawError = true
+			continue
 		}
-		if r != nil && len(r.Errors) > 0 && r.Errors.Code() != graph.CodeUnauthenticated {
-			t.Fatalf("subscription ended with %v, want UNAUTHENTICATED", r.Errors)
-		}
+		break
+	}
+	if _, err := e.client("short").Subscribe(ctx, client.TransportWS, client.Request{Query: eventsSub}); err == nil {
+		t.Fatal("a revoked token opened a new subscription")
 	}
 }
