@@ -411,6 +411,10 @@ func (a *appender) loadHeads(ctx context.Context, ops []*appendOp, refresh bool)
 		for _, st := range op.req.Streams {
 			if h, ok := a.heads.get(st.StreamID); ok && !refresh {
 				heads[st.StreamID] = h
+			} else if st.Expected == NoStream && !refresh {
+				// A creation needs no read: if the stream exists after all,
+				// the insert hits the unique index and the retry re-reads.
+				heads[st.StreamID] = head{hash: ZeroHash}
 			} else {
 				missing = append(missing, st.StreamID)
 			}

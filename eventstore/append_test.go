@@ -209,3 +209,34 @@ func TestEventsAreImmutable(t *testing.T) {
 		t.Fatalf("event changed: %v %v", evs, err)
 	}
 }
+
+// A second process (here: a second store with its own head cache) must get
+// the same answers: its cache knows nothing of the first one's appends.
+func TestAnotherProcessSeesConflicts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	other := eventstore.New(e.store.Pool(), testRegistry(), eventstore.Options{})
+	t.Cleanup(other.Close)
+	if _, err := e.store.Append(c, one("w-two", eventstore.NoStream, widgetCounted{N: 1})); err != nil {
+		t.Fatal(err)
+	}
+	var vc *eventstore.VersionConflictError
+	if _, err := other.Append(c, one("w-two", eventstore.NoStream, widgetCounted{N: 2})); !errors.As(err, &vc) || vc.Actual != 1 {
+		t.Fatalf("creation of an existing stream from a cold cache: want conflict at 1, got %v", err)
+	}
+	// Warm caches that fall behind are corrected by the unique index.
+	if _, err := other.Append(c, one("w-two", eventstore.Exactly(1), widgetCounted{N: 2})); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.store.Append(c, one("w-two", eventstore.AnyVersion, widgetCounted{N: 3}))
+	if err != nil || res.Streams[0].Version != 3 {
+		t.Fatalf("stale cache: %+v %v", res, err)
+	}
+	if _, err := e.store.Append(c, one("w-two", eventstore.Exactly(2), widgetCounted{N: 4})); !errors.As(err, &vc) || vc.Actual != 3 {
+		t.Fatalf("stale expected version: want conflict at 3, got %v", err)
+	}
+	if rep, err := e.store.Verify(c, "w-two"); err != nil || !rep.OK() || rep.Events != 3 {
+		t.Fatalf("chain after two writers: %+v %v", rep, err)
+	}
+}

@@ -38,7 +38,9 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 			CommandID: "cmd-" + strconv.FormatInt(n, 10),
 			Metadata:  eventstore.Metadata{Actor: "bench"},
 			Streams: []eventstore.StreamAppend{{
-				StreamID: "node-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%100, 10), StreamType: "node",
+				// Each writer keeps a few aggregates busy, as node heartbeats
+				// and job transitions do.
+				StreamID: "node-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%4, 10), StreamType: "node",
 				Expected: eventstore.AnyVersion, Events: []domain.Event{benchEvent{Seq: n, Node: "node-1", Status: "online"}},
 			}},
 		})
@@ -85,7 +87,7 @@ func benchAppend10(ctx context.Context, e *env) (result, error) {
 		_, err := e.store.Append(ctx, eventstore.AppendRequest{
 			CommandID: "cmd10-" + strconv.FormatInt(n, 10),
 			Streams: []eventstore.StreamAppend{{
-				StreamID: "job-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%100, 10), StreamType: "job",
+				StreamID: "job-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%4, 10), StreamType: "job",
 				Expected: eventstore.AnyVersion, Events: evs,
 			}},
 		})

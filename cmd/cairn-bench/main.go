@@ -144,6 +144,7 @@ var benchmarks = []benchmark{
 	{"catchup", benchCatchUp},
 	{"consumer_group", benchConsumerGroup},
 	{"commit_to_handler", benchCommitToHandler},
+	{"deploy_services", benchDeploy},
 }
 
 type benchEvent struct {
