@@ -66,7 +66,7 @@ export function createApiClient(token: string, onUnauthenticated: (p: Problem) =
         const p = ev.code !== undefined ? problemOfClose(ev.code, ev.reason ?? '') : undefined;
         if (p?.code === 'UNAUTHENTICATED') onUnauthenticated(p);
         // 1000: closed on purpose, when no subscription needs the connection.
-        live.set(ev.code === 1000 || !everConnected ? 'idle' : 'reconnecting');
+        live.set(ev.code === 1000 ? 'idle' : 'reconnecting');
       },
     },
   });
@@ -74,6 +74,8 @@ export function createApiClient(token: string, onUnauthenticated: (p: Problem) =
   const client = new Client({
     url: urls.http,
     requestPolicy: 'cache-and-network',
+    // Every operation as a POST: queries stay out of URLs and access logs.
+    preferGetMethod: false,
     fetchOptions: () => ({ headers: { authorization: `Bearer ${token}` } }),
     exchanges: [
       mapExchange({

@@ -7,9 +7,9 @@ import { useSession } from './context';
 function LiveIndicator() {
   const { live } = useSession();
   const state = useSyncExternalStore(live.subscribe, live.get);
-  const text = { idle: 'Live updates idle', connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' }[state];
+  const text = { idle: 'Live updates idle', connecting: 'Connecting…', live: 'Live', reconnecting: 'Live updates interrupted, retrying…' }[state];
   return (
-    <span className={`live ${state}`} role="status" aria-live="polite">
+    <span className={`live live-${state}`} role="status" aria-live="polite">
       <span className="dot" aria-hidden="true" />
       {text}
     </span>

@@ -15,7 +15,8 @@ export function VariableField({
   onChange(v: string | boolean): void;
 }) {
   const id = `var-${field.name}`;
-  const hint = [field.description, field.rules.length ? `Must be ${field.rules.join('; ')}.` : ''].filter(Boolean).join(' ');
+  const description = field.description ? (/[.!?]$/.test(field.description) ? field.description : `${field.description}.`) : '';
+  const hint = [description, field.rules.length ? `Must be ${field.rules.join('; ')}.` : ''].filter(Boolean).join(' ');
   const text = typeof value === 'string' ? value : '';
   if (field.kind === 'checkbox') {
     return (

@@ -93,7 +93,12 @@ const sections: { title: string; items: NavItem[] }[] = [
 /** The navigation for a role: only sections with at least one page it may see. */
 export function navFor(role: Role): NavSection[] {
   return sections
-    .map((s) => ({ title: s.title, items: s.items.filter((i) => canSee(role, i.page)) }))
+    .map((s) => ({
+      title: s.title,
+      items: s.items
+        .filter((i) => canSee(role, i.page))
+        .map((i) => (i.page === 'users' && !readsTokens(role) ? { ...i, label: 'Users' } : i)),
+    }))
     .filter((s) => s.items.length > 0);
 }
 

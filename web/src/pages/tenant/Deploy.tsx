@@ -123,12 +123,14 @@ function DeployForm({ template }: { template: TemplateDetail }) {
 
   // A refusal that names a variable or the name is shown at that field.
   const serverErrors: Record<string, string> = {};
-  for (const p of st.problems ?? []) {
-    if (p.code !== 'INVALID_INPUT') continue;
+  const unplaced = (st.problems ?? []).filter((p) => {
+    if (p.code !== 'INVALID_INPUT') return true;
     const v = variableOfProblem(p.field, p.message, names);
     if (v) serverErrors[v] = p.message.replace(/^[^:]*variables\.[A-Za-z0-9_]+:\s*/, '');
     else if (p.field === 'name' || p.field === 'input.name') serverErrors['@name'] = p.message;
-  }
+    else return true;
+    return false;
+  });
   const errorOf = (k: string) => errors[k] ?? serverErrors[k];
 
   return (
@@ -186,7 +188,15 @@ function DeployForm({ template }: { template: TemplateDetail }) {
       ) : (
         <p className="muted">This template takes no input.</p>
       )}
-      {st.problems ? <Problems problems={st.problems} title="The service was not deployed." /> : null}
+      {st.problems ? (
+        unplaced.length > 0 ? (
+          <Problems problems={unplaced} title="The service was not deployed." />
+        ) : (
+          <p className="notice error" role="alert">
+            The service was not deployed: see the fields marked above.
+          </p>
+        )
+      ) : null}
       <div className="actions">
         <button type="submit" className="primary" disabled={st.running}>
           {st.running ? 'Deploying…' : 'Deploy'}
