@@ -10,20 +10,10 @@ import (
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/domain/tenant"
-	"cairn/graph/generated"
 	"cairn/graph/model"
 	"context"
-	"fmt"
 	"time"
 )
-
-func (r *apiTokenResolver) User(ctx context.Context, obj *model.APIToken) (*model.User, error) {
-	panic(fmt.Errorf("not implemented: User - user"))
-}
-
-func (r *locationResolver) Nodes(ctx context.Context, obj *model.Location, first *int, after *string, filter *model.NodeFilter) (*model.NodeConnection, error) {
-	panic(fmt.Errorf("not implemented: Nodes - nodes"))
-}
 
 func (r *mutationResolver) CreateTenant(ctx context.Context, input model.CreateTenantInput) (*model.TenantPayload, error) {
 	p, err := r.authorize(ctx, auth.TenantCreate, auth.Resource{})
@@ -205,62 +195,3 @@ func (r *mutationResolver) RetireLocation(ctx context.Context, input model.Retir
 	}
 	return r.locationPayload(ctx, out)
 }
-
-func (r *queryResolver) Tenant(ctx context.Context, id string, asOf *model.AsOf, consistentWith *model.Cursor) (*model.Tenant, error) {
-	panic(fmt.Errorf("not implemented: Tenant - tenant"))
-}
-
-func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) (*model.TenantConnection, error) {
-	panic(fmt.Errorf("not implemented: Tenants - tenants"))
-}
-
-func (r *queryResolver) User(ctx context.Context, id string, consistentWith *model.Cursor) (*model.User, error) {
-	panic(fmt.Errorf("not implemented: User - user"))
-}
-
-func (r *queryResolver) Users(ctx context.Context, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) (*model.UserConnection, error) {
-	panic(fmt.Errorf("not implemented: Users - users"))
-}
-
-func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) (*model.APITokenConnection, error) {
-	panic(fmt.Errorf("not implemented: APITokens - apiTokens"))
-}
-
-func (r *queryResolver) Location(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Location, error) {
-	panic(fmt.Errorf("not implemented: Location - location"))
-}
-
-func (r *queryResolver) Locations(ctx context.Context, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) (*model.LocationConnection, error) {
-	panic(fmt.Errorf("not implemented: Locations - locations"))
-}
-
-func (r *tenantResolver) Users(ctx context.Context, obj *model.Tenant, first *int, after *string) (*model.UserConnection, error) {
-	panic(fmt.Errorf("not implemented: Users - users"))
-}
-
-func (r *tenantResolver) Services(ctx context.Context, obj *model.Tenant, first *int, after *string, filter *model.ServiceFilter) (*model.ServiceConnection, error) {
-	panic(fmt.Errorf("not implemented: Services - services"))
-}
-
-func (r *userResolver) Tenant(ctx context.Context, obj *model.User) (*model.Tenant, error) {
-	panic(fmt.Errorf("not implemented: Tenant - tenant"))
-}
-
-func (r *userResolver) Tokens(ctx context.Context, obj *model.User, first *int, after *string, includeRevoked *bool) (*model.APITokenConnection, error) {
-	panic(fmt.Errorf("not implemented: Tokens - tokens"))
-}
-
-func (r *Resolver) ApiToken() generated.ApiTokenResolver { return &apiTokenResolver{r} }
-
-func (r *Resolver) Location() generated.LocationResolver { return &locationResolver{r} }
-
-func (r *Resolver) Tenant() generated.TenantResolver { return &tenantResolver{r} }
-
-func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
-
-type (
-	apiTokenResolver struct{ *Resolver }
-	locationResolver struct{ *Resolver }
-	tenantResolver   struct{ *Resolver }
-	userResolver     struct{ *Resolver }
-)

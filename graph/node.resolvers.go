@@ -11,10 +11,8 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/nodes"
 	"cairn/domain/jointoken"
-	"cairn/graph/generated"
 	"cairn/graph/model"
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -102,48 +100,3 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 	return &model.CreateJoinTokenPayload{JoinToken: joinTokenModel(t), Token: out.Token,
 		Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
-
-func (r *nodeResolver) Location(ctx context.Context, obj *model.Node) (*model.Location, error) {
-	panic(fmt.Errorf("not implemented: Location - location"))
-}
-
-func (r *nodeResolver) Jobs(ctx context.Context, obj *model.Node, first *int, after *string, filter *model.JobFilter) (*model.JobConnection, error) {
-	panic(fmt.Errorf("not implemented: Jobs - jobs"))
-}
-
-func (r *nodeResolver) Statistics(ctx context.Context, obj *model.Node, rangeArg *model.TimeRange, maxPoints *int) ([]model.NodeStatSample, error) {
-	panic(fmt.Errorf("not implemented: Statistics - statistics"))
-}
-
-func (r *nodeResolver) History(ctx context.Context, obj *model.Node, first *int, after *model.Cursor) (*model.EventConnection, error) {
-	panic(fmt.Errorf("not implemented: History - history"))
-}
-
-func (r *nodeChangeResolver) Node(ctx context.Context, obj *model.NodeChange) (*model.Node, error) {
-	panic(fmt.Errorf("not implemented: Node - node"))
-}
-
-func (r *queryResolver) Node(ctx context.Context, id string, asOf *model.AsOf, consistentWith *model.Cursor) (*model.Node, error) {
-	panic(fmt.Errorf("not implemented: Node - node"))
-}
-
-func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) (*model.NodeConnection, error) {
-	panic(fmt.Errorf("not implemented: Nodes - nodes"))
-}
-
-func (r *queryResolver) JoinTokens(ctx context.Context, first *int, after *string, consistentWith *model.Cursor) (*model.JoinTokenConnection, error) {
-	panic(fmt.Errorf("not implemented: JoinTokens - joinTokens"))
-}
-
-func (r *subscriptionResolver) NodeChanged(ctx context.Context, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
-	panic(fmt.Errorf("not implemented: NodeChanged - nodeChanged"))
-}
-
-func (r *Resolver) Node() generated.NodeResolver { return &nodeResolver{r} }
-
-func (r *Resolver) NodeChange() generated.NodeChangeResolver { return &nodeChangeResolver{r} }
-
-type (
-	nodeResolver       struct{ *Resolver }
-	nodeChangeResolver struct{ *Resolver }
-)

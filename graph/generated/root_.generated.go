@@ -22,21 +22,9 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
-	ApiToken() ApiTokenResolver
-	Job() JobResolver
-	JobChange() JobChangeResolver
-	Location() LocationResolver
 	Mutation() MutationResolver
-	Node() NodeResolver
-	NodeChange() NodeChangeResolver
 	Query() QueryResolver
-	Resource() ResourceResolver
-	Service() ServiceResolver
-	ServiceChange() ServiceChangeResolver
 	Subscription() SubscriptionResolver
-	TemplateVersion() TemplateVersionResolver
-	Tenant() TenantResolver
-	User() UserResolver
 	Viewer() ViewerResolver
 }
 
@@ -44,14 +32,6 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
-	AgentJob struct {
-		Attempt         func(childComplexity int) int
-		CancelRequested func(childComplexity int) int
-		Cursor          func(childComplexity int) int
-		Job             func(childComplexity int) int
-		LeaseUntil      func(childComplexity int) int
-	}
-
 	ApiToken struct {
 		ExpiresAt    func(childComplexity int) int
 		ID           func(childComplexity int) int
@@ -61,30 +41,13 @@ type ComplexityRoot struct {
 		Role         func(childComplexity int) int
 		Status       func(childComplexity int) int
 		TenantID     func(childComplexity int) int
-		User         func(childComplexity int) int
 		UserID       func(childComplexity int) int
-	}
-
-	ApiTokenConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	ApiTokenEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	ApiTokenPayload struct {
 		APIToken  func(childComplexity int) int
 		Cursor    func(childComplexity int) int
 		Duplicate func(childComplexity int) int
-	}
-
-	AppendJobLogPayload struct {
-		Accepted func(childComplexity int) int
-		LastSeq  func(childComplexity int) int
 	}
 
 	CPUFacts struct {
@@ -129,18 +92,6 @@ type ComplexityRoot struct {
 		SizeBytes  func(childComplexity int) int
 	}
 
-	DiskUsage struct {
-		FreeBytes  func(childComplexity int) int
-		Mountpoint func(childComplexity int) int
-		UsedBytes  func(childComplexity int) int
-	}
-
-	EnrollAgentPayload struct {
-		Credential func(childComplexity int) int
-		Cursor     func(childComplexity int) int
-		Node       func(childComplexity int) int
-	}
-
 	EntityDiff struct {
 		Changes func(childComplexity int) int
 		Events  func(childComplexity int) int
@@ -155,11 +106,6 @@ type ComplexityRoot struct {
 		Time    func(childComplexity int) int
 		Type    func(childComplexity int) int
 		Version func(childComplexity int) int
-	}
-
-	EnvVar struct {
-		Name  func(childComplexity int) int
-		Value func(childComplexity int) int
 	}
 
 	Event struct {
@@ -195,128 +141,10 @@ type ComplexityRoot struct {
 		TenantID      func(childComplexity int) int
 	}
 
-	ExecSpec struct {
-		Argv    func(childComplexity int) int
-		Env     func(childComplexity int) int
-		Stdin   func(childComplexity int) int
-		Workdir func(childComplexity int) int
-	}
-
-	FanOutCounts struct {
-		Cancelled func(childComplexity int) int
-		Failed    func(childComplexity int) int
-		Lost      func(childComplexity int) int
-		Succeeded func(childComplexity int) int
-		TimedOut  func(childComplexity int) int
-	}
-
 	FieldChange struct {
 		After  func(childComplexity int) int
 		Before func(childComplexity int) int
 		Path   func(childComplexity int) int
-	}
-
-	HeartbeatPayload struct {
-		CancelJobIds    func(childComplexity int) int
-		IntervalSeconds func(childComplexity int) int
-		Node            func(childComplexity int) int
-		ServerTime      func(childComplexity int) int
-	}
-
-	Job struct {
-		Acknowledged   func(childComplexity int) int
-		AllowedActions func(childComplexity int) int
-		Attempt        func(childComplexity int) int
-		CancelReason   func(childComplexity int) int
-		Children       func(childComplexity int, first *int, after *string) int
-		Counts         func(childComplexity int) int
-		FinishedAt     func(childComplexity int) int
-		GraceSeconds   func(childComplexity int) int
-		History        func(childComplexity int, first *int, after *model.Cursor) int
-		ID             func(childComplexity int) int
-		LeaseUntil     func(childComplexity int) int
-		Log            func(childComplexity int, first *int, after *string) int
-		LostReason     func(childComplexity int) int
-		Node           func(childComplexity int) int
-		NodeID         func(childComplexity int) int
-		Parent         func(childComplexity int) int
-		ParentID       func(childComplexity int) int
-		Queue          func(childComplexity int) int
-		Result         func(childComplexity int) int
-		Retry          func(childComplexity int) int
-		Spec           func(childComplexity int) int
-		StartedAt      func(childComplexity int) int
-		Status         func(childComplexity int) int
-		SubmittedAt    func(childComplexity int) int
-		Submitter      func(childComplexity int) int
-		Target         func(childComplexity int) int
-		TenantID       func(childComplexity int) int
-		TimeoutSeconds func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
-		Version        func(childComplexity int) int
-	}
-
-	JobChange struct {
-		Event func(childComplexity int) int
-		Job   func(childComplexity int) int
-	}
-
-	JobConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	JobEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
-	}
-
-	JobLogChunk struct {
-		Data   func(childComplexity int) int
-		JobID  func(childComplexity int) int
-		Seq    func(childComplexity int) int
-		Stream func(childComplexity int) int
-		Time   func(childComplexity int) int
-	}
-
-	JobLogConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
-	}
-
-	JobLogEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
-	}
-
-	JobPayload struct {
-		Cursor    func(childComplexity int) int
-		Duplicate func(childComplexity int) int
-		Job       func(childComplexity int) int
-	}
-
-	JobResult struct {
-		CPUTimeMs       func(childComplexity int) int
-		Error           func(childComplexity int) int
-		ExitCode        func(childComplexity int) int
-		Output          func(childComplexity int) int
-		PeakMemoryBytes func(childComplexity int) int
-	}
-
-	JobSpec struct {
-		Action func(childComplexity int) int
-		Args   func(childComplexity int) int
-		Exec   func(childComplexity int) int
-		Kind   func(childComplexity int) int
-		Script func(childComplexity int) int
-	}
-
-	JobTarget struct {
-		MaxParallel func(childComplexity int) int
-		Mode        func(childComplexity int) int
-		NodeID      func(childComplexity int) int
-		Selector    func(childComplexity int) int
 	}
 
 	JoinToken struct {
@@ -329,17 +157,6 @@ type ComplexityRoot struct {
 		UsedByNodeID func(childComplexity int) int
 	}
 
-	JoinTokenConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	JoinTokenEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
-	}
-
 	Label struct {
 		Key   func(childComplexity int) int
 		Value func(childComplexity int) int
@@ -350,21 +167,9 @@ type ComplexityRoot struct {
 		Description func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
-		Nodes       func(childComplexity int, first *int, after *string, filter *model.NodeFilter) int
 		Status      func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 		Version     func(childComplexity int) int
-	}
-
-	LocationConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	LocationEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	LocationPayload struct {
@@ -374,53 +179,24 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AcknowledgeJob    func(childComplexity int, input model.AgentJobInput) int
-		AppendJobLog      func(childComplexity int, input model.AppendJobLogInput) int
-		CancelJob         func(childComplexity int, input model.CancelJobInput) int
-		CreateAPIToken    func(childComplexity int, input model.CreateAPITokenInput) int
-		CreateJoinToken   func(childComplexity int, input model.CreateJoinTokenInput) int
-		CreateLocation    func(childComplexity int, input model.CreateLocationInput) int
-		CreateService     func(childComplexity int, input model.CreateServiceInput) int
-		CreateTenant      func(childComplexity int, input model.CreateTenantInput) int
-		CreateUser        func(childComplexity int, input model.CreateUserInput) int
-		DecommissionNode  func(childComplexity int, input model.DecommissionNodeInput) int
-		DeprecateTemplate func(childComplexity int, input model.DeprecateTemplateInput) int
-		DisableUser       func(childComplexity int, input model.DisableUserInput) int
-		DrainNode         func(childComplexity int, input model.DrainNodeInput) int
-		EnableUser        func(childComplexity int, input model.EnableUserInput) int
-		EnrollAgent       func(childComplexity int, input model.EnrollAgentInput) int
-		FinishJob         func(childComplexity int, input model.FinishJobInput) int
-		Heartbeat         func(childComplexity int, input model.HeartbeatInput) int
-		PollAgentJobs     func(childComplexity int, input model.PollAgentJobsInput) int
-		PublishTemplate   func(childComplexity int, input model.PublishTemplateInput) int
-		RebuildProjection func(childComplexity int, input model.RebuildProjectionInput) int
-		RegisterTemplate  func(childComplexity int, input model.RegisterTemplateInput) int
-		RemoveService     func(childComplexity int, input model.ServiceCommandInput) int
-		RenameTenant      func(childComplexity int, input model.RenameTenantInput) int
-		ReportFacts       func(childComplexity int, input model.ReportFactsInput) int
-		ReportStats       func(childComplexity int, input model.ReportStatsInput) int
-		ResumeTenant      func(childComplexity int, input model.ResumeTenantInput) int
-		RetireLocation    func(childComplexity int, input model.RetireLocationInput) int
-		RevokeAPIToken    func(childComplexity int, input model.RevokeAPITokenInput) int
-		SetNodeLabels     func(childComplexity int, input model.SetNodeLabelsInput) int
-		SetNodeLocation   func(childComplexity int, input model.SetNodeLocationInput) int
-		StartJob          func(childComplexity int, input model.AgentJobInput) int
-		StartService      func(childComplexity int, input model.ServiceCommandInput) int
-		StopService       func(childComplexity int, input model.ServiceCommandInput) int
-		SubmitJob         func(childComplexity int, input model.SubmitJobInput) int
-		SuspendTenant     func(childComplexity int, input model.SuspendTenantInput) int
-		UndrainNode       func(childComplexity int, input model.UndrainNodeInput) int
-		UpdateLocation    func(childComplexity int, input model.UpdateLocationInput) int
-	}
-
-	NetworkCounters struct {
-		BytesReceived   func(childComplexity int) int
-		BytesSent       func(childComplexity int) int
-		ErrorsIn        func(childComplexity int) int
-		ErrorsOut       func(childComplexity int) int
-		Name            func(childComplexity int) int
-		PacketsReceived func(childComplexity int) int
-		PacketsSent     func(childComplexity int) int
+		CreateAPIToken   func(childComplexity int, input model.CreateAPITokenInput) int
+		CreateJoinToken  func(childComplexity int, input model.CreateJoinTokenInput) int
+		CreateLocation   func(childComplexity int, input model.CreateLocationInput) int
+		CreateTenant     func(childComplexity int, input model.CreateTenantInput) int
+		CreateUser       func(childComplexity int, input model.CreateUserInput) int
+		DecommissionNode func(childComplexity int, input model.DecommissionNodeInput) int
+		DisableUser      func(childComplexity int, input model.DisableUserInput) int
+		DrainNode        func(childComplexity int, input model.DrainNodeInput) int
+		EnableUser       func(childComplexity int, input model.EnableUserInput) int
+		RenameTenant     func(childComplexity int, input model.RenameTenantInput) int
+		ResumeTenant     func(childComplexity int, input model.ResumeTenantInput) int
+		RetireLocation   func(childComplexity int, input model.RetireLocationInput) int
+		RevokeAPIToken   func(childComplexity int, input model.RevokeAPITokenInput) int
+		SetNodeLabels    func(childComplexity int, input model.SetNodeLabelsInput) int
+		SetNodeLocation  func(childComplexity int, input model.SetNodeLocationInput) int
+		SuspendTenant    func(childComplexity int, input model.SuspendTenantInput) int
+		UndrainNode      func(childComplexity int, input model.UndrainNodeInput) int
+		UpdateLocation   func(childComplexity int, input model.UpdateLocationInput) int
 	}
 
 	NetworkInterface struct {
@@ -439,33 +215,13 @@ type ComplexityRoot struct {
 		EnrolledAt     func(childComplexity int) int
 		Facts          func(childComplexity int) int
 		FactsAt        func(childComplexity int) int
-		History        func(childComplexity int, first *int, after *model.Cursor) int
 		Hostname       func(childComplexity int) int
 		ID             func(childComplexity int) int
-		Jobs           func(childComplexity int, first *int, after *string, filter *model.JobFilter) int
 		Labels         func(childComplexity int) int
-		Location       func(childComplexity int) int
 		LocationID     func(childComplexity int) int
-		Statistics     func(childComplexity int, rangeArg *model.TimeRange, maxPoints *int) int
 		Status         func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
-	}
-
-	NodeChange struct {
-		Event func(childComplexity int) int
-		Node  func(childComplexity int) int
-	}
-
-	NodeConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	NodeEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	NodeFacts struct {
@@ -482,19 +238,6 @@ type ComplexityRoot struct {
 		Node      func(childComplexity int) int
 	}
 
-	NodeStatSample struct {
-		CPUPercent           func(childComplexity int) int
-		Disks                func(childComplexity int) int
-		Load1                func(childComplexity int) int
-		Load15               func(childComplexity int) int
-		Load5                func(childComplexity int) int
-		MemoryAvailableBytes func(childComplexity int) int
-		MemoryUsedBytes      func(childComplexity int) int
-		Network              func(childComplexity int) int
-		SwapUsedBytes        func(childComplexity int) int
-		Time                 func(childComplexity int) int
-	}
-
 	OSFacts struct {
 		Arch    func(childComplexity int) int
 		Kernel  func(childComplexity int) int
@@ -509,216 +252,18 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
-	PollAgentJobsPayload struct {
-		Cursor func(childComplexity int) int
-		Jobs   func(childComplexity int) int
-	}
-
-	Projection struct {
-		EventsBehind  func(childComplexity int) int
-		LastError     func(childComplexity int) int
-		Name          func(childComplexity int) int
-		ParkedEvents  func(childComplexity int) int
-		Position      func(childComplexity int) int
-		Rebuild       func(childComplexity int) int
-		SecondsBehind func(childComplexity int) int
-		State         func(childComplexity int) int
-		Version       func(childComplexity int) int
-	}
-
-	ProjectionRebuild struct {
-		EventsBehind func(childComplexity int) int
-		Position     func(childComplexity int) int
-		StartedAt    func(childComplexity int) int
-		Version      func(childComplexity int) int
-	}
-
 	Query struct {
-		APITokens   func(childComplexity int, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
 		EntityAsOf  func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
 		EntityDiff  func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
 		Event       func(childComplexity int, cursor model.Cursor) int
 		Events      func(childComplexity int, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
 		Head        func(childComplexity int) int
-		Job         func(childComplexity int, id string, asOf *model.AsOf, consistentWith *model.Cursor) int
-		Jobs        func(childComplexity int, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) int
-		JoinTokens  func(childComplexity int, first *int, after *string, consistentWith *model.Cursor) int
-		Location    func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Locations   func(childComplexity int, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
-		Node        func(childComplexity int, id string, asOf *model.AsOf, consistentWith *model.Cursor) int
-		Nodes       func(childComplexity int, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
-		Projections func(childComplexity int) int
-		Resource    func(childComplexity int, id string, asOf *model.AsOf, consistentWith *model.Cursor) int
-		Resources   func(childComplexity int, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
-		Service     func(childComplexity int, id string, asOf *model.AsOf, consistentWith *model.Cursor) int
-		Services    func(childComplexity int, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
-		Template    func(childComplexity int, name string, version string, asOf *model.AsOf, consistentWith *model.Cursor) int
-		Templates   func(childComplexity int, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
-		Tenant      func(childComplexity int, id string, asOf *model.AsOf, consistentWith *model.Cursor) int
-		Tenants     func(childComplexity int, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
-		User        func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Users       func(childComplexity int, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) int
 		VerifyChain func(childComplexity int, streamID *string) int
 		Viewer      func(childComplexity int) int
 	}
 
-	RebuildProjectionPayload struct {
-		Projection func(childComplexity int) int
-	}
-
-	ReportStatsPayload struct {
-		Accepted func(childComplexity int) int
-	}
-
-	Resource struct {
-		DependsOn  func(childComplexity int) int
-		Error      func(childComplexity int) int
-		FailedIn   func(childComplexity int) int
-		History    func(childComplexity int, first *int, after *model.Cursor) int
-		ID         func(childComplexity int) int
-		Outputs    func(childComplexity int) int
-		PlannedAt  func(childComplexity int) int
-		Plugin     func(childComplexity int) int
-		Properties func(childComplexity int) int
-		Service    func(childComplexity int) int
-		ServiceID  func(childComplexity int) int
-		Status     func(childComplexity int) int
-		Type       func(childComplexity int) int
-		UpdatedAt  func(childComplexity int) int
-		Version    func(childComplexity int) int
-	}
-
-	ResourceConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	ResourceEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
-	}
-
-	RetryPolicy struct {
-		BackoffSeconds func(childComplexity int) int
-		Max            func(childComplexity int) int
-	}
-
-	ScriptSpec struct {
-		Body        func(childComplexity int) int
-		Interpreter func(childComplexity int) int
-	}
-
-	Service struct {
-		AllowedActions  func(childComplexity int) int
-		Cause           func(childComplexity int) int
-		FailedIn        func(childComplexity int) int
-		History         func(childComplexity int, first *int, after *model.Cursor) int
-		ID              func(childComplexity int) int
-		Name            func(childComplexity int) int
-		Outputs         func(childComplexity int) int
-		Remaining       func(childComplexity int) int
-		RequestedAt     func(childComplexity int) int
-		Resources       func(childComplexity int) int
-		Status          func(childComplexity int) int
-		Template        func(childComplexity int) int
-		TemplateName    func(childComplexity int) int
-		TemplateVersion func(childComplexity int) int
-		Tenant          func(childComplexity int) int
-		TenantID        func(childComplexity int) int
-		UpdatedAt       func(childComplexity int) int
-		Variables       func(childComplexity int) int
-		Version         func(childComplexity int) int
-	}
-
-	ServiceChange struct {
-		Event   func(childComplexity int) int
-		Service func(childComplexity int) int
-	}
-
-	ServiceConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	ServiceEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
-	}
-
-	ServicePayload struct {
-		Cursor    func(childComplexity int) int
-		Duplicate func(childComplexity int) int
-		Service   func(childComplexity int) int
-	}
-
 	Subscription struct {
-		AgentJobs      func(childComplexity int, nodeID string, after *model.Cursor) int
-		Events         func(childComplexity int, filter *model.EventFilter, after *model.Cursor) int
-		JobChanged     func(childComplexity int, id *string, nodeID *string, after *model.Cursor) int
-		JobLog         func(childComplexity int, jobID string, afterSeq *int) int
-		NodeChanged    func(childComplexity int, id *string, after *model.Cursor) int
-		ServiceChanged func(childComplexity int, id *string, after *model.Cursor) int
-	}
-
-	TemplateFlavor struct {
-		Description func(childComplexity int) int
-		Name        func(childComplexity int) int
-		Variables   func(childComplexity int) int
-	}
-
-	TemplatePayload struct {
-		Cursor    func(childComplexity int) int
-		Duplicate func(childComplexity int) int
-		Template  func(childComplexity int) int
-	}
-
-	TemplateVariable struct {
-		Default     func(childComplexity int) int
-		Description func(childComplexity int) int
-		Enum        func(childComplexity int) int
-		MaxLength   func(childComplexity int) int
-		Maximum     func(childComplexity int) int
-		MinLength   func(childComplexity int) int
-		Minimum     func(childComplexity int) int
-		Name        func(childComplexity int) int
-		Pattern     func(childComplexity int) int
-		Required    func(childComplexity int) int
-		Sensitive   func(childComplexity int) int
-		Type        func(childComplexity int) int
-	}
-
-	TemplateVersion struct {
-		AllowedActions    func(childComplexity int) int
-		Category          func(childComplexity int) int
-		DeprecatedAt      func(childComplexity int) int
-		DeprecationReason func(childComplexity int) int
-		Description       func(childComplexity int) int
-		Descriptor        func(childComplexity int) int
-		Digest            func(childComplexity int) int
-		Flavors           func(childComplexity int) int
-		History           func(childComplexity int, first *int, after *model.Cursor) int
-		ID                func(childComplexity int) int
-		Name              func(childComplexity int) int
-		PublishedAt       func(childComplexity int) int
-		RegisteredAt      func(childComplexity int) int
-		Status            func(childComplexity int) int
-		StreamVersion     func(childComplexity int) int
-		Variables         func(childComplexity int) int
-		Vendor            func(childComplexity int) int
-		Version           func(childComplexity int) int
-	}
-
-	TemplateVersionConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	TemplateVersionEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
+		Events func(childComplexity int, filter *model.EventFilter, after *model.Cursor) int
 	}
 
 	Tenant struct {
@@ -726,23 +271,10 @@ type ComplexityRoot struct {
 		CreatedAt      func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Name           func(childComplexity int) int
-		Services       func(childComplexity int, first *int, after *string, filter *model.ServiceFilter) int
 		Status         func(childComplexity int) int
 		SuspendReason  func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
-		Users          func(childComplexity int, first *int, after *string) int
 		Version        func(childComplexity int) int
-	}
-
-	TenantConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	TenantEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	TenantPayload struct {
@@ -759,22 +291,9 @@ type ComplexityRoot struct {
 		Name           func(childComplexity int) int
 		Role           func(childComplexity int) int
 		Status         func(childComplexity int) int
-		Tenant         func(childComplexity int) int
 		TenantID       func(childComplexity int) int
-		Tokens         func(childComplexity int, first *int, after *string, includeRevoked *bool) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
-	}
-
-	UserConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	UserEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	UserPayload struct {
@@ -790,9 +309,7 @@ type ComplexityRoot struct {
 		NodeID      func(childComplexity int) int
 		Permissions func(childComplexity int) int
 		Role        func(childComplexity int) int
-		Tenant      func(childComplexity int) int
 		TenantID    func(childComplexity int) int
-		User        func(childComplexity int) int
 		UserID      func(childComplexity int) int
 	}
 }
@@ -810,37 +327,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
-
-	case "AgentJob.attempt":
-		if e.ComplexityRoot.AgentJob.Attempt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AgentJob.Attempt(childComplexity), true
-	case "AgentJob.cancelRequested":
-		if e.ComplexityRoot.AgentJob.CancelRequested == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AgentJob.CancelRequested(childComplexity), true
-	case "AgentJob.cursor":
-		if e.ComplexityRoot.AgentJob.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AgentJob.Cursor(childComplexity), true
-	case "AgentJob.job":
-		if e.ComplexityRoot.AgentJob.Job == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AgentJob.Job(childComplexity), true
-	case "AgentJob.leaseUntil":
-		if e.ComplexityRoot.AgentJob.LeaseUntil == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AgentJob.LeaseUntil(childComplexity), true
 
 	case "ApiToken.expiresAt":
 		if e.ComplexityRoot.ApiToken.ExpiresAt == nil {
@@ -890,50 +376,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiToken.TenantID(childComplexity), true
-	case "ApiToken.user":
-		if e.ComplexityRoot.ApiToken.User == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ApiToken.User(childComplexity), true
 	case "ApiToken.userId":
 		if e.ComplexityRoot.ApiToken.UserID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ApiToken.UserID(childComplexity), true
-
-	case "ApiTokenConnection.edges":
-		if e.ComplexityRoot.ApiTokenConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ApiTokenConnection.Edges(childComplexity), true
-	case "ApiTokenConnection.pageInfo":
-		if e.ComplexityRoot.ApiTokenConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ApiTokenConnection.PageInfo(childComplexity), true
-	case "ApiTokenConnection.totalCount":
-		if e.ComplexityRoot.ApiTokenConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ApiTokenConnection.TotalCount(childComplexity), true
-
-	case "ApiTokenEdge.cursor":
-		if e.ComplexityRoot.ApiTokenEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ApiTokenEdge.Cursor(childComplexity), true
-	case "ApiTokenEdge.node":
-		if e.ComplexityRoot.ApiTokenEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ApiTokenEdge.Node(childComplexity), true
 
 	case "ApiTokenPayload.apiToken":
 		if e.ComplexityRoot.ApiTokenPayload.APIToken == nil {
@@ -953,19 +401,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiTokenPayload.Duplicate(childComplexity), true
-
-	case "AppendJobLogPayload.accepted":
-		if e.ComplexityRoot.AppendJobLogPayload.Accepted == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AppendJobLogPayload.Accepted(childComplexity), true
-	case "AppendJobLogPayload.lastSeq":
-		if e.ComplexityRoot.AppendJobLogPayload.LastSeq == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AppendJobLogPayload.LastSeq(childComplexity), true
 
 	case "CPUFacts.cores":
 		if e.ComplexityRoot.CPUFacts.Cores == nil {
@@ -1117,44 +552,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DiskFacts.SizeBytes(childComplexity), true
 
-	case "DiskUsage.freeBytes":
-		if e.ComplexityRoot.DiskUsage.FreeBytes == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DiskUsage.FreeBytes(childComplexity), true
-	case "DiskUsage.mountpoint":
-		if e.ComplexityRoot.DiskUsage.Mountpoint == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DiskUsage.Mountpoint(childComplexity), true
-	case "DiskUsage.usedBytes":
-		if e.ComplexityRoot.DiskUsage.UsedBytes == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DiskUsage.UsedBytes(childComplexity), true
-
-	case "EnrollAgentPayload.credential":
-		if e.ComplexityRoot.EnrollAgentPayload.Credential == nil {
-			break
-		}
-
-		return e.ComplexityRoot.EnrollAgentPayload.Credential(childComplexity), true
-	case "EnrollAgentPayload.cursor":
-		if e.ComplexityRoot.EnrollAgentPayload.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.EnrollAgentPayload.Cursor(childComplexity), true
-	case "EnrollAgentPayload.node":
-		if e.ComplexityRoot.EnrollAgentPayload.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.EnrollAgentPayload.Node(childComplexity), true
-
 	case "EntityDiff.changes":
 		if e.ComplexityRoot.EntityDiff.Changes == nil {
 			break
@@ -1216,19 +613,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EntityState.Version(childComplexity), true
-
-	case "EnvVar.name":
-		if e.ComplexityRoot.EnvVar.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.EnvVar.Name(childComplexity), true
-	case "EnvVar.value":
-		if e.ComplexityRoot.EnvVar.Value == nil {
-			break
-		}
-
-		return e.ComplexityRoot.EnvVar.Value(childComplexity), true
 
 	case "Event.cursor":
 		if e.ComplexityRoot.Event.Cursor == nil {
@@ -1360,62 +744,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EventMetadata.TenantID(childComplexity), true
 
-	case "ExecSpec.argv":
-		if e.ComplexityRoot.ExecSpec.Argv == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ExecSpec.Argv(childComplexity), true
-	case "ExecSpec.env":
-		if e.ComplexityRoot.ExecSpec.Env == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ExecSpec.Env(childComplexity), true
-	case "ExecSpec.stdin":
-		if e.ComplexityRoot.ExecSpec.Stdin == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ExecSpec.Stdin(childComplexity), true
-	case "ExecSpec.workdir":
-		if e.ComplexityRoot.ExecSpec.Workdir == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ExecSpec.Workdir(childComplexity), true
-
-	case "FanOutCounts.cancelled":
-		if e.ComplexityRoot.FanOutCounts.Cancelled == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FanOutCounts.Cancelled(childComplexity), true
-	case "FanOutCounts.failed":
-		if e.ComplexityRoot.FanOutCounts.Failed == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FanOutCounts.Failed(childComplexity), true
-	case "FanOutCounts.lost":
-		if e.ComplexityRoot.FanOutCounts.Lost == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FanOutCounts.Lost(childComplexity), true
-	case "FanOutCounts.succeeded":
-		if e.ComplexityRoot.FanOutCounts.Succeeded == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FanOutCounts.Succeeded(childComplexity), true
-	case "FanOutCounts.timedOut":
-		if e.ComplexityRoot.FanOutCounts.TimedOut == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FanOutCounts.TimedOut(childComplexity), true
-
 	case "FieldChange.after":
 		if e.ComplexityRoot.FieldChange.After == nil {
 			break
@@ -1434,435 +762,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FieldChange.Path(childComplexity), true
-
-	case "HeartbeatPayload.cancelJobIds":
-		if e.ComplexityRoot.HeartbeatPayload.CancelJobIds == nil {
-			break
-		}
-
-		return e.ComplexityRoot.HeartbeatPayload.CancelJobIds(childComplexity), true
-	case "HeartbeatPayload.intervalSeconds":
-		if e.ComplexityRoot.HeartbeatPayload.IntervalSeconds == nil {
-			break
-		}
-
-		return e.ComplexityRoot.HeartbeatPayload.IntervalSeconds(childComplexity), true
-	case "HeartbeatPayload.node":
-		if e.ComplexityRoot.HeartbeatPayload.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.HeartbeatPayload.Node(childComplexity), true
-	case "HeartbeatPayload.serverTime":
-		if e.ComplexityRoot.HeartbeatPayload.ServerTime == nil {
-			break
-		}
-
-		return e.ComplexityRoot.HeartbeatPayload.ServerTime(childComplexity), true
-
-	case "Job.acknowledged":
-		if e.ComplexityRoot.Job.Acknowledged == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Acknowledged(childComplexity), true
-	case "Job.allowedActions":
-		if e.ComplexityRoot.Job.AllowedActions == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.AllowedActions(childComplexity), true
-	case "Job.attempt":
-		if e.ComplexityRoot.Job.Attempt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Attempt(childComplexity), true
-	case "Job.cancelReason":
-		if e.ComplexityRoot.Job.CancelReason == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.CancelReason(childComplexity), true
-	case "Job.children":
-		if e.ComplexityRoot.Job.Children == nil {
-			break
-		}
-
-		args, err := ec.field_Job_children_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Job.Children(childComplexity, args["first"].(*int), args["after"].(*string)), true
-	case "Job.counts":
-		if e.ComplexityRoot.Job.Counts == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Counts(childComplexity), true
-	case "Job.finishedAt":
-		if e.ComplexityRoot.Job.FinishedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.FinishedAt(childComplexity), true
-	case "Job.graceSeconds":
-		if e.ComplexityRoot.Job.GraceSeconds == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.GraceSeconds(childComplexity), true
-	case "Job.history":
-		if e.ComplexityRoot.Job.History == nil {
-			break
-		}
-
-		args, err := ec.field_Job_history_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Job.History(childComplexity, args["first"].(*int), args["after"].(*model.Cursor)), true
-	case "Job.id":
-		if e.ComplexityRoot.Job.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.ID(childComplexity), true
-	case "Job.leaseUntil":
-		if e.ComplexityRoot.Job.LeaseUntil == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.LeaseUntil(childComplexity), true
-	case "Job.log":
-		if e.ComplexityRoot.Job.Log == nil {
-			break
-		}
-
-		args, err := ec.field_Job_log_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Job.Log(childComplexity, args["first"].(*int), args["after"].(*string)), true
-	case "Job.lostReason":
-		if e.ComplexityRoot.Job.LostReason == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.LostReason(childComplexity), true
-	case "Job.node":
-		if e.ComplexityRoot.Job.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Node(childComplexity), true
-	case "Job.nodeId":
-		if e.ComplexityRoot.Job.NodeID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.NodeID(childComplexity), true
-	case "Job.parent":
-		if e.ComplexityRoot.Job.Parent == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Parent(childComplexity), true
-	case "Job.parentId":
-		if e.ComplexityRoot.Job.ParentID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.ParentID(childComplexity), true
-	case "Job.queue":
-		if e.ComplexityRoot.Job.Queue == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Queue(childComplexity), true
-	case "Job.result":
-		if e.ComplexityRoot.Job.Result == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Result(childComplexity), true
-	case "Job.retry":
-		if e.ComplexityRoot.Job.Retry == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Retry(childComplexity), true
-	case "Job.spec":
-		if e.ComplexityRoot.Job.Spec == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Spec(childComplexity), true
-	case "Job.startedAt":
-		if e.ComplexityRoot.Job.StartedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.StartedAt(childComplexity), true
-	case "Job.status":
-		if e.ComplexityRoot.Job.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Status(childComplexity), true
-	case "Job.submittedAt":
-		if e.ComplexityRoot.Job.SubmittedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.SubmittedAt(childComplexity), true
-	case "Job.submitter":
-		if e.ComplexityRoot.Job.Submitter == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Submitter(childComplexity), true
-	case "Job.target":
-		if e.ComplexityRoot.Job.Target == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Target(childComplexity), true
-	case "Job.tenantId":
-		if e.ComplexityRoot.Job.TenantID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.TenantID(childComplexity), true
-	case "Job.timeoutSeconds":
-		if e.ComplexityRoot.Job.TimeoutSeconds == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.TimeoutSeconds(childComplexity), true
-	case "Job.updatedAt":
-		if e.ComplexityRoot.Job.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.UpdatedAt(childComplexity), true
-	case "Job.version":
-		if e.ComplexityRoot.Job.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Job.Version(childComplexity), true
-
-	case "JobChange.event":
-		if e.ComplexityRoot.JobChange.Event == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobChange.Event(childComplexity), true
-	case "JobChange.job":
-		if e.ComplexityRoot.JobChange.Job == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobChange.Job(childComplexity), true
-
-	case "JobConnection.edges":
-		if e.ComplexityRoot.JobConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobConnection.Edges(childComplexity), true
-	case "JobConnection.pageInfo":
-		if e.ComplexityRoot.JobConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobConnection.PageInfo(childComplexity), true
-	case "JobConnection.totalCount":
-		if e.ComplexityRoot.JobConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobConnection.TotalCount(childComplexity), true
-
-	case "JobEdge.cursor":
-		if e.ComplexityRoot.JobEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobEdge.Cursor(childComplexity), true
-	case "JobEdge.node":
-		if e.ComplexityRoot.JobEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobEdge.Node(childComplexity), true
-
-	case "JobLogChunk.data":
-		if e.ComplexityRoot.JobLogChunk.Data == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogChunk.Data(childComplexity), true
-	case "JobLogChunk.jobId":
-		if e.ComplexityRoot.JobLogChunk.JobID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogChunk.JobID(childComplexity), true
-	case "JobLogChunk.seq":
-		if e.ComplexityRoot.JobLogChunk.Seq == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogChunk.Seq(childComplexity), true
-	case "JobLogChunk.stream":
-		if e.ComplexityRoot.JobLogChunk.Stream == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogChunk.Stream(childComplexity), true
-	case "JobLogChunk.time":
-		if e.ComplexityRoot.JobLogChunk.Time == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogChunk.Time(childComplexity), true
-
-	case "JobLogConnection.edges":
-		if e.ComplexityRoot.JobLogConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogConnection.Edges(childComplexity), true
-	case "JobLogConnection.pageInfo":
-		if e.ComplexityRoot.JobLogConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogConnection.PageInfo(childComplexity), true
-
-	case "JobLogEdge.cursor":
-		if e.ComplexityRoot.JobLogEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogEdge.Cursor(childComplexity), true
-	case "JobLogEdge.node":
-		if e.ComplexityRoot.JobLogEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobLogEdge.Node(childComplexity), true
-
-	case "JobPayload.cursor":
-		if e.ComplexityRoot.JobPayload.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobPayload.Cursor(childComplexity), true
-	case "JobPayload.duplicate":
-		if e.ComplexityRoot.JobPayload.Duplicate == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobPayload.Duplicate(childComplexity), true
-	case "JobPayload.job":
-		if e.ComplexityRoot.JobPayload.Job == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobPayload.Job(childComplexity), true
-
-	case "JobResult.cpuTimeMs":
-		if e.ComplexityRoot.JobResult.CPUTimeMs == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobResult.CPUTimeMs(childComplexity), true
-	case "JobResult.error":
-		if e.ComplexityRoot.JobResult.Error == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobResult.Error(childComplexity), true
-	case "JobResult.exitCode":
-		if e.ComplexityRoot.JobResult.ExitCode == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobResult.ExitCode(childComplexity), true
-	case "JobResult.output":
-		if e.ComplexityRoot.JobResult.Output == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobResult.Output(childComplexity), true
-	case "JobResult.peakMemoryBytes":
-		if e.ComplexityRoot.JobResult.PeakMemoryBytes == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobResult.PeakMemoryBytes(childComplexity), true
-
-	case "JobSpec.action":
-		if e.ComplexityRoot.JobSpec.Action == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobSpec.Action(childComplexity), true
-	case "JobSpec.args":
-		if e.ComplexityRoot.JobSpec.Args == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobSpec.Args(childComplexity), true
-	case "JobSpec.exec":
-		if e.ComplexityRoot.JobSpec.Exec == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobSpec.Exec(childComplexity), true
-	case "JobSpec.kind":
-		if e.ComplexityRoot.JobSpec.Kind == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobSpec.Kind(childComplexity), true
-	case "JobSpec.script":
-		if e.ComplexityRoot.JobSpec.Script == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobSpec.Script(childComplexity), true
-
-	case "JobTarget.maxParallel":
-		if e.ComplexityRoot.JobTarget.MaxParallel == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobTarget.MaxParallel(childComplexity), true
-	case "JobTarget.mode":
-		if e.ComplexityRoot.JobTarget.Mode == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobTarget.Mode(childComplexity), true
-	case "JobTarget.nodeId":
-		if e.ComplexityRoot.JobTarget.NodeID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobTarget.NodeID(childComplexity), true
-	case "JobTarget.selector":
-		if e.ComplexityRoot.JobTarget.Selector == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JobTarget.Selector(childComplexity), true
 
 	case "JoinToken.createdAt":
 		if e.ComplexityRoot.JoinToken.CreatedAt == nil {
@@ -1907,38 +806,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.JoinToken.UsedByNodeID(childComplexity), true
 
-	case "JoinTokenConnection.edges":
-		if e.ComplexityRoot.JoinTokenConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JoinTokenConnection.Edges(childComplexity), true
-	case "JoinTokenConnection.pageInfo":
-		if e.ComplexityRoot.JoinTokenConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JoinTokenConnection.PageInfo(childComplexity), true
-	case "JoinTokenConnection.totalCount":
-		if e.ComplexityRoot.JoinTokenConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JoinTokenConnection.TotalCount(childComplexity), true
-
-	case "JoinTokenEdge.cursor":
-		if e.ComplexityRoot.JoinTokenEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JoinTokenEdge.Cursor(childComplexity), true
-	case "JoinTokenEdge.node":
-		if e.ComplexityRoot.JoinTokenEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.JoinTokenEdge.Node(childComplexity), true
-
 	case "Label.key":
 		if e.ComplexityRoot.Label.Key == nil {
 			break
@@ -1976,17 +843,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Location.Name(childComplexity), true
-	case "Location.nodes":
-		if e.ComplexityRoot.Location.Nodes == nil {
-			break
-		}
-
-		args, err := ec.field_Location_nodes_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Location.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.NodeFilter)), true
 	case "Location.status":
 		if e.ComplexityRoot.Location.Status == nil {
 			break
@@ -2005,38 +861,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Location.Version(childComplexity), true
-
-	case "LocationConnection.edges":
-		if e.ComplexityRoot.LocationConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.LocationConnection.Edges(childComplexity), true
-	case "LocationConnection.pageInfo":
-		if e.ComplexityRoot.LocationConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.LocationConnection.PageInfo(childComplexity), true
-	case "LocationConnection.totalCount":
-		if e.ComplexityRoot.LocationConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.LocationConnection.TotalCount(childComplexity), true
-
-	case "LocationEdge.cursor":
-		if e.ComplexityRoot.LocationEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.LocationEdge.Cursor(childComplexity), true
-	case "LocationEdge.node":
-		if e.ComplexityRoot.LocationEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.LocationEdge.Node(childComplexity), true
 
 	case "LocationPayload.cursor":
 		if e.ComplexityRoot.LocationPayload.Cursor == nil {
@@ -2057,39 +881,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LocationPayload.Location(childComplexity), true
 
-	case "Mutation.acknowledgeJob":
-		if e.ComplexityRoot.Mutation.AcknowledgeJob == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_acknowledgeJob_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.AcknowledgeJob(childComplexity, args["input"].(model.AgentJobInput)), true
-	case "Mutation.appendJobLog":
-		if e.ComplexityRoot.Mutation.AppendJobLog == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_appendJobLog_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.AppendJobLog(childComplexity, args["input"].(model.AppendJobLogInput)), true
-	case "Mutation.cancelJob":
-		if e.ComplexityRoot.Mutation.CancelJob == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_cancelJob_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.CancelJob(childComplexity, args["input"].(model.CancelJobInput)), true
 	case "Mutation.createApiToken":
 		if e.ComplexityRoot.Mutation.CreateAPIToken == nil {
 			break
@@ -2123,17 +914,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateLocation(childComplexity, args["input"].(model.CreateLocationInput)), true
-	case "Mutation.createService":
-		if e.ComplexityRoot.Mutation.CreateService == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_createService_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.CreateService(childComplexity, args["input"].(model.CreateServiceInput)), true
 	case "Mutation.createTenant":
 		if e.ComplexityRoot.Mutation.CreateTenant == nil {
 			break
@@ -2167,17 +947,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DecommissionNode(childComplexity, args["input"].(model.DecommissionNodeInput)), true
-	case "Mutation.deprecateTemplate":
-		if e.ComplexityRoot.Mutation.DeprecateTemplate == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_deprecateTemplate_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.DeprecateTemplate(childComplexity, args["input"].(model.DeprecateTemplateInput)), true
 	case "Mutation.disableUser":
 		if e.ComplexityRoot.Mutation.DisableUser == nil {
 			break
@@ -2211,94 +980,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EnableUser(childComplexity, args["input"].(model.EnableUserInput)), true
-	case "Mutation.enrollAgent":
-		if e.ComplexityRoot.Mutation.EnrollAgent == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_enrollAgent_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.EnrollAgent(childComplexity, args["input"].(model.EnrollAgentInput)), true
-	case "Mutation.finishJob":
-		if e.ComplexityRoot.Mutation.FinishJob == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_finishJob_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.FinishJob(childComplexity, args["input"].(model.FinishJobInput)), true
-	case "Mutation.heartbeat":
-		if e.ComplexityRoot.Mutation.Heartbeat == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_heartbeat_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.Heartbeat(childComplexity, args["input"].(model.HeartbeatInput)), true
-	case "Mutation.pollAgentJobs":
-		if e.ComplexityRoot.Mutation.PollAgentJobs == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_pollAgentJobs_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.PollAgentJobs(childComplexity, args["input"].(model.PollAgentJobsInput)), true
-	case "Mutation.publishTemplate":
-		if e.ComplexityRoot.Mutation.PublishTemplate == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_publishTemplate_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.PublishTemplate(childComplexity, args["input"].(model.PublishTemplateInput)), true
-	case "Mutation.rebuildProjection":
-		if e.ComplexityRoot.Mutation.RebuildProjection == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_rebuildProjection_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.RebuildProjection(childComplexity, args["input"].(model.RebuildProjectionInput)), true
-	case "Mutation.registerTemplate":
-		if e.ComplexityRoot.Mutation.RegisterTemplate == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_registerTemplate_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.RegisterTemplate(childComplexity, args["input"].(model.RegisterTemplateInput)), true
-	case "Mutation.removeService":
-		if e.ComplexityRoot.Mutation.RemoveService == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_removeService_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.RemoveService(childComplexity, args["input"].(model.ServiceCommandInput)), true
 	case "Mutation.renameTenant":
 		if e.ComplexityRoot.Mutation.RenameTenant == nil {
 			break
@@ -2310,28 +991,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RenameTenant(childComplexity, args["input"].(model.RenameTenantInput)), true
-	case "Mutation.reportFacts":
-		if e.ComplexityRoot.Mutation.ReportFacts == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_reportFacts_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.ReportFacts(childComplexity, args["input"].(model.ReportFactsInput)), true
-	case "Mutation.reportStats":
-		if e.ComplexityRoot.Mutation.ReportStats == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_reportStats_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.ReportStats(childComplexity, args["input"].(model.ReportStatsInput)), true
 	case "Mutation.resumeTenant":
 		if e.ComplexityRoot.Mutation.ResumeTenant == nil {
 			break
@@ -2387,50 +1046,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetNodeLocation(childComplexity, args["input"].(model.SetNodeLocationInput)), true
-	case "Mutation.startJob":
-		if e.ComplexityRoot.Mutation.StartJob == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_startJob_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.StartJob(childComplexity, args["input"].(model.AgentJobInput)), true
-	case "Mutation.startService":
-		if e.ComplexityRoot.Mutation.StartService == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_startService_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.StartService(childComplexity, args["input"].(model.ServiceCommandInput)), true
-	case "Mutation.stopService":
-		if e.ComplexityRoot.Mutation.StopService == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_stopService_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.StopService(childComplexity, args["input"].(model.ServiceCommandInput)), true
-	case "Mutation.submitJob":
-		if e.ComplexityRoot.Mutation.SubmitJob == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_submitJob_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.SubmitJob(childComplexity, args["input"].(model.SubmitJobInput)), true
 	case "Mutation.suspendTenant":
 		if e.ComplexityRoot.Mutation.SuspendTenant == nil {
 			break
@@ -2464,49 +1079,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateLocation(childComplexity, args["input"].(model.UpdateLocationInput)), true
-
-	case "NetworkCounters.bytesReceived":
-		if e.ComplexityRoot.NetworkCounters.BytesReceived == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.BytesReceived(childComplexity), true
-	case "NetworkCounters.bytesSent":
-		if e.ComplexityRoot.NetworkCounters.BytesSent == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.BytesSent(childComplexity), true
-	case "NetworkCounters.errorsIn":
-		if e.ComplexityRoot.NetworkCounters.ErrorsIn == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.ErrorsIn(childComplexity), true
-	case "NetworkCounters.errorsOut":
-		if e.ComplexityRoot.NetworkCounters.ErrorsOut == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.ErrorsOut(childComplexity), true
-	case "NetworkCounters.name":
-		if e.ComplexityRoot.NetworkCounters.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.Name(childComplexity), true
-	case "NetworkCounters.packetsReceived":
-		if e.ComplexityRoot.NetworkCounters.PacketsReceived == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.PacketsReceived(childComplexity), true
-	case "NetworkCounters.packetsSent":
-		if e.ComplexityRoot.NetworkCounters.PacketsSent == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NetworkCounters.PacketsSent(childComplexity), true
 
 	case "NetworkInterface.addresses":
 		if e.ComplexityRoot.NetworkInterface.Addresses == nil {
@@ -2581,17 +1153,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Node.FactsAt(childComplexity), true
-	case "Node.history":
-		if e.ComplexityRoot.Node.History == nil {
-			break
-		}
-
-		args, err := ec.field_Node_history_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Node.History(childComplexity, args["first"].(*int), args["after"].(*model.Cursor)), true
 	case "Node.hostname":
 		if e.ComplexityRoot.Node.Hostname == nil {
 			break
@@ -2604,46 +1165,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Node.ID(childComplexity), true
-	case "Node.jobs":
-		if e.ComplexityRoot.Node.Jobs == nil {
-			break
-		}
-
-		args, err := ec.field_Node_jobs_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Node.Jobs(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.JobFilter)), true
 	case "Node.labels":
 		if e.ComplexityRoot.Node.Labels == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Node.Labels(childComplexity), true
-	case "Node.location":
-		if e.ComplexityRoot.Node.Location == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Location(childComplexity), true
 	case "Node.locationId":
 		if e.ComplexityRoot.Node.LocationID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Node.LocationID(childComplexity), true
-	case "Node.statistics":
-		if e.ComplexityRoot.Node.Statistics == nil {
-			break
-		}
-
-		args, err := ec.field_Node_statistics_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Node.Statistics(childComplexity, args["range"].(*model.TimeRange), args["maxPoints"].(*int)), true
 	case "Node.status":
 		if e.ComplexityRoot.Node.Status == nil {
 			break
@@ -2662,51 +1195,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Node.Version(childComplexity), true
-
-	case "NodeChange.event":
-		if e.ComplexityRoot.NodeChange.Event == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeChange.Event(childComplexity), true
-	case "NodeChange.node":
-		if e.ComplexityRoot.NodeChange.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeChange.Node(childComplexity), true
-
-	case "NodeConnection.edges":
-		if e.ComplexityRoot.NodeConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeConnection.Edges(childComplexity), true
-	case "NodeConnection.pageInfo":
-		if e.ComplexityRoot.NodeConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeConnection.PageInfo(childComplexity), true
-	case "NodeConnection.totalCount":
-		if e.ComplexityRoot.NodeConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeConnection.TotalCount(childComplexity), true
-
-	case "NodeEdge.cursor":
-		if e.ComplexityRoot.NodeEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeEdge.Cursor(childComplexity), true
-	case "NodeEdge.node":
-		if e.ComplexityRoot.NodeEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeEdge.Node(childComplexity), true
 
 	case "NodeFacts.cpu":
 		if e.ComplexityRoot.NodeFacts.CPU == nil {
@@ -2758,67 +1246,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NodePayload.Node(childComplexity), true
 
-	case "NodeStatSample.cpuPercent":
-		if e.ComplexityRoot.NodeStatSample.CPUPercent == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.CPUPercent(childComplexity), true
-	case "NodeStatSample.disks":
-		if e.ComplexityRoot.NodeStatSample.Disks == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.Disks(childComplexity), true
-	case "NodeStatSample.load1":
-		if e.ComplexityRoot.NodeStatSample.Load1 == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.Load1(childComplexity), true
-	case "NodeStatSample.load15":
-		if e.ComplexityRoot.NodeStatSample.Load15 == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.Load15(childComplexity), true
-	case "NodeStatSample.load5":
-		if e.ComplexityRoot.NodeStatSample.Load5 == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.Load5(childComplexity), true
-	case "NodeStatSample.memoryAvailableBytes":
-		if e.ComplexityRoot.NodeStatSample.MemoryAvailableBytes == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.MemoryAvailableBytes(childComplexity), true
-	case "NodeStatSample.memoryUsedBytes":
-		if e.ComplexityRoot.NodeStatSample.MemoryUsedBytes == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.MemoryUsedBytes(childComplexity), true
-	case "NodeStatSample.network":
-		if e.ComplexityRoot.NodeStatSample.Network == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.Network(childComplexity), true
-	case "NodeStatSample.swapUsedBytes":
-		if e.ComplexityRoot.NodeStatSample.SwapUsedBytes == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.SwapUsedBytes(childComplexity), true
-	case "NodeStatSample.time":
-		if e.ComplexityRoot.NodeStatSample.Time == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeStatSample.Time(childComplexity), true
-
 	case "OSFacts.arch":
 		if e.ComplexityRoot.OSFacts.Arch == nil {
 			break
@@ -2869,110 +1296,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
-	case "PollAgentJobsPayload.cursor":
-		if e.ComplexityRoot.PollAgentJobsPayload.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.PollAgentJobsPayload.Cursor(childComplexity), true
-	case "PollAgentJobsPayload.jobs":
-		if e.ComplexityRoot.PollAgentJobsPayload.Jobs == nil {
-			break
-		}
-
-		return e.ComplexityRoot.PollAgentJobsPayload.Jobs(childComplexity), true
-
-	case "Projection.eventsBehind":
-		if e.ComplexityRoot.Projection.EventsBehind == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.EventsBehind(childComplexity), true
-	case "Projection.lastError":
-		if e.ComplexityRoot.Projection.LastError == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.LastError(childComplexity), true
-	case "Projection.name":
-		if e.ComplexityRoot.Projection.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.Name(childComplexity), true
-	case "Projection.parkedEvents":
-		if e.ComplexityRoot.Projection.ParkedEvents == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.ParkedEvents(childComplexity), true
-	case "Projection.position":
-		if e.ComplexityRoot.Projection.Position == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.Position(childComplexity), true
-	case "Projection.rebuild":
-		if e.ComplexityRoot.Projection.Rebuild == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.Rebuild(childComplexity), true
-	case "Projection.secondsBehind":
-		if e.ComplexityRoot.Projection.SecondsBehind == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.SecondsBehind(childComplexity), true
-	case "Projection.state":
-		if e.ComplexityRoot.Projection.State == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.State(childComplexity), true
-	case "Projection.version":
-		if e.ComplexityRoot.Projection.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Projection.Version(childComplexity), true
-
-	case "ProjectionRebuild.eventsBehind":
-		if e.ComplexityRoot.ProjectionRebuild.EventsBehind == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ProjectionRebuild.EventsBehind(childComplexity), true
-	case "ProjectionRebuild.position":
-		if e.ComplexityRoot.ProjectionRebuild.Position == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ProjectionRebuild.Position(childComplexity), true
-	case "ProjectionRebuild.startedAt":
-		if e.ComplexityRoot.ProjectionRebuild.StartedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ProjectionRebuild.StartedAt(childComplexity), true
-	case "ProjectionRebuild.version":
-		if e.ComplexityRoot.ProjectionRebuild.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ProjectionRebuild.Version(childComplexity), true
-
-	case "Query.apiTokens":
-		if e.ComplexityRoot.Query.APITokens == nil {
-			break
-		}
-
-		args, err := ec.field_Query_apiTokens_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.APITokens(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.APITokenFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.entityAsOf":
 		if e.ComplexityRoot.Query.EntityAsOf == nil {
 			break
@@ -3024,199 +1347,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Head(childComplexity), true
 
-	case "Query.job":
-		if e.ComplexityRoot.Query.Job == nil {
-			break
-		}
-
-		args, err := ec.field_Query_job_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Job(childComplexity, args["id"].(string), args["asOf"].(*model.AsOf), args["consistentWith"].(*model.Cursor)), true
-	case "Query.jobs":
-		if e.ComplexityRoot.Query.Jobs == nil {
-			break
-		}
-
-		args, err := ec.field_Query_jobs_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Jobs(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.JobFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.joinTokens":
-		if e.ComplexityRoot.Query.JoinTokens == nil {
-			break
-		}
-
-		args, err := ec.field_Query_joinTokens_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.JoinTokens(childComplexity, args["first"].(*int), args["after"].(*string), args["consistentWith"].(*model.Cursor)), true
-	case "Query.location":
-		if e.ComplexityRoot.Query.Location == nil {
-			break
-		}
-
-		args, err := ec.field_Query_location_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Location(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
-	case "Query.locations":
-		if e.ComplexityRoot.Query.Locations == nil {
-			break
-		}
-
-		args, err := ec.field_Query_locations_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Locations(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.LocationFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.node":
-		if e.ComplexityRoot.Query.Node == nil {
-			break
-		}
-
-		args, err := ec.field_Query_node_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string), args["asOf"].(*model.AsOf), args["consistentWith"].(*model.Cursor)), true
-	case "Query.nodes":
-		if e.ComplexityRoot.Query.Nodes == nil {
-			break
-		}
-
-		args, err := ec.field_Query_nodes_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.NodeFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.projections":
-		if e.ComplexityRoot.Query.Projections == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Query.Projections(childComplexity), true
-	case "Query.resource":
-		if e.ComplexityRoot.Query.Resource == nil {
-			break
-		}
-
-		args, err := ec.field_Query_resource_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Resource(childComplexity, args["id"].(string), args["asOf"].(*model.AsOf), args["consistentWith"].(*model.Cursor)), true
-	case "Query.resources":
-		if e.ComplexityRoot.Query.Resources == nil {
-			break
-		}
-
-		args, err := ec.field_Query_resources_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Resources(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ResourceFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.service":
-		if e.ComplexityRoot.Query.Service == nil {
-			break
-		}
-
-		args, err := ec.field_Query_service_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Service(childComplexity, args["id"].(string), args["asOf"].(*model.AsOf), args["consistentWith"].(*model.Cursor)), true
-	case "Query.services":
-		if e.ComplexityRoot.Query.Services == nil {
-			break
-		}
-
-		args, err := ec.field_Query_services_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Services(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ServiceFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.template":
-		if e.ComplexityRoot.Query.Template == nil {
-			break
-		}
-
-		args, err := ec.field_Query_template_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Template(childComplexity, args["name"].(string), args["version"].(string), args["asOf"].(*model.AsOf), args["consistentWith"].(*model.Cursor)), true
-	case "Query.templates":
-		if e.ComplexityRoot.Query.Templates == nil {
-			break
-		}
-
-		args, err := ec.field_Query_templates_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Templates(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TemplateFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.tenant":
-		if e.ComplexityRoot.Query.Tenant == nil {
-			break
-		}
-
-		args, err := ec.field_Query_tenant_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Tenant(childComplexity, args["id"].(string), args["asOf"].(*model.AsOf), args["consistentWith"].(*model.Cursor)), true
-	case "Query.tenants":
-		if e.ComplexityRoot.Query.Tenants == nil {
-			break
-		}
-
-		args, err := ec.field_Query_tenants_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Tenants(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TenantFilter), args["consistentWith"].(*model.Cursor)), true
-	case "Query.user":
-		if e.ComplexityRoot.Query.User == nil {
-			break
-		}
-
-		args, err := ec.field_Query_user_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.User(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
-	case "Query.users":
-		if e.ComplexityRoot.Query.Users == nil {
-			break
-		}
-
-		args, err := ec.field_Query_users_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.Users(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.UserFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.verifyChain":
 		if e.ComplexityRoot.Query.VerifyChain == nil {
 			break
@@ -3235,369 +1365,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 
-	case "RebuildProjectionPayload.projection":
-		if e.ComplexityRoot.RebuildProjectionPayload.Projection == nil {
-			break
-		}
-
-		return e.ComplexityRoot.RebuildProjectionPayload.Projection(childComplexity), true
-
-	case "ReportStatsPayload.accepted":
-		if e.ComplexityRoot.ReportStatsPayload.Accepted == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ReportStatsPayload.Accepted(childComplexity), true
-
-	case "Resource.dependsOn":
-		if e.ComplexityRoot.Resource.DependsOn == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.DependsOn(childComplexity), true
-	case "Resource.error":
-		if e.ComplexityRoot.Resource.Error == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Error(childComplexity), true
-	case "Resource.failedIn":
-		if e.ComplexityRoot.Resource.FailedIn == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.FailedIn(childComplexity), true
-	case "Resource.history":
-		if e.ComplexityRoot.Resource.History == nil {
-			break
-		}
-
-		args, err := ec.field_Resource_history_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Resource.History(childComplexity, args["first"].(*int), args["after"].(*model.Cursor)), true
-	case "Resource.id":
-		if e.ComplexityRoot.Resource.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.ID(childComplexity), true
-	case "Resource.outputs":
-		if e.ComplexityRoot.Resource.Outputs == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Outputs(childComplexity), true
-	case "Resource.plannedAt":
-		if e.ComplexityRoot.Resource.PlannedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.PlannedAt(childComplexity), true
-	case "Resource.plugin":
-		if e.ComplexityRoot.Resource.Plugin == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Plugin(childComplexity), true
-	case "Resource.properties":
-		if e.ComplexityRoot.Resource.Properties == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Properties(childComplexity), true
-	case "Resource.service":
-		if e.ComplexityRoot.Resource.Service == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Service(childComplexity), true
-	case "Resource.serviceId":
-		if e.ComplexityRoot.Resource.ServiceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.ServiceID(childComplexity), true
-	case "Resource.status":
-		if e.ComplexityRoot.Resource.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Status(childComplexity), true
-	case "Resource.type":
-		if e.ComplexityRoot.Resource.Type == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Type(childComplexity), true
-	case "Resource.updatedAt":
-		if e.ComplexityRoot.Resource.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.UpdatedAt(childComplexity), true
-	case "Resource.version":
-		if e.ComplexityRoot.Resource.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Resource.Version(childComplexity), true
-
-	case "ResourceConnection.edges":
-		if e.ComplexityRoot.ResourceConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ResourceConnection.Edges(childComplexity), true
-	case "ResourceConnection.pageInfo":
-		if e.ComplexityRoot.ResourceConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ResourceConnection.PageInfo(childComplexity), true
-	case "ResourceConnection.totalCount":
-		if e.ComplexityRoot.ResourceConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ResourceConnection.TotalCount(childComplexity), true
-
-	case "ResourceEdge.cursor":
-		if e.ComplexityRoot.ResourceEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ResourceEdge.Cursor(childComplexity), true
-	case "ResourceEdge.node":
-		if e.ComplexityRoot.ResourceEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ResourceEdge.Node(childComplexity), true
-
-	case "RetryPolicy.backoffSeconds":
-		if e.ComplexityRoot.RetryPolicy.BackoffSeconds == nil {
-			break
-		}
-
-		return e.ComplexityRoot.RetryPolicy.BackoffSeconds(childComplexity), true
-	case "RetryPolicy.max":
-		if e.ComplexityRoot.RetryPolicy.Max == nil {
-			break
-		}
-
-		return e.ComplexityRoot.RetryPolicy.Max(childComplexity), true
-
-	case "ScriptSpec.body":
-		if e.ComplexityRoot.ScriptSpec.Body == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ScriptSpec.Body(childComplexity), true
-	case "ScriptSpec.interpreter":
-		if e.ComplexityRoot.ScriptSpec.Interpreter == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ScriptSpec.Interpreter(childComplexity), true
-
-	case "Service.allowedActions":
-		if e.ComplexityRoot.Service.AllowedActions == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.AllowedActions(childComplexity), true
-	case "Service.cause":
-		if e.ComplexityRoot.Service.Cause == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Cause(childComplexity), true
-	case "Service.failedIn":
-		if e.ComplexityRoot.Service.FailedIn == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.FailedIn(childComplexity), true
-	case "Service.history":
-		if e.ComplexityRoot.Service.History == nil {
-			break
-		}
-
-		args, err := ec.field_Service_history_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Service.History(childComplexity, args["first"].(*int), args["after"].(*model.Cursor)), true
-	case "Service.id":
-		if e.ComplexityRoot.Service.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.ID(childComplexity), true
-	case "Service.name":
-		if e.ComplexityRoot.Service.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Name(childComplexity), true
-	case "Service.outputs":
-		if e.ComplexityRoot.Service.Outputs == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Outputs(childComplexity), true
-	case "Service.remaining":
-		if e.ComplexityRoot.Service.Remaining == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Remaining(childComplexity), true
-	case "Service.requestedAt":
-		if e.ComplexityRoot.Service.RequestedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.RequestedAt(childComplexity), true
-	case "Service.resources":
-		if e.ComplexityRoot.Service.Resources == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Resources(childComplexity), true
-	case "Service.status":
-		if e.ComplexityRoot.Service.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Status(childComplexity), true
-	case "Service.template":
-		if e.ComplexityRoot.Service.Template == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Template(childComplexity), true
-	case "Service.templateName":
-		if e.ComplexityRoot.Service.TemplateName == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.TemplateName(childComplexity), true
-	case "Service.templateVersion":
-		if e.ComplexityRoot.Service.TemplateVersion == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.TemplateVersion(childComplexity), true
-	case "Service.tenant":
-		if e.ComplexityRoot.Service.Tenant == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Tenant(childComplexity), true
-	case "Service.tenantId":
-		if e.ComplexityRoot.Service.TenantID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.TenantID(childComplexity), true
-	case "Service.updatedAt":
-		if e.ComplexityRoot.Service.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.UpdatedAt(childComplexity), true
-	case "Service.variables":
-		if e.ComplexityRoot.Service.Variables == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Variables(childComplexity), true
-	case "Service.version":
-		if e.ComplexityRoot.Service.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Service.Version(childComplexity), true
-
-	case "ServiceChange.event":
-		if e.ComplexityRoot.ServiceChange.Event == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceChange.Event(childComplexity), true
-	case "ServiceChange.service":
-		if e.ComplexityRoot.ServiceChange.Service == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceChange.Service(childComplexity), true
-
-	case "ServiceConnection.edges":
-		if e.ComplexityRoot.ServiceConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceConnection.Edges(childComplexity), true
-	case "ServiceConnection.pageInfo":
-		if e.ComplexityRoot.ServiceConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceConnection.PageInfo(childComplexity), true
-	case "ServiceConnection.totalCount":
-		if e.ComplexityRoot.ServiceConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceConnection.TotalCount(childComplexity), true
-
-	case "ServiceEdge.cursor":
-		if e.ComplexityRoot.ServiceEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceEdge.Cursor(childComplexity), true
-	case "ServiceEdge.node":
-		if e.ComplexityRoot.ServiceEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServiceEdge.Node(childComplexity), true
-
-	case "ServicePayload.cursor":
-		if e.ComplexityRoot.ServicePayload.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServicePayload.Cursor(childComplexity), true
-	case "ServicePayload.duplicate":
-		if e.ComplexityRoot.ServicePayload.Duplicate == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServicePayload.Duplicate(childComplexity), true
-	case "ServicePayload.service":
-		if e.ComplexityRoot.ServicePayload.Service == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ServicePayload.Service(childComplexity), true
-
-	case "Subscription.agentJobs":
-		if e.ComplexityRoot.Subscription.AgentJobs == nil {
-			break
-		}
-
-		args, err := ec.field_Subscription_agentJobs_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Subscription.AgentJobs(childComplexity, args["nodeId"].(string), args["after"].(*model.Cursor)), true
 	case "Subscription.events":
 		if e.ComplexityRoot.Subscription.Events == nil {
 			break
@@ -3609,307 +1376,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.Events(childComplexity, args["filter"].(*model.EventFilter), args["after"].(*model.Cursor)), true
-	case "Subscription.jobChanged":
-		if e.ComplexityRoot.Subscription.JobChanged == nil {
-			break
-		}
-
-		args, err := ec.field_Subscription_jobChanged_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Subscription.JobChanged(childComplexity, args["id"].(*string), args["nodeId"].(*string), args["after"].(*model.Cursor)), true
-	case "Subscription.jobLog":
-		if e.ComplexityRoot.Subscription.JobLog == nil {
-			break
-		}
-
-		args, err := ec.field_Subscription_jobLog_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Subscription.JobLog(childComplexity, args["jobId"].(string), args["afterSeq"].(*int)), true
-	case "Subscription.nodeChanged":
-		if e.ComplexityRoot.Subscription.NodeChanged == nil {
-			break
-		}
-
-		args, err := ec.field_Subscription_nodeChanged_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Subscription.NodeChanged(childComplexity, args["id"].(*string), args["after"].(*model.Cursor)), true
-	case "Subscription.serviceChanged":
-		if e.ComplexityRoot.Subscription.ServiceChanged == nil {
-			break
-		}
-
-		args, err := ec.field_Subscription_serviceChanged_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Subscription.ServiceChanged(childComplexity, args["id"].(*string), args["after"].(*model.Cursor)), true
-
-	case "TemplateFlavor.description":
-		if e.ComplexityRoot.TemplateFlavor.Description == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateFlavor.Description(childComplexity), true
-	case "TemplateFlavor.name":
-		if e.ComplexityRoot.TemplateFlavor.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateFlavor.Name(childComplexity), true
-	case "TemplateFlavor.variables":
-		if e.ComplexityRoot.TemplateFlavor.Variables == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateFlavor.Variables(childComplexity), true
-
-	case "TemplatePayload.cursor":
-		if e.ComplexityRoot.TemplatePayload.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplatePayload.Cursor(childComplexity), true
-	case "TemplatePayload.duplicate":
-		if e.ComplexityRoot.TemplatePayload.Duplicate == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplatePayload.Duplicate(childComplexity), true
-	case "TemplatePayload.template":
-		if e.ComplexityRoot.TemplatePayload.Template == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplatePayload.Template(childComplexity), true
-
-	case "TemplateVariable.default":
-		if e.ComplexityRoot.TemplateVariable.Default == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Default(childComplexity), true
-	case "TemplateVariable.description":
-		if e.ComplexityRoot.TemplateVariable.Description == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Description(childComplexity), true
-	case "TemplateVariable.enum":
-		if e.ComplexityRoot.TemplateVariable.Enum == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Enum(childComplexity), true
-	case "TemplateVariable.maxLength":
-		if e.ComplexityRoot.TemplateVariable.MaxLength == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.MaxLength(childComplexity), true
-	case "TemplateVariable.maximum":
-		if e.ComplexityRoot.TemplateVariable.Maximum == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Maximum(childComplexity), true
-	case "TemplateVariable.minLength":
-		if e.ComplexityRoot.TemplateVariable.MinLength == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.MinLength(childComplexity), true
-	case "TemplateVariable.minimum":
-		if e.ComplexityRoot.TemplateVariable.Minimum == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Minimum(childComplexity), true
-	case "TemplateVariable.name":
-		if e.ComplexityRoot.TemplateVariable.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Name(childComplexity), true
-	case "TemplateVariable.pattern":
-		if e.ComplexityRoot.TemplateVariable.Pattern == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Pattern(childComplexity), true
-	case "TemplateVariable.required":
-		if e.ComplexityRoot.TemplateVariable.Required == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Required(childComplexity), true
-	case "TemplateVariable.sensitive":
-		if e.ComplexityRoot.TemplateVariable.Sensitive == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Sensitive(childComplexity), true
-	case "TemplateVariable.type":
-		if e.ComplexityRoot.TemplateVariable.Type == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVariable.Type(childComplexity), true
-
-	case "TemplateVersion.allowedActions":
-		if e.ComplexityRoot.TemplateVersion.AllowedActions == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.AllowedActions(childComplexity), true
-	case "TemplateVersion.category":
-		if e.ComplexityRoot.TemplateVersion.Category == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Category(childComplexity), true
-	case "TemplateVersion.deprecatedAt":
-		if e.ComplexityRoot.TemplateVersion.DeprecatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.DeprecatedAt(childComplexity), true
-	case "TemplateVersion.deprecationReason":
-		if e.ComplexityRoot.TemplateVersion.DeprecationReason == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.DeprecationReason(childComplexity), true
-	case "TemplateVersion.description":
-		if e.ComplexityRoot.TemplateVersion.Description == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Description(childComplexity), true
-	case "TemplateVersion.descriptor":
-		if e.ComplexityRoot.TemplateVersion.Descriptor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Descriptor(childComplexity), true
-	case "TemplateVersion.digest":
-		if e.ComplexityRoot.TemplateVersion.Digest == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Digest(childComplexity), true
-	case "TemplateVersion.flavors":
-		if e.ComplexityRoot.TemplateVersion.Flavors == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Flavors(childComplexity), true
-	case "TemplateVersion.history":
-		if e.ComplexityRoot.TemplateVersion.History == nil {
-			break
-		}
-
-		args, err := ec.field_TemplateVersion_history_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.TemplateVersion.History(childComplexity, args["first"].(*int), args["after"].(*model.Cursor)), true
-	case "TemplateVersion.id":
-		if e.ComplexityRoot.TemplateVersion.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.ID(childComplexity), true
-	case "TemplateVersion.name":
-		if e.ComplexityRoot.TemplateVersion.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Name(childComplexity), true
-	case "TemplateVersion.publishedAt":
-		if e.ComplexityRoot.TemplateVersion.PublishedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.PublishedAt(childComplexity), true
-	case "TemplateVersion.registeredAt":
-		if e.ComplexityRoot.TemplateVersion.RegisteredAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.RegisteredAt(childComplexity), true
-	case "TemplateVersion.status":
-		if e.ComplexityRoot.TemplateVersion.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Status(childComplexity), true
-	case "TemplateVersion.streamVersion":
-		if e.ComplexityRoot.TemplateVersion.StreamVersion == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.StreamVersion(childComplexity), true
-	case "TemplateVersion.variables":
-		if e.ComplexityRoot.TemplateVersion.Variables == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Variables(childComplexity), true
-	case "TemplateVersion.vendor":
-		if e.ComplexityRoot.TemplateVersion.Vendor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Vendor(childComplexity), true
-	case "TemplateVersion.version":
-		if e.ComplexityRoot.TemplateVersion.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersion.Version(childComplexity), true
-
-	case "TemplateVersionConnection.edges":
-		if e.ComplexityRoot.TemplateVersionConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersionConnection.Edges(childComplexity), true
-	case "TemplateVersionConnection.pageInfo":
-		if e.ComplexityRoot.TemplateVersionConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersionConnection.PageInfo(childComplexity), true
-	case "TemplateVersionConnection.totalCount":
-		if e.ComplexityRoot.TemplateVersionConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersionConnection.TotalCount(childComplexity), true
-
-	case "TemplateVersionEdge.cursor":
-		if e.ComplexityRoot.TemplateVersionEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersionEdge.Cursor(childComplexity), true
-	case "TemplateVersionEdge.node":
-		if e.ComplexityRoot.TemplateVersionEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TemplateVersionEdge.Node(childComplexity), true
 
 	case "Tenant.allowedActions":
 		if e.ComplexityRoot.Tenant.AllowedActions == nil {
@@ -3935,17 +1401,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Tenant.Name(childComplexity), true
-	case "Tenant.services":
-		if e.ComplexityRoot.Tenant.Services == nil {
-			break
-		}
-
-		args, err := ec.field_Tenant_services_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Tenant.Services(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ServiceFilter)), true
 	case "Tenant.status":
 		if e.ComplexityRoot.Tenant.Status == nil {
 			break
@@ -3964,55 +1419,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Tenant.UpdatedAt(childComplexity), true
-	case "Tenant.users":
-		if e.ComplexityRoot.Tenant.Users == nil {
-			break
-		}
-
-		args, err := ec.field_Tenant_users_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Tenant.Users(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Tenant.version":
 		if e.ComplexityRoot.Tenant.Version == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Tenant.Version(childComplexity), true
-
-	case "TenantConnection.edges":
-		if e.ComplexityRoot.TenantConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TenantConnection.Edges(childComplexity), true
-	case "TenantConnection.pageInfo":
-		if e.ComplexityRoot.TenantConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TenantConnection.PageInfo(childComplexity), true
-	case "TenantConnection.totalCount":
-		if e.ComplexityRoot.TenantConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TenantConnection.TotalCount(childComplexity), true
-
-	case "TenantEdge.cursor":
-		if e.ComplexityRoot.TenantEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TenantEdge.Cursor(childComplexity), true
-	case "TenantEdge.node":
-		if e.ComplexityRoot.TenantEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TenantEdge.Node(childComplexity), true
 
 	case "TenantPayload.cursor":
 		if e.ComplexityRoot.TenantPayload.Cursor == nil {
@@ -4075,29 +1487,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Status(childComplexity), true
-	case "User.tenant":
-		if e.ComplexityRoot.User.Tenant == nil {
-			break
-		}
-
-		return e.ComplexityRoot.User.Tenant(childComplexity), true
 	case "User.tenantId":
 		if e.ComplexityRoot.User.TenantID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.User.TenantID(childComplexity), true
-	case "User.tokens":
-		if e.ComplexityRoot.User.Tokens == nil {
-			break
-		}
-
-		args, err := ec.field_User_tokens_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.User.Tokens(childComplexity, args["first"].(*int), args["after"].(*string), args["includeRevoked"].(*bool)), true
 	case "User.updatedAt":
 		if e.ComplexityRoot.User.UpdatedAt == nil {
 			break
@@ -4110,38 +1505,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Version(childComplexity), true
-
-	case "UserConnection.edges":
-		if e.ComplexityRoot.UserConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UserConnection.Edges(childComplexity), true
-	case "UserConnection.pageInfo":
-		if e.ComplexityRoot.UserConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UserConnection.PageInfo(childComplexity), true
-	case "UserConnection.totalCount":
-		if e.ComplexityRoot.UserConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UserConnection.TotalCount(childComplexity), true
-
-	case "UserEdge.cursor":
-		if e.ComplexityRoot.UserEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UserEdge.Cursor(childComplexity), true
-	case "UserEdge.node":
-		if e.ComplexityRoot.UserEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UserEdge.Node(childComplexity), true
 
 	case "UserPayload.cursor":
 		if e.ComplexityRoot.UserPayload.Cursor == nil {
@@ -4198,24 +1561,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Viewer.Role(childComplexity), true
-	case "Viewer.tenant":
-		if e.ComplexityRoot.Viewer.Tenant == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Viewer.Tenant(childComplexity), true
 	case "Viewer.tenantId":
 		if e.ComplexityRoot.Viewer.TenantID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Viewer.TenantID(childComplexity), true
-	case "Viewer.user":
-		if e.ComplexityRoot.Viewer.User == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Viewer.User(childComplexity), true
 	case "Viewer.userId":
 		if e.ComplexityRoot.Viewer.UserID == nil {
 			break
@@ -4231,70 +1582,29 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
-		ec.unmarshalInputAgentJobInput,
-		ec.unmarshalInputApiTokenFilter,
-		ec.unmarshalInputAppendJobLogInput,
 		ec.unmarshalInputAsOf,
-		ec.unmarshalInputCPUFactsInput,
-		ec.unmarshalInputCancelJobInput,
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateJoinTokenInput,
 		ec.unmarshalInputCreateLocationInput,
-		ec.unmarshalInputCreateServiceInput,
 		ec.unmarshalInputCreateTenantInput,
 		ec.unmarshalInputCreateUserInput,
 		ec.unmarshalInputDecommissionNodeInput,
-		ec.unmarshalInputDeprecateTemplateInput,
 		ec.unmarshalInputDisableUserInput,
-		ec.unmarshalInputDiskFactsInput,
-		ec.unmarshalInputDiskUsageInput,
 		ec.unmarshalInputDrainNodeInput,
 		ec.unmarshalInputEnableUserInput,
-		ec.unmarshalInputEnrollAgentInput,
 		ec.unmarshalInputEntityRef,
-		ec.unmarshalInputEnvVarInput,
 		ec.unmarshalInputEventFilter,
-		ec.unmarshalInputExecSpecInput,
-		ec.unmarshalInputFinishJobInput,
-		ec.unmarshalInputHeartbeatInput,
-		ec.unmarshalInputJobFilter,
-		ec.unmarshalInputJobLogChunkInput,
-		ec.unmarshalInputJobResultInput,
-		ec.unmarshalInputJobSpecInput,
-		ec.unmarshalInputJobTargetInput,
 		ec.unmarshalInputLabelInput,
-		ec.unmarshalInputLocationFilter,
-		ec.unmarshalInputNetworkCountersInput,
-		ec.unmarshalInputNetworkInterfaceInput,
-		ec.unmarshalInputNodeFactsInput,
-		ec.unmarshalInputNodeFilter,
-		ec.unmarshalInputNodeStatSampleInput,
-		ec.unmarshalInputOSFactsInput,
-		ec.unmarshalInputPollAgentJobsInput,
-		ec.unmarshalInputPublishTemplateInput,
-		ec.unmarshalInputRebuildProjectionInput,
-		ec.unmarshalInputRegisterTemplateInput,
 		ec.unmarshalInputRenameTenantInput,
-		ec.unmarshalInputReportFactsInput,
-		ec.unmarshalInputReportStatsInput,
-		ec.unmarshalInputResourceFilter,
 		ec.unmarshalInputResumeTenantInput,
 		ec.unmarshalInputRetireLocationInput,
-		ec.unmarshalInputRetryPolicyInput,
 		ec.unmarshalInputRevokeApiTokenInput,
-		ec.unmarshalInputScriptSpecInput,
-		ec.unmarshalInputServiceCommandInput,
-		ec.unmarshalInputServiceFilter,
 		ec.unmarshalInputSetNodeLabelsInput,
 		ec.unmarshalInputSetNodeLocationInput,
-		ec.unmarshalInputSubmitJobInput,
 		ec.unmarshalInputSuspendTenantInput,
-		ec.unmarshalInputTemplateFilter,
-		ec.unmarshalInputTenantFilter,
 		ec.unmarshalInputTimeRange,
 		ec.unmarshalInputUndrainNodeInput,
 		ec.unmarshalInputUpdateLocationInput,
-		ec.unmarshalInputUserFilter,
 	)
 	first := true
 
@@ -4404,8 +1714,6 @@ type Tenant {
   updatedAt: Time!
   version: Int!
   allowedActions: [String!]!
-  users(first: Int = 50, after: String): UserConnection!
-  services(first: Int = 50, after: String, filter: ServiceFilter): ServiceConnection!
 }
 
 enum UserStatus {
@@ -4419,14 +1727,12 @@ type User {
   name: String!
   role: Role!
   tenantId: ID
-  tenant: Tenant
   status: UserStatus!
   disableReason: String
   createdAt: Time!
   updatedAt: Time!
   version: Int!
   allowedActions: [String!]!
-  tokens(first: Int = 50, after: String, includeRevoked: Boolean = false): ApiTokenConnection!
 }
 
 enum TokenStatus {
@@ -4440,7 +1746,6 @@ enum TokenStatus {
 type ApiToken {
   id: ID!
   userId: ID!
-  user: User
   "The token acts with its user's role."
   role: Role!
   tenantId: ID
@@ -4465,84 +1770,20 @@ type Location {
   createdAt: Time!
   updatedAt: Time!
   version: Int!
-  nodes(first: Int = 50, after: String, filter: NodeFilter): NodeConnection!
 }
 
-type TenantConnection {
-  edges: [TenantEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
 
-type TenantEdge {
-  cursor: String!
-  node: Tenant!
-}
 
-type UserConnection {
-  edges: [UserEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
 
-type UserEdge {
-  cursor: String!
-  node: User!
-}
 
-type ApiTokenConnection {
-  edges: [ApiTokenEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
 
-type ApiTokenEdge {
-  cursor: String!
-  node: ApiToken!
-}
 
-type LocationConnection {
-  edges: [LocationEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
 
-type LocationEdge {
-  cursor: String!
-  node: Location!
-}
 
-input TenantFilter {
-  status: [TenantStatus!]
-  "Case-insensitive substring of the name."
-  name: String
-}
 
-input UserFilter {
-  tenantId: ID
-  role: [Role!]
-  status: [UserStatus!]
-}
 
-input ApiTokenFilter {
-  userId: ID
-  tenantId: ID
-  includeRevoked: Boolean = false
-}
 
-input LocationFilter {
-  status: [LocationStatus!]
-}
 
-extend type Query {
-  tenant(id: ID!, asOf: AsOf, consistentWith: Cursor): Tenant
-  tenants(first: Int = 50, after: String, filter: TenantFilter, consistentWith: Cursor): TenantConnection!
-  user(id: ID!, consistentWith: Cursor): User
-  users(first: Int = 50, after: String, filter: UserFilter, consistentWith: Cursor): UserConnection!
-  apiTokens(first: Int = 50, after: String, filter: ApiTokenFilter, consistentWith: Cursor): ApiTokenConnection!
-  location(id: ID!, consistentWith: Cursor): Location
-  locations(first: Int = 50, after: String, filter: LocationFilter, consistentWith: Cursor): LocationConnection!
-}
 
 input CreateTenantInput {
   "Optional caller-chosen id (lower-case letters, digits, dashes)."
@@ -4666,225 +1907,6 @@ extend type Mutation {
   createLocation(input: CreateLocationInput!): LocationPayload!
   updateLocation(input: UpdateLocationInput!): LocationPayload!
   retireLocation(input: RetireLocationInput!): LocationPayload!
-}
-`, BuiltIn: false},
-	{Name: "../schema/agent.graphqls", Input: `# The agent-facing operations. An agent authenticates with the node credential
-# enrollAgent returned and acts only for its own node: every nodeId below must
-# be that node.
-
-input EnrollAgentInput {
-  "The single-use join token an operator issued (createJoinToken)."
-  joinToken: String!
-  hostname: String!
-  "Labels the agent adds to those of the join token."
-  labels: [LabelInput!]
-  commandId: String
-}
-
-type EnrollAgentPayload {
-  node: Node!
-  "The node credential (bearer token). Keep it secret (mode 0600): it is shown once."
-  credential: String!
-  cursor: Cursor!
-}
-
-"A job leased to the calling agent."
-type AgentJob {
-  "Cursor of the lease event; pass it as ` + "`" + `after` + "`" + ` to resume after a reconnect."
-  cursor: Cursor!
-  job: Job!
-  "Lease number of this attempt; report it back with acknowledgeJob."
-  attempt: Int!
-  "Acknowledge before this, or the job goes back to the queue."
-  leaseUntil: Time!
-  "Set when the job was asked to stop while running: the agent stops it."
-  cancelRequested: Boolean!
-}
-
-input AgentJobInput {
-  nodeId: ID!
-  jobId: ID!
-  commandId: String
-}
-
-input JobLogChunkInput {
-  "Numbers the job's chunks from 1; a chunk sent again with a known seq is ignored."
-  seq: Int!
-  stream: LogStream!
-  data: String!
-  time: Time!
-}
-
-input AppendJobLogInput {
-  nodeId: ID!
-  jobId: ID!
-  chunks: [JobLogChunkInput!]!
-}
-
-type AppendJobLogPayload {
-  "Chunks stored by this call (resent ones are not counted)."
-  accepted: Int!
-  "Highest seq stored for the job."
-  lastSeq: Int!
-}
-
-enum JobOutcome {
-  SUCCEEDED
-  FAILED
-  TIMED_OUT
-  "Only after a cancel request."
-  CANCELLED
-}
-
-input JobResultInput {
-  outcome: JobOutcome!
-  exitCode: Int!
-  output: JSON
-  error: String
-  cpuTimeMs: Int64!
-  peakMemoryBytes: Int64!
-}
-
-input FinishJobInput {
-  nodeId: ID!
-  jobId: ID!
-  result: JobResultInput!
-  commandId: String
-}
-
-input HeartbeatInput {
-  nodeId: ID!
-  "Jobs the agent is running now, so the control plane can spot strays."
-  runningJobIds: [ID!]
-}
-
-type HeartbeatPayload {
-  node: Node!
-  serverTime: Time!
-  "Send the next heartbeat within this many seconds."
-  intervalSeconds: Int!
-  "Jobs of runningJobIds the agent should stop (cancelled, or leased elsewhere)."
-  cancelJobIds: [ID!]!
-}
-
-input CPUFactsInput {
-  model: String!
-  cores: Int!
-  threads: Int!
-}
-
-input DiskFactsInput {
-  device: String!
-  mountpoint: String!
-  filesystem: String!
-  sizeBytes: Int64!
-}
-
-input NetworkInterfaceInput {
-  name: String!
-  mac: String!
-  addresses: [String!]!
-  mtu: Int!
-}
-
-input OSFactsInput {
-  name: String!
-  version: String!
-  kernel: String!
-  arch: String!
-}
-
-input NodeFactsInput {
-  cpu: CPUFactsInput!
-  memoryBytes: Int64!
-  disks: [DiskFactsInput!]!
-  network: [NetworkInterfaceInput!]!
-  os: OSFactsInput!
-}
-
-input ReportFactsInput {
-  nodeId: ID!
-  facts: NodeFactsInput!
-  commandId: String
-}
-
-input DiskUsageInput {
-  mountpoint: String!
-  usedBytes: Int64!
-  freeBytes: Int64!
-}
-
-input NetworkCountersInput {
-  name: String!
-  bytesReceived: Int64!
-  bytesSent: Int64!
-  packetsReceived: Int64!
-  packetsSent: Int64!
-  errorsIn: Int64!
-  errorsOut: Int64!
-}
-
-input NodeStatSampleInput {
-  time: Time!
-  cpuPercent: Float!
-  memoryUsedBytes: Int64!
-  memoryAvailableBytes: Int64!
-  swapUsedBytes: Int64!
-  load1: Float!
-  load5: Float!
-  load15: Float!
-  disks: [DiskUsageInput!]
-  network: [NetworkCountersInput!]
-}
-
-input ReportStatsInput {
-  nodeId: ID!
-  "Samples in any order; a sample for a time already stored is ignored."
-  samples: [NodeStatSampleInput!]!
-}
-
-type ReportStatsPayload {
-  accepted: Int!
-}
-
-input PollAgentJobsInput {
-  nodeId: ID!
-  "Cursor of the last AgentJob received; null: from the oldest lease still open."
-  after: Cursor
-  "How long to wait for a job when none is ready; 0 to 60, default 25."
-  waitSeconds: Int
-}
-
-type PollAgentJobsPayload {
-  "Leased jobs after ` + "`" + `after` + "`" + `, oldest first; empty when waitSeconds passed without one."
-  jobs: [AgentJob!]!
-  "Pass as ` + "`" + `after` + "`" + ` on the next poll."
-  cursor: Cursor!
-}
-
-extend type Mutation {
-  "Trade a join token for a node credential. Needs no bearer token."
-  enrollAgent(input: EnrollAgentInput!): EnrollAgentPayload!
-  "Confirm receipt of a leased job."
-  acknowledgeJob(input: AgentJobInput!): JobPayload!
-  "Report that the job began. Run it only once this succeeded: a cancelled or re-leased job is refused with CONFLICT."
-  startJob(input: AgentJobInput!): JobPayload!
-  appendJobLog(input: AppendJobLogInput!): AppendJobLogPayload!
-  finishJob(input: FinishJobInput!): JobPayload!
-  heartbeat(input: HeartbeatInput!): HeartbeatPayload!
-  reportFacts(input: ReportFactsInput!): NodePayload!
-  reportStats(input: ReportStatsInput!): ReportStatsPayload!
-  """
-  Long-poll alternative to the agentJobs subscription over plain HTTP: waits
-  up to waitSeconds for jobs leased to the node after ` + "`" + `after` + "`" + `. Also counts as
-  a heartbeat.
-  """
-  pollAgentJobs(input: PollAgentJobsInput!): PollAgentJobsPayload!
-}
-
-extend type Subscription {
-  "Jobs leased to the node, after ` + "`" + `after` + "`" + ` (null: every lease still open), then live. The connection counts as the node's heartbeat."
-  agentJobs(nodeId: ID!, after: Cursor): AgentJob!
 }
 `, BuiltIn: false},
 	{Name: "../schema/audit.graphqls", Input: `# Auditing: entities at any past moment, what changed between two moments,
@@ -5140,283 +2162,6 @@ extend type Subscription {
   events(filter: EventFilter, after: Cursor): Event!
 }
 `, BuiltIn: false},
-	{Name: "../schema/job.graphqls", Input: `# Jobs: typed SAL actions, programs and scripts run by agents, their logs and
-# results.
-
-enum JobStatus {
-  "Waiting for a lease."
-  QUEUED
-  "Leased to one agent, not started."
-  DISPATCHED
-  "Running on its node; for a fan-out, its children run."
-  RUNNING
-  "Running, asked to stop."
-  CANCELLING
-  SUCCEEDED
-  FAILED
-  TIMED_OUT
-  CANCELLED
-  "Nobody will report how it ended (its node went away)."
-  LOST
-}
-
-enum JobKind {
-  "A typed SAL action with JSON arguments."
-  ACTION
-  "A program with arguments, environment and stdin, run without a shell."
-  EXEC
-  "An inline script run by an interpreter."
-  SCRIPT
-}
-
-enum TargetMode {
-  "One matching node runs the job."
-  ANY
-  "Every matching node runs it, through child jobs."
-  ALL
-}
-
-type Job {
-  id: ID!
-  "Set on the child jobs of a fan-out."
-  parentId: ID
-  parent: Job
-  "Child jobs of a fan-out (target mode ALL)."
-  children(first: Int = 50, after: String): JobConnection!
-  spec: JobSpec!
-  target: JobTarget!
-  timeoutSeconds: Int!
-  "How long a process gets between the stop signal and the kill."
-  graceSeconds: Int!
-  retry: RetryPolicy!
-  "Serial queue: jobs of one queue run one at a time per node."
-  queue: String
-  "Who submitted the job: a user or token id, or a process manager."
-  submitter: String!
-  "The tenant the job was submitted for, when a tenant's service submitted it."
-  tenantId: ID
-  status: JobStatus!
-  "Leases so far."
-  attempt: Int!
-  "Node of the current or last lease."
-  nodeId: ID
-  node: Node
-  leaseUntil: Time
-  acknowledged: Boolean!
-  "How the last attempt ended, when an agent reported it."
-  result: JobResult
-  cancelReason: String
-  lostReason: String
-  "How a fan-out's children ended, once it completed."
-  counts: FanOutCounts
-  submittedAt: Time!
-  startedAt: Time
-  finishedAt: Time
-  updatedAt: Time!
-  version: Int!
-  allowedActions: [String!]!
-  "Output lines in order. ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + ` of an earlier page."
-  log(first: Int = 500, after: String): JobLogConnection!
-  "The job's own events, oldest first."
-  history(first: Int = 50, after: Cursor): EventConnection!
-}
-
-type JobSpec {
-  kind: JobKind!
-  "ACTION: the SAL action, e.g. files.write."
-  action: String
-  "ACTION: its arguments."
-  args: JSON
-  exec: ExecSpec
-  script: ScriptSpec
-}
-
-type ExecSpec {
-  argv: [String!]!
-  env: [EnvVar!]!
-  stdin: String
-  workdir: String
-}
-
-type EnvVar {
-  name: String!
-  value: String!
-}
-
-type ScriptSpec {
-  "sh, bash, python3, ..."
-  interpreter: String!
-  body: String!
-}
-
-type JobTarget {
-  nodeId: ID
-  selector: [Label!]!
-  mode: TargetMode
-  "ALL only: children running at once; 0 is no limit."
-  maxParallel: Int!
-}
-
-type RetryPolicy {
-  max: Int!
-  "Retry n waits backoffSeconds·2^(n-1)."
-  backoffSeconds: Float!
-}
-
-type JobResult {
-  exitCode: Int!
-  "The action's structured output."
-  output: JSON
-  error: String
-  cpuTimeMs: Int64!
-  peakMemoryBytes: Int64!
-}
-
-type FanOutCounts {
-  succeeded: Int!
-  failed: Int!
-  timedOut: Int!
-  cancelled: Int!
-  lost: Int!
-}
-
-enum LogStream {
-  STDOUT
-  STDERR
-  "Lines the agent itself adds (start, kill, retry)."
-  SYSTEM
-}
-
-"A chunk of a job's output. seq numbers a job's chunks from 1 without gaps."
-type JobLogChunk {
-  jobId: ID!
-  seq: Int!
-  stream: LogStream!
-  data: String!
-  time: Time!
-}
-
-type JobLogConnection {
-  edges: [JobLogEdge!]!
-  pageInfo: PageInfo!
-}
-
-type JobLogEdge {
-  cursor: String!
-  node: JobLogChunk!
-}
-
-type JobConnection {
-  edges: [JobEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type JobEdge {
-  cursor: String!
-  node: Job!
-}
-
-input JobFilter {
-  nodeId: ID
-  status: [JobStatus!]
-  "Submitted in this range."
-  submitted: TimeRange
-  parentId: ID
-  "Only jobs that are not children of a fan-out."
-  topLevel: Boolean
-  tenantId: ID
-}
-
-input JobSpecInput {
-  kind: JobKind!
-  action: String
-  args: JSON
-  exec: ExecSpecInput
-  script: ScriptSpecInput
-}
-
-input ExecSpecInput {
-  argv: [String!]!
-  env: [EnvVarInput!]
-  stdin: String
-  workdir: String
-}
-
-input EnvVarInput {
-  name: String!
-  value: String!
-}
-
-input ScriptSpecInput {
-  interpreter: String!
-  body: String!
-}
-
-"Exactly one of nodeId and selector."
-input JobTargetInput {
-  nodeId: ID
-  selector: [LabelInput!]
-  "With a selector: ANY (default) or ALL."
-  mode: TargetMode
-  maxParallel: Int
-}
-
-input RetryPolicyInput {
-  max: Int!
-  backoffSeconds: Float
-}
-
-input SubmitJobInput {
-  "Optional caller-chosen id; a job id that exists already is reported as a duplicate, not run again."
-  jobId: ID
-  spec: JobSpecInput!
-  target: JobTargetInput!
-  "Default 3600."
-  timeoutSeconds: Int
-  "Default 10."
-  graceSeconds: Int
-  retry: RetryPolicyInput
-  queue: String
-  commandId: String
-}
-
-input CancelJobInput {
-  jobId: ID!
-  reason: String
-  commandId: String
-}
-
-type JobPayload {
-  job: Job!
-  cursor: Cursor!
-  duplicate: Boolean!
-}
-
-extend type Query {
-  job(id: ID!, asOf: AsOf, consistentWith: Cursor): Job
-  "Jobs, newest first."
-  jobs(first: Int = 50, after: String, filter: JobFilter, consistentWith: Cursor): JobConnection!
-}
-
-extend type Mutation {
-  submitJob(input: SubmitJobInput!): JobPayload!
-  cancelJob(input: CancelJobInput!): JobPayload!
-}
-
-"A change to a job, delivered after the read models applied it."
-type JobChange {
-  event: Event!
-  job: Job
-}
-
-extend type Subscription {
-  "Changes to one job (id), or to the jobs of one node (nodeId), or to every job visible to the caller."
-  jobChanged(id: ID, nodeId: ID, after: Cursor): JobChange!
-  "A job's output as it arrives, after the chunk with seq afterSeq (0: from the start). Completes when the job has ended and all its output was sent."
-  jobLog(jobId: ID!, afterSeq: Int = 0): JobLogChunk!
-}
-`, BuiltIn: false},
 	{Name: "../schema/node.graphqls", Input: `# Nodes: the machines agents run on, and their enrollment.
 
 enum NodeStatus {
@@ -5445,7 +2190,6 @@ type Node {
   drainReason: String
   labels: [Label!]!
   locationId: ID
-  location: Location
   "What the agent last reported about its hardware and OS; null before the first report."
   facts: NodeFacts
   factsAt: Time
@@ -5457,12 +2201,6 @@ type Node {
   version: Int!
   "The commands the node accepts in its current state (drain, undrain, decommission, ...)."
   allowedActions: [String!]!
-  "Jobs that ran or run on this node, newest first."
-  jobs(first: Int = 20, after: String, filter: JobFilter): JobConnection!
-  "Statistics the agent reported, oldest first, downsampled to at most maxPoints samples."
-  statistics(range: TimeRange, maxPoints: Int = 500): [NodeStatSample!]!
-  "The node's own events, oldest first."
-  history(first: Int = 50, after: Cursor): EventConnection!
 }
 
 type NodeFacts {
@@ -5500,56 +2238,11 @@ type OSFacts {
   arch: String!
 }
 
-"One statistics sample of a node."
-type NodeStatSample {
-  time: Time!
-  cpuPercent: Float!
-  memoryUsedBytes: Int64!
-  memoryAvailableBytes: Int64!
-  swapUsedBytes: Int64!
-  load1: Float!
-  load5: Float!
-  load15: Float!
-  disks: [DiskUsage!]!
-  network: [NetworkCounters!]!
-}
 
-type DiskUsage {
-  mountpoint: String!
-  usedBytes: Int64!
-  freeBytes: Int64!
-}
 
-type NetworkCounters {
-  name: String!
-  bytesReceived: Int64!
-  bytesSent: Int64!
-  packetsReceived: Int64!
-  packetsSent: Int64!
-  errorsIn: Int64!
-  errorsOut: Int64!
-}
 
-type NodeConnection {
-  edges: [NodeEdge!]!
-  pageInfo: PageInfo!
-  "Nodes matching the filter, across all pages."
-  totalCount: Int!
-}
 
-type NodeEdge {
-  cursor: String!
-  node: Node!
-}
 
-input NodeFilter {
-  status: [NodeStatus!]
-  "Nodes carrying every one of these labels."
-  labels: [LabelInput!]
-  locationId: ID
-  "Case-insensitive substring of the hostname."
-  hostname: String
-}
 
 """
 A short-lived, single-use secret an agent trades for a node credential
@@ -5566,27 +2259,8 @@ type JoinToken {
   usedByNodeId: ID
 }
 
-type JoinTokenConnection {
-  edges: [JoinTokenEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
 
-type JoinTokenEdge {
-  cursor: String!
-  node: JoinToken!
-}
 
-extend type Query {
-  """
-  A node by id. With ` + "`" + `asOf` + "`" + ` the node's own fields are computed by replaying
-  its stream up to that moment (auditors); nested lists stay current.
-  """
-  node(id: ID!, asOf: AsOf, consistentWith: Cursor): Node
-  nodes(first: Int = 50, after: String, filter: NodeFilter, consistentWith: Cursor): NodeConnection!
-  "Join tokens issued and not expired for long, newest first (operators)."
-  joinTokens(first: Int = 50, after: String, consistentWith: Cursor): JoinTokenConnection!
-}
 
 type NodePayload {
   node: Node!
@@ -5654,390 +2328,7 @@ extend type Mutation {
   createJoinToken(input: CreateJoinTokenInput!): CreateJoinTokenPayload!
 }
 
-"A change to a node, delivered after the read models applied it."
-type NodeChange {
-  "The event that changed the node; resume from its cursor."
-  event: Event!
-  "The node as the read model shows it after the event."
-  node: Node
-}
 
-extend type Subscription {
-  "Changes to one node (id) or to every node visible to the caller."
-  nodeChanged(id: ID, after: Cursor): NodeChange!
-}
-`, BuiltIn: false},
-	{Name: "../schema/projection.graphqls", Input: `# Projections: the read models behind every query, their lag and rebuilds.
-
-enum ProjectionState {
-  "Applying events as they commit."
-  RUNNING
-  "Catching up from position zero into new tables; the old version keeps serving."
-  REBUILDING
-  "Failing and retried with backoff; see lastError."
-  FAILING
-  STOPPED
-}
-
-type Projection {
-  name: String!
-  version: Int!
-  state: ProjectionState!
-  "Cursor of the last event the projection applied."
-  position: Cursor!
-  eventsBehind: Int64!
-  secondsBehind: Float!
-  lastError: String
-  "Events that failed repeatedly and were set aside; the projection went on."
-  parkedEvents: Int!
-  "Set while a rebuild runs: the version being built and how far it got."
-  rebuild: ProjectionRebuild
-}
-
-type ProjectionRebuild {
-  version: Int!
-  position: Cursor!
-  eventsBehind: Int64!
-  startedAt: Time!
-}
-
-input RebuildProjectionInput {
-  name: String!
-}
-
-type RebuildProjectionPayload {
-  projection: Projection!
-}
-
-extend type Query {
-  "Every projection with its lag (admins and operators)."
-  projections: [Projection!]!
-}
-
-extend type Mutation {
-  "Rebuild a projection from position zero without downtime (admins)."
-  rebuildProjection(input: RebuildProjectionInput!): RebuildProjectionPayload!
-}
-`, BuiltIn: false},
-	{Name: "../schema/resource.graphqls", Input: `# Resources: the parts of a service, created and destroyed by plugins.
-
-enum ResourceStatus {
-  PENDING
-  CREATING
-  CREATED
-  STARTING
-  RUNNING
-  STOPPING
-  STOPPED
-  DESTROYING
-  DESTROYED
-  FAILED
-}
-
-enum ResourcePhase {
-  CREATE
-  START
-  STOP
-  DESTROY
-}
-
-type Resource {
-  "Deterministic: the same service and descriptor resource always get the same id."
-  id: ID!
-  serviceId: ID!
-  service: Service
-  "agent, http, terraform, or an out-of-process plugin's name."
-  plugin: String!
-  type: String!
-  properties: JSON
-  "Ids of resources of the same service this one depends on."
-  dependsOn: [ID!]!
-  "The plugin's latest outputs."
-  outputs: JSON
-  status: ResourceStatus!
-  failedIn: ResourcePhase
-  error: String
-  plannedAt: Time!
-  updatedAt: Time!
-  version: Int!
-  history(first: Int = 50, after: Cursor): EventConnection!
-}
-
-type ResourceConnection {
-  edges: [ResourceEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type ResourceEdge {
-  cursor: String!
-  node: Resource!
-}
-
-input ResourceFilter {
-  serviceId: ID
-  status: [ResourceStatus!]
-  plugin: String
-  "Ignored for tenant roles, which see their own tenant only."
-  tenantId: ID
-}
-
-extend type Query {
-  resource(id: ID!, asOf: AsOf, consistentWith: Cursor): Resource
-  resources(first: Int = 50, after: String, filter: ResourceFilter, consistentWith: Cursor): ResourceConnection!
-}
-`, BuiltIn: false},
-	{Name: "../schema/service.graphqls", Input: `# Services: deployments of catalog templates for tenants, driven through
-# register, start, stop and remove by the orchestrator.
-
-enum ServiceStatus {
-  REGISTERING
-  REGISTERED
-  STARTING
-  RUNNING
-  STOPPING
-  STOPPED
-  REMOVING
-  REMOVED
-  "See failedIn and cause."
-  FAILED
-  ROLLING_BACK
-  "A failed registration left resources behind: see remaining."
-  ROLLBACK_FAILED
-  "A removal left resources behind: see remaining."
-  MANUAL_CLEANUP_REQUIRED
-}
-
-enum ServicePhase {
-  REGISTER
-  START
-  STOP
-}
-
-type Service {
-  id: ID!
-  tenantId: ID!
-  tenant: Tenant
-  name: String!
-  templateName: String!
-  templateVersion: String!
-  template: TemplateVersion
-  "The variables the service was deployed with; sensitive values are replaced by null."
-  variables: JSON
-  status: ServiceStatus!
-  "Set while FAILED: the lifecycle step that failed."
-  failedIn: ServicePhase
-  "Why the last step failed."
-  cause: String
-  "Resources a failed rollback or removal left behind."
-  remaining: [ID!]!
-  "The service's outputs as of its last registration or start."
-  outputs: JSON
-  resources: [Resource!]!
-  requestedAt: Time!
-  updatedAt: Time!
-  version: Int!
-  "The commands the service accepts in its current state (start, stop, remove)."
-  allowedActions: [String!]!
-  "The service's own events, oldest first."
-  history(first: Int = 50, after: Cursor): EventConnection!
-}
-
-type ServiceConnection {
-  edges: [ServiceEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type ServiceEdge {
-  cursor: String!
-  node: Service!
-}
-
-input ServiceFilter {
-  "Ignored for tenant roles, which see their own tenant only."
-  tenantId: ID
-  status: [ServiceStatus!]
-  templateName: String
-  "Case-insensitive substring of the name."
-  name: String
-}
-
-input CreateServiceInput {
-  "Tenant to deploy for; tenant roles may leave it out (their own tenant)."
-  tenantId: ID
-  name: String!
-  templateName: String!
-  templateVersion: String!
-  "Values for the template's variables, as a JSON object."
-  variables: JSON
-  "A flavor of the template whose values fill in the variables not given."
-  flavor: String
-  commandId: String
-}
-
-input ServiceCommandInput {
-  serviceId: ID!
-  commandId: String
-}
-
-type ServicePayload {
-  service: Service!
-  cursor: Cursor!
-  duplicate: Boolean!
-}
-
-extend type Query {
-  "A service by id. With asOf its own fields are computed by replaying its stream."
-  service(id: ID!, asOf: AsOf, consistentWith: Cursor): Service
-  services(first: Int = 50, after: String, filter: ServiceFilter, consistentWith: Cursor): ServiceConnection!
-}
-
-extend type Mutation {
-  "Deploy a published template version for a tenant: its resources are created (register)."
-  createService(input: CreateServiceInput!): ServicePayload!
-  startService(input: ServiceCommandInput!): ServicePayload!
-  stopService(input: ServiceCommandInput!): ServicePayload!
-  "Destroy every resource of the service."
-  removeService(input: ServiceCommandInput!): ServicePayload!
-}
-
-"A change to a service or one of its resources, delivered after the read models applied it."
-type ServiceChange {
-  event: Event!
-  service: Service
-}
-
-extend type Subscription {
-  "Changes to one service (id) or to every service visible to the caller."
-  serviceChanged(id: ID, after: Cursor): ServiceChange!
-}
-`, BuiltIn: false},
-	{Name: "../schema/template.graphqls", Input: `# The service catalog: versioned service descriptors published by vendors.
-
-enum TemplateStatus {
-  "Registered and validated; the vendor may still replace the descriptor."
-  VALIDATED
-  "Deployable; the descriptor is frozen."
-  PUBLISHED
-  "Frozen; not offered for new deployments."
-  DEPRECATED
-}
-
-"One version of a service descriptor in the catalog. Its id is name@version."
-type TemplateVersion {
-  id: ID!
-  name: String!
-  version: String!
-  vendor: String!
-  category: String
-  description: String
-  status: TemplateStatus!
-  "The descriptor as JSON (YAML is converted on registration)."
-  descriptor: JSON!
-  "sha256:<hex> over the canonical descriptor."
-  digest: String!
-  "The descriptor's input variables, for forms."
-  variables: [TemplateVariable!]!
-  "Named sets of variable values, such as small or ha."
-  flavors: [TemplateFlavor!]!
-  registeredAt: Time!
-  publishedAt: Time
-  deprecatedAt: Time
-  deprecationReason: String
-  "Version of the template version's event stream."
-  streamVersion: Int!
-  allowedActions: [String!]!
-  history(first: Int = 50, after: Cursor): EventConnection!
-}
-
-enum VariableType {
-  STRING
-  NUMBER
-  INTEGER
-  BOOLEAN
-  OBJECT
-  ARRAY
-}
-
-type TemplateVariable {
-  name: String!
-  type: VariableType!
-  description: String
-  default: JSON
-  required: Boolean!
-  "Never returned by the API once set, never logged, stored encrypted."
-  sensitive: Boolean!
-  pattern: String
-  minLength: Int
-  maxLength: Int
-  minimum: Float
-  maximum: Float
-  enum: [JSON!]
-}
-
-type TemplateFlavor {
-  name: String!
-  description: String
-  variables: JSON!
-}
-
-type TemplateVersionConnection {
-  edges: [TemplateVersionEdge!]!
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type TemplateVersionEdge {
-  cursor: String!
-  node: TemplateVersion!
-}
-
-input TemplateFilter {
-  name: String
-  vendor: String
-  category: String
-  status: [TemplateStatus!]
-  "Only the newest published version of each name."
-  latestOnly: Boolean
-}
-
-input RegisterTemplateInput {
-  "The descriptor as JSON or YAML text. Validation errors name the offending path."
-  descriptor: String!
-  commandId: String
-}
-
-input PublishTemplateInput {
-  name: String!
-  version: String!
-  commandId: String
-}
-
-input DeprecateTemplateInput {
-  name: String!
-  version: String!
-  reason: String
-  commandId: String
-}
-
-type TemplatePayload {
-  template: TemplateVersion!
-  cursor: Cursor!
-  duplicate: Boolean!
-}
-
-extend type Query {
-  template(name: String!, version: String!, asOf: AsOf, consistentWith: Cursor): TemplateVersion
-  "Catalog entries by name, newest version first."
-  templates(first: Int = 50, after: String, filter: TemplateFilter, consistentWith: Cursor): TemplateVersionConnection!
-}
-
-extend type Mutation {
-  registerTemplate(input: RegisterTemplateInput!): TemplatePayload!
-  publishTemplate(input: PublishTemplateInput!): TemplatePayload!
-  deprecateTemplate(input: DeprecateTemplateInput!): TemplatePayload!
-}
 `, BuiltIn: false},
 	{Name: "../schema/viewer.graphqls", Input: `# Who is calling.
 
@@ -6046,11 +2337,9 @@ type Viewer {
   "Token id (or node id for an agent credential)."
   id: ID!
   userId: ID
-  user: User
   name: String
   role: Role!
   tenantId: ID
-  tenant: Tenant
   "Agent credentials: the node they act for."
   nodeId: ID
   expiresAt: Time
@@ -6069,30 +2358,12 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
-func (ec *executionContext) childFields_AgentJob(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_AgentJob_cursor(ctx, field)
-	case "job":
-		return ec.fieldContext_AgentJob_job(ctx, field)
-	case "attempt":
-		return ec.fieldContext_AgentJob_attempt(ctx, field)
-	case "leaseUntil":
-		return ec.fieldContext_AgentJob_leaseUntil(ctx, field)
-	case "cancelRequested":
-		return ec.fieldContext_AgentJob_cancelRequested(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type AgentJob", field.Name)
-}
-
 func (ec *executionContext) childFields_ApiToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_ApiToken_id(ctx, field)
 	case "userId":
 		return ec.fieldContext_ApiToken_userId(ctx, field)
-	case "user":
-		return ec.fieldContext_ApiToken_user(ctx, field)
 	case "role":
 		return ec.fieldContext_ApiToken_role(ctx, field)
 	case "tenantId":
@@ -6111,28 +2382,6 @@ func (ec *executionContext) childFields_ApiToken(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type ApiToken", field.Name)
 }
 
-func (ec *executionContext) childFields_ApiTokenConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_ApiTokenConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_ApiTokenConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_ApiTokenConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ApiTokenConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_ApiTokenEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_ApiTokenEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_ApiTokenEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ApiTokenEdge", field.Name)
-}
-
 func (ec *executionContext) childFields_ApiTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "apiToken":
@@ -6143,16 +2392,6 @@ func (ec *executionContext) childFields_ApiTokenPayload(ctx context.Context, fie
 		return ec.fieldContext_ApiTokenPayload_duplicate(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiTokenPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_AppendJobLogPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "accepted":
-		return ec.fieldContext_AppendJobLogPayload_accepted(ctx, field)
-	case "lastSeq":
-		return ec.fieldContext_AppendJobLogPayload_lastSeq(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type AppendJobLogPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_CPUFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6239,30 +2478,6 @@ func (ec *executionContext) childFields_DiskFacts(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type DiskFacts", field.Name)
 }
 
-func (ec *executionContext) childFields_DiskUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "mountpoint":
-		return ec.fieldContext_DiskUsage_mountpoint(ctx, field)
-	case "usedBytes":
-		return ec.fieldContext_DiskUsage_usedBytes(ctx, field)
-	case "freeBytes":
-		return ec.fieldContext_DiskUsage_freeBytes(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type DiskUsage", field.Name)
-}
-
-func (ec *executionContext) childFields_EnrollAgentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "node":
-		return ec.fieldContext_EnrollAgentPayload_node(ctx, field)
-	case "credential":
-		return ec.fieldContext_EnrollAgentPayload_credential(ctx, field)
-	case "cursor":
-		return ec.fieldContext_EnrollAgentPayload_cursor(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type EnrollAgentPayload", field.Name)
-}
-
 func (ec *executionContext) childFields_EntityDiff(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "from":
@@ -6293,16 +2508,6 @@ func (ec *executionContext) childFields_EntityState(ctx context.Context, field g
 		return ec.fieldContext_EntityState_state(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EntityState", field.Name)
-}
-
-func (ec *executionContext) childFields_EnvVar(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "name":
-		return ec.fieldContext_EnvVar_name(ctx, field)
-	case "value":
-		return ec.fieldContext_EnvVar_value(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type EnvVar", field.Name)
 }
 
 func (ec *executionContext) childFields_Event(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6371,36 +2576,6 @@ func (ec *executionContext) childFields_EventMetadata(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type EventMetadata", field.Name)
 }
 
-func (ec *executionContext) childFields_ExecSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "argv":
-		return ec.fieldContext_ExecSpec_argv(ctx, field)
-	case "env":
-		return ec.fieldContext_ExecSpec_env(ctx, field)
-	case "stdin":
-		return ec.fieldContext_ExecSpec_stdin(ctx, field)
-	case "workdir":
-		return ec.fieldContext_ExecSpec_workdir(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ExecSpec", field.Name)
-}
-
-func (ec *executionContext) childFields_FanOutCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "succeeded":
-		return ec.fieldContext_FanOutCounts_succeeded(ctx, field)
-	case "failed":
-		return ec.fieldContext_FanOutCounts_failed(ctx, field)
-	case "timedOut":
-		return ec.fieldContext_FanOutCounts_timedOut(ctx, field)
-	case "cancelled":
-		return ec.fieldContext_FanOutCounts_cancelled(ctx, field)
-	case "lost":
-		return ec.fieldContext_FanOutCounts_lost(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type FanOutCounts", field.Name)
-}
-
 func (ec *executionContext) childFields_FieldChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "path":
@@ -6411,212 +2586,6 @@ func (ec *executionContext) childFields_FieldChange(ctx context.Context, field g
 		return ec.fieldContext_FieldChange_after(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FieldChange", field.Name)
-}
-
-func (ec *executionContext) childFields_HeartbeatPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "node":
-		return ec.fieldContext_HeartbeatPayload_node(ctx, field)
-	case "serverTime":
-		return ec.fieldContext_HeartbeatPayload_serverTime(ctx, field)
-	case "intervalSeconds":
-		return ec.fieldContext_HeartbeatPayload_intervalSeconds(ctx, field)
-	case "cancelJobIds":
-		return ec.fieldContext_HeartbeatPayload_cancelJobIds(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type HeartbeatPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_Job_id(ctx, field)
-	case "parentId":
-		return ec.fieldContext_Job_parentId(ctx, field)
-	case "parent":
-		return ec.fieldContext_Job_parent(ctx, field)
-	case "children":
-		return ec.fieldContext_Job_children(ctx, field)
-	case "spec":
-		return ec.fieldContext_Job_spec(ctx, field)
-	case "target":
-		return ec.fieldContext_Job_target(ctx, field)
-	case "timeoutSeconds":
-		return ec.fieldContext_Job_timeoutSeconds(ctx, field)
-	case "graceSeconds":
-		return ec.fieldContext_Job_graceSeconds(ctx, field)
-	case "retry":
-		return ec.fieldContext_Job_retry(ctx, field)
-	case "queue":
-		return ec.fieldContext_Job_queue(ctx, field)
-	case "submitter":
-		return ec.fieldContext_Job_submitter(ctx, field)
-	case "tenantId":
-		return ec.fieldContext_Job_tenantId(ctx, field)
-	case "status":
-		return ec.fieldContext_Job_status(ctx, field)
-	case "attempt":
-		return ec.fieldContext_Job_attempt(ctx, field)
-	case "nodeId":
-		return ec.fieldContext_Job_nodeId(ctx, field)
-	case "node":
-		return ec.fieldContext_Job_node(ctx, field)
-	case "leaseUntil":
-		return ec.fieldContext_Job_leaseUntil(ctx, field)
-	case "acknowledged":
-		return ec.fieldContext_Job_acknowledged(ctx, field)
-	case "result":
-		return ec.fieldContext_Job_result(ctx, field)
-	case "cancelReason":
-		return ec.fieldContext_Job_cancelReason(ctx, field)
-	case "lostReason":
-		return ec.fieldContext_Job_lostReason(ctx, field)
-	case "counts":
-		return ec.fieldContext_Job_counts(ctx, field)
-	case "submittedAt":
-		return ec.fieldContext_Job_submittedAt(ctx, field)
-	case "startedAt":
-		return ec.fieldContext_Job_startedAt(ctx, field)
-	case "finishedAt":
-		return ec.fieldContext_Job_finishedAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_Job_updatedAt(ctx, field)
-	case "version":
-		return ec.fieldContext_Job_version(ctx, field)
-	case "allowedActions":
-		return ec.fieldContext_Job_allowedActions(ctx, field)
-	case "log":
-		return ec.fieldContext_Job_log(ctx, field)
-	case "history":
-		return ec.fieldContext_Job_history(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type Job", field.Name)
-}
-
-func (ec *executionContext) childFields_JobChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "event":
-		return ec.fieldContext_JobChange_event(ctx, field)
-	case "job":
-		return ec.fieldContext_JobChange_job(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobChange", field.Name)
-}
-
-func (ec *executionContext) childFields_JobConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_JobConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_JobConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_JobConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_JobEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_JobEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_JobEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobEdge", field.Name)
-}
-
-func (ec *executionContext) childFields_JobLogChunk(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "jobId":
-		return ec.fieldContext_JobLogChunk_jobId(ctx, field)
-	case "seq":
-		return ec.fieldContext_JobLogChunk_seq(ctx, field)
-	case "stream":
-		return ec.fieldContext_JobLogChunk_stream(ctx, field)
-	case "data":
-		return ec.fieldContext_JobLogChunk_data(ctx, field)
-	case "time":
-		return ec.fieldContext_JobLogChunk_time(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobLogChunk", field.Name)
-}
-
-func (ec *executionContext) childFields_JobLogConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_JobLogConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_JobLogConnection_pageInfo(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobLogConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_JobLogEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_JobLogEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_JobLogEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobLogEdge", field.Name)
-}
-
-func (ec *executionContext) childFields_JobPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "job":
-		return ec.fieldContext_JobPayload_job(ctx, field)
-	case "cursor":
-		return ec.fieldContext_JobPayload_cursor(ctx, field)
-	case "duplicate":
-		return ec.fieldContext_JobPayload_duplicate(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_JobResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "exitCode":
-		return ec.fieldContext_JobResult_exitCode(ctx, field)
-	case "output":
-		return ec.fieldContext_JobResult_output(ctx, field)
-	case "error":
-		return ec.fieldContext_JobResult_error(ctx, field)
-	case "cpuTimeMs":
-		return ec.fieldContext_JobResult_cpuTimeMs(ctx, field)
-	case "peakMemoryBytes":
-		return ec.fieldContext_JobResult_peakMemoryBytes(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobResult", field.Name)
-}
-
-func (ec *executionContext) childFields_JobSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "kind":
-		return ec.fieldContext_JobSpec_kind(ctx, field)
-	case "action":
-		return ec.fieldContext_JobSpec_action(ctx, field)
-	case "args":
-		return ec.fieldContext_JobSpec_args(ctx, field)
-	case "exec":
-		return ec.fieldContext_JobSpec_exec(ctx, field)
-	case "script":
-		return ec.fieldContext_JobSpec_script(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobSpec", field.Name)
-}
-
-func (ec *executionContext) childFields_JobTarget(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "nodeId":
-		return ec.fieldContext_JobTarget_nodeId(ctx, field)
-	case "selector":
-		return ec.fieldContext_JobTarget_selector(ctx, field)
-	case "mode":
-		return ec.fieldContext_JobTarget_mode(ctx, field)
-	case "maxParallel":
-		return ec.fieldContext_JobTarget_maxParallel(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JobTarget", field.Name)
 }
 
 func (ec *executionContext) childFields_JoinToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6637,28 +2606,6 @@ func (ec *executionContext) childFields_JoinToken(ctx context.Context, field gra
 		return ec.fieldContext_JoinToken_usedByNodeId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type JoinToken", field.Name)
-}
-
-func (ec *executionContext) childFields_JoinTokenConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_JoinTokenConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_JoinTokenConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_JoinTokenConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JoinTokenConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_JoinTokenEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_JoinTokenEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_JoinTokenEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type JoinTokenEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Label(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6687,32 +2634,8 @@ func (ec *executionContext) childFields_Location(ctx context.Context, field grap
 		return ec.fieldContext_Location_updatedAt(ctx, field)
 	case "version":
 		return ec.fieldContext_Location_version(ctx, field)
-	case "nodes":
-		return ec.fieldContext_Location_nodes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Location", field.Name)
-}
-
-func (ec *executionContext) childFields_LocationConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_LocationConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_LocationConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_LocationConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type LocationConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_LocationEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_LocationEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_LocationEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type LocationEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_LocationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6725,26 +2648,6 @@ func (ec *executionContext) childFields_LocationPayload(ctx context.Context, fie
 		return ec.fieldContext_LocationPayload_duplicate(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type LocationPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_NetworkCounters(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "name":
-		return ec.fieldContext_NetworkCounters_name(ctx, field)
-	case "bytesReceived":
-		return ec.fieldContext_NetworkCounters_bytesReceived(ctx, field)
-	case "bytesSent":
-		return ec.fieldContext_NetworkCounters_bytesSent(ctx, field)
-	case "packetsReceived":
-		return ec.fieldContext_NetworkCounters_packetsReceived(ctx, field)
-	case "packetsSent":
-		return ec.fieldContext_NetworkCounters_packetsSent(ctx, field)
-	case "errorsIn":
-		return ec.fieldContext_NetworkCounters_errorsIn(ctx, field)
-	case "errorsOut":
-		return ec.fieldContext_NetworkCounters_errorsOut(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NetworkCounters", field.Name)
 }
 
 func (ec *executionContext) childFields_NetworkInterface(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6777,8 +2680,6 @@ func (ec *executionContext) childFields_Node(ctx context.Context, field graphql.
 		return ec.fieldContext_Node_labels(ctx, field)
 	case "locationId":
 		return ec.fieldContext_Node_locationId(ctx, field)
-	case "location":
-		return ec.fieldContext_Node_location(ctx, field)
 	case "facts":
 		return ec.fieldContext_Node_facts(ctx, field)
 	case "factsAt":
@@ -6795,46 +2696,8 @@ func (ec *executionContext) childFields_Node(ctx context.Context, field graphql.
 		return ec.fieldContext_Node_version(ctx, field)
 	case "allowedActions":
 		return ec.fieldContext_Node_allowedActions(ctx, field)
-	case "jobs":
-		return ec.fieldContext_Node_jobs(ctx, field)
-	case "statistics":
-		return ec.fieldContext_Node_statistics(ctx, field)
-	case "history":
-		return ec.fieldContext_Node_history(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Node", field.Name)
-}
-
-func (ec *executionContext) childFields_NodeChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "event":
-		return ec.fieldContext_NodeChange_event(ctx, field)
-	case "node":
-		return ec.fieldContext_NodeChange_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NodeChange", field.Name)
-}
-
-func (ec *executionContext) childFields_NodeConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_NodeConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_NodeConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_NodeConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NodeConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_NodeEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_NodeEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_NodeEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NodeEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_NodeFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6865,32 +2728,6 @@ func (ec *executionContext) childFields_NodePayload(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type NodePayload", field.Name)
 }
 
-func (ec *executionContext) childFields_NodeStatSample(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "time":
-		return ec.fieldContext_NodeStatSample_time(ctx, field)
-	case "cpuPercent":
-		return ec.fieldContext_NodeStatSample_cpuPercent(ctx, field)
-	case "memoryUsedBytes":
-		return ec.fieldContext_NodeStatSample_memoryUsedBytes(ctx, field)
-	case "memoryAvailableBytes":
-		return ec.fieldContext_NodeStatSample_memoryAvailableBytes(ctx, field)
-	case "swapUsedBytes":
-		return ec.fieldContext_NodeStatSample_swapUsedBytes(ctx, field)
-	case "load1":
-		return ec.fieldContext_NodeStatSample_load1(ctx, field)
-	case "load5":
-		return ec.fieldContext_NodeStatSample_load5(ctx, field)
-	case "load15":
-		return ec.fieldContext_NodeStatSample_load15(ctx, field)
-	case "disks":
-		return ec.fieldContext_NodeStatSample_disks(ctx, field)
-	case "network":
-		return ec.fieldContext_NodeStatSample_network(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NodeStatSample", field.Name)
-}
-
 func (ec *executionContext) childFields_OSFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -6919,354 +2756,6 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
-func (ec *executionContext) childFields_PollAgentJobsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "jobs":
-		return ec.fieldContext_PollAgentJobsPayload_jobs(ctx, field)
-	case "cursor":
-		return ec.fieldContext_PollAgentJobsPayload_cursor(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type PollAgentJobsPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_Projection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "name":
-		return ec.fieldContext_Projection_name(ctx, field)
-	case "version":
-		return ec.fieldContext_Projection_version(ctx, field)
-	case "state":
-		return ec.fieldContext_Projection_state(ctx, field)
-	case "position":
-		return ec.fieldContext_Projection_position(ctx, field)
-	case "eventsBehind":
-		return ec.fieldContext_Projection_eventsBehind(ctx, field)
-	case "secondsBehind":
-		return ec.fieldContext_Projection_secondsBehind(ctx, field)
-	case "lastError":
-		return ec.fieldContext_Projection_lastError(ctx, field)
-	case "parkedEvents":
-		return ec.fieldContext_Projection_parkedEvents(ctx, field)
-	case "rebuild":
-		return ec.fieldContext_Projection_rebuild(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type Projection", field.Name)
-}
-
-func (ec *executionContext) childFields_ProjectionRebuild(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "version":
-		return ec.fieldContext_ProjectionRebuild_version(ctx, field)
-	case "position":
-		return ec.fieldContext_ProjectionRebuild_position(ctx, field)
-	case "eventsBehind":
-		return ec.fieldContext_ProjectionRebuild_eventsBehind(ctx, field)
-	case "startedAt":
-		return ec.fieldContext_ProjectionRebuild_startedAt(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ProjectionRebuild", field.Name)
-}
-
-func (ec *executionContext) childFields_RebuildProjectionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "projection":
-		return ec.fieldContext_RebuildProjectionPayload_projection(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type RebuildProjectionPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_ReportStatsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "accepted":
-		return ec.fieldContext_ReportStatsPayload_accepted(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ReportStatsPayload", field.Name)
-}
-
-func (ec *executionContext) childFields_Resource(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_Resource_id(ctx, field)
-	case "serviceId":
-		return ec.fieldContext_Resource_serviceId(ctx, field)
-	case "service":
-		return ec.fieldContext_Resource_service(ctx, field)
-	case "plugin":
-		return ec.fieldContext_Resource_plugin(ctx, field)
-	case "type":
-		return ec.fieldContext_Resource_type(ctx, field)
-	case "properties":
-		return ec.fieldContext_Resource_properties(ctx, field)
-	case "dependsOn":
-		return ec.fieldContext_Resource_dependsOn(ctx, field)
-	case "outputs":
-		return ec.fieldContext_Resource_outputs(ctx, field)
-	case "status":
-		return ec.fieldContext_Resource_status(ctx, field)
-	case "failedIn":
-		return ec.fieldContext_Resource_failedIn(ctx, field)
-	case "error":
-		return ec.fieldContext_Resource_error(ctx, field)
-	case "plannedAt":
-		return ec.fieldContext_Resource_plannedAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_Resource_updatedAt(ctx, field)
-	case "version":
-		return ec.fieldContext_Resource_version(ctx, field)
-	case "history":
-		return ec.fieldContext_Resource_history(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type Resource", field.Name)
-}
-
-func (ec *executionContext) childFields_ResourceConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_ResourceConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_ResourceConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_ResourceConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ResourceConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_ResourceEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_ResourceEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_ResourceEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ResourceEdge", field.Name)
-}
-
-func (ec *executionContext) childFields_RetryPolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "max":
-		return ec.fieldContext_RetryPolicy_max(ctx, field)
-	case "backoffSeconds":
-		return ec.fieldContext_RetryPolicy_backoffSeconds(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type RetryPolicy", field.Name)
-}
-
-func (ec *executionContext) childFields_ScriptSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "interpreter":
-		return ec.fieldContext_ScriptSpec_interpreter(ctx, field)
-	case "body":
-		return ec.fieldContext_ScriptSpec_body(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ScriptSpec", field.Name)
-}
-
-func (ec *executionContext) childFields_Service(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_Service_id(ctx, field)
-	case "tenantId":
-		return ec.fieldContext_Service_tenantId(ctx, field)
-	case "tenant":
-		return ec.fieldContext_Service_tenant(ctx, field)
-	case "name":
-		return ec.fieldContext_Service_name(ctx, field)
-	case "templateName":
-		return ec.fieldContext_Service_templateName(ctx, field)
-	case "templateVersion":
-		return ec.fieldContext_Service_templateVersion(ctx, field)
-	case "template":
-		return ec.fieldContext_Service_template(ctx, field)
-	case "variables":
-		return ec.fieldContext_Service_variables(ctx, field)
-	case "status":
-		return ec.fieldContext_Service_status(ctx, field)
-	case "failedIn":
-		return ec.fieldContext_Service_failedIn(ctx, field)
-	case "cause":
-		return ec.fieldContext_Service_cause(ctx, field)
-	case "remaining":
-		return ec.fieldContext_Service_remaining(ctx, field)
-	case "outputs":
-		return ec.fieldContext_Service_outputs(ctx, field)
-	case "resources":
-		return ec.fieldContext_Service_resources(ctx, field)
-	case "requestedAt":
-		return ec.fieldContext_Service_requestedAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_Service_updatedAt(ctx, field)
-	case "version":
-		return ec.fieldContext_Service_version(ctx, field)
-	case "allowedActions":
-		return ec.fieldContext_Service_allowedActions(ctx, field)
-	case "history":
-		return ec.fieldContext_Service_history(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type Service", field.Name)
-}
-
-func (ec *executionContext) childFields_ServiceChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "event":
-		return ec.fieldContext_ServiceChange_event(ctx, field)
-	case "service":
-		return ec.fieldContext_ServiceChange_service(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ServiceChange", field.Name)
-}
-
-func (ec *executionContext) childFields_ServiceConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_ServiceConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_ServiceConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_ServiceConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ServiceConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_ServiceEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_ServiceEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_ServiceEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ServiceEdge", field.Name)
-}
-
-func (ec *executionContext) childFields_ServicePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "service":
-		return ec.fieldContext_ServicePayload_service(ctx, field)
-	case "cursor":
-		return ec.fieldContext_ServicePayload_cursor(ctx, field)
-	case "duplicate":
-		return ec.fieldContext_ServicePayload_duplicate(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ServicePayload", field.Name)
-}
-
-func (ec *executionContext) childFields_TemplateFlavor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "name":
-		return ec.fieldContext_TemplateFlavor_name(ctx, field)
-	case "description":
-		return ec.fieldContext_TemplateFlavor_description(ctx, field)
-	case "variables":
-		return ec.fieldContext_TemplateFlavor_variables(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TemplateFlavor", field.Name)
-}
-
-func (ec *executionContext) childFields_TemplatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "template":
-		return ec.fieldContext_TemplatePayload_template(ctx, field)
-	case "cursor":
-		return ec.fieldContext_TemplatePayload_cursor(ctx, field)
-	case "duplicate":
-		return ec.fieldContext_TemplatePayload_duplicate(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TemplatePayload", field.Name)
-}
-
-func (ec *executionContext) childFields_TemplateVariable(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "name":
-		return ec.fieldContext_TemplateVariable_name(ctx, field)
-	case "type":
-		return ec.fieldContext_TemplateVariable_type(ctx, field)
-	case "description":
-		return ec.fieldContext_TemplateVariable_description(ctx, field)
-	case "default":
-		return ec.fieldContext_TemplateVariable_default(ctx, field)
-	case "required":
-		return ec.fieldContext_TemplateVariable_required(ctx, field)
-	case "sensitive":
-		return ec.fieldContext_TemplateVariable_sensitive(ctx, field)
-	case "pattern":
-		return ec.fieldContext_TemplateVariable_pattern(ctx, field)
-	case "minLength":
-		return ec.fieldContext_TemplateVariable_minLength(ctx, field)
-	case "maxLength":
-		return ec.fieldContext_TemplateVariable_maxLength(ctx, field)
-	case "minimum":
-		return ec.fieldContext_TemplateVariable_minimum(ctx, field)
-	case "maximum":
-		return ec.fieldContext_TemplateVariable_maximum(ctx, field)
-	case "enum":
-		return ec.fieldContext_TemplateVariable_enum(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TemplateVariable", field.Name)
-}
-
-func (ec *executionContext) childFields_TemplateVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_TemplateVersion_id(ctx, field)
-	case "name":
-		return ec.fieldContext_TemplateVersion_name(ctx, field)
-	case "version":
-		return ec.fieldContext_TemplateVersion_version(ctx, field)
-	case "vendor":
-		return ec.fieldContext_TemplateVersion_vendor(ctx, field)
-	case "category":
-		return ec.fieldContext_TemplateVersion_category(ctx, field)
-	case "description":
-		return ec.fieldContext_TemplateVersion_description(ctx, field)
-	case "status":
-		return ec.fieldContext_TemplateVersion_status(ctx, field)
-	case "descriptor":
-		return ec.fieldContext_TemplateVersion_descriptor(ctx, field)
-	case "digest":
-		return ec.fieldContext_TemplateVersion_digest(ctx, field)
-	case "variables":
-		return ec.fieldContext_TemplateVersion_variables(ctx, field)
-	case "flavors":
-		return ec.fieldContext_TemplateVersion_flavors(ctx, field)
-	case "registeredAt":
-		return ec.fieldContext_TemplateVersion_registeredAt(ctx, field)
-	case "publishedAt":
-		return ec.fieldContext_TemplateVersion_publishedAt(ctx, field)
-	case "deprecatedAt":
-		return ec.fieldContext_TemplateVersion_deprecatedAt(ctx, field)
-	case "deprecationReason":
-		return ec.fieldContext_TemplateVersion_deprecationReason(ctx, field)
-	case "streamVersion":
-		return ec.fieldContext_TemplateVersion_streamVersion(ctx, field)
-	case "allowedActions":
-		return ec.fieldContext_TemplateVersion_allowedActions(ctx, field)
-	case "history":
-		return ec.fieldContext_TemplateVersion_history(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TemplateVersion", field.Name)
-}
-
-func (ec *executionContext) childFields_TemplateVersionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_TemplateVersionConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_TemplateVersionConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_TemplateVersionConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TemplateVersionConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_TemplateVersionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_TemplateVersionEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_TemplateVersionEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TemplateVersionEdge", field.Name)
-}
-
 func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -7285,34 +2774,8 @@ func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphq
 		return ec.fieldContext_Tenant_version(ctx, field)
 	case "allowedActions":
 		return ec.fieldContext_Tenant_allowedActions(ctx, field)
-	case "users":
-		return ec.fieldContext_Tenant_users(ctx, field)
-	case "services":
-		return ec.fieldContext_Tenant_services(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Tenant", field.Name)
-}
-
-func (ec *executionContext) childFields_TenantConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_TenantConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_TenantConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_TenantConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TenantConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_TenantEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_TenantEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_TenantEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type TenantEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_TenantPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7337,8 +2800,6 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_role(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_User_tenantId(ctx, field)
-	case "tenant":
-		return ec.fieldContext_User_tenant(ctx, field)
 	case "status":
 		return ec.fieldContext_User_status(ctx, field)
 	case "disableReason":
@@ -7351,32 +2812,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_version(ctx, field)
 	case "allowedActions":
 		return ec.fieldContext_User_allowedActions(ctx, field)
-	case "tokens":
-		return ec.fieldContext_User_tokens(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
-}
-
-func (ec *executionContext) childFields_UserConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_UserConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_UserConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_UserConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type UserConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_UserEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_UserEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_UserEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type UserEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_UserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7397,16 +2834,12 @@ func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphq
 		return ec.fieldContext_Viewer_id(ctx, field)
 	case "userId":
 		return ec.fieldContext_Viewer_userId(ctx, field)
-	case "user":
-		return ec.fieldContext_Viewer_user(ctx, field)
 	case "name":
 		return ec.fieldContext_Viewer_name(ctx, field)
 	case "role":
 		return ec.fieldContext_Viewer_role(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_Viewer_tenantId(ctx, field)
-	case "tenant":
-		return ec.fieldContext_Viewer_tenant(ctx, field)
 	case "nodeId":
 		return ec.fieldContext_Viewer_nodeId(ctx, field)
 	case "expiresAt":

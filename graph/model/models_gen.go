@@ -10,30 +10,10 @@ import (
 	"time"
 )
 
-// A job leased to the calling agent.
-type AgentJob struct {
-	// Cursor of the lease event; pass it as `after` to resume after a reconnect.
-	Cursor Cursor `json:"cursor"`
-	Job    *Job   `json:"job"`
-	// Lease number of this attempt; report it back with acknowledgeJob.
-	Attempt int `json:"attempt"`
-	// Acknowledge before this, or the job goes back to the queue.
-	LeaseUntil time.Time `json:"leaseUntil"`
-	// Set when the job was asked to stop while running: the agent stops it.
-	CancelRequested bool `json:"cancelRequested"`
-}
-
-type AgentJobInput struct {
-	NodeID    string  `json:"nodeId"`
-	JobID     string  `json:"jobId"`
-	CommandID *string `json:"commandId,omitempty"`
-}
-
 // An API token. Its secret is shown once, when it is created; only a hash is kept.
 type APIToken struct {
 	ID     string `json:"id"`
 	UserID string `json:"userId"`
-	User   *User  `json:"user,omitempty"`
 	// The token acts with its user's role.
 	Role         Role        `json:"role"`
 	TenantID     *string     `json:"tenantId,omitempty"`
@@ -44,40 +24,10 @@ type APIToken struct {
 	RevokeReason *string     `json:"revokeReason,omitempty"`
 }
 
-type APITokenConnection struct {
-	Edges      []APITokenEdge `json:"edges"`
-	PageInfo   *PageInfo      `json:"pageInfo"`
-	TotalCount int            `json:"totalCount"`
-}
-
-type APITokenEdge struct {
-	Cursor string    `json:"cursor"`
-	Node   *APIToken `json:"node"`
-}
-
-type APITokenFilter struct {
-	UserID         *string `json:"userId,omitempty"`
-	TenantID       *string `json:"tenantId,omitempty"`
-	IncludeRevoked *bool   `json:"includeRevoked,omitempty"`
-}
-
 type APITokenPayload struct {
 	APIToken  *APIToken `json:"apiToken"`
 	Cursor    Cursor    `json:"cursor"`
 	Duplicate bool      `json:"duplicate"`
-}
-
-type AppendJobLogInput struct {
-	NodeID string             `json:"nodeId"`
-	JobID  string             `json:"jobId"`
-	Chunks []JobLogChunkInput `json:"chunks"`
-}
-
-type AppendJobLogPayload struct {
-	// Chunks stored by this call (resent ones are not counted).
-	Accepted int `json:"accepted"`
-	// Highest seq stored for the job.
-	LastSeq int `json:"lastSeq"`
 }
 
 // A past moment to read an entity at: exactly one of `time` (the last event
@@ -91,18 +41,6 @@ type CPUFacts struct {
 	Model   string `json:"model"`
 	Cores   int    `json:"cores"`
 	Threads int    `json:"threads"`
-}
-
-type CPUFactsInput struct {
-	Model   string `json:"model"`
-	Cores   int    `json:"cores"`
-	Threads int    `json:"threads"`
-}
-
-type CancelJobInput struct {
-	JobID     string  `json:"jobId"`
-	Reason    *string `json:"reason,omitempty"`
-	CommandID *string `json:"commandId,omitempty"`
 }
 
 type ChainBreak struct {
@@ -163,19 +101,6 @@ type CreateLocationInput struct {
 	CommandID   *string `json:"commandId,omitempty"`
 }
 
-type CreateServiceInput struct {
-	// Tenant to deploy for; tenant roles may leave it out (their own tenant).
-	TenantID        *string `json:"tenantId,omitempty"`
-	Name            string  `json:"name"`
-	TemplateName    string  `json:"templateName"`
-	TemplateVersion string  `json:"templateVersion"`
-	// Values for the template's variables, as a JSON object.
-	Variables JSON `json:"variables,omitempty"`
-	// A flavor of the template whose values fill in the variables not given.
-	Flavor    *string `json:"flavor,omitempty"`
-	CommandID *string `json:"commandId,omitempty"`
-}
-
 type CreateTenantInput struct {
 	// Optional caller-chosen id (lower-case letters, digits, dashes).
 	ID        *string `json:"id,omitempty"`
@@ -198,13 +123,6 @@ type DecommissionNodeInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
-type DeprecateTemplateInput struct {
-	Name      string  `json:"name"`
-	Version   string  `json:"version"`
-	Reason    *string `json:"reason,omitempty"`
-	CommandID *string `json:"commandId,omitempty"`
-}
-
 type DisableUserInput struct {
 	UserID    string  `json:"userId"`
 	Reason    *string `json:"reason,omitempty"`
@@ -218,25 +136,6 @@ type DiskFacts struct {
 	SizeBytes  int64  `json:"sizeBytes"`
 }
 
-type DiskFactsInput struct {
-	Device     string `json:"device"`
-	Mountpoint string `json:"mountpoint"`
-	Filesystem string `json:"filesystem"`
-	SizeBytes  int64  `json:"sizeBytes"`
-}
-
-type DiskUsage struct {
-	Mountpoint string `json:"mountpoint"`
-	UsedBytes  int64  `json:"usedBytes"`
-	FreeBytes  int64  `json:"freeBytes"`
-}
-
-type DiskUsageInput struct {
-	Mountpoint string `json:"mountpoint"`
-	UsedBytes  int64  `json:"usedBytes"`
-	FreeBytes  int64  `json:"freeBytes"`
-}
-
 type DrainNodeInput struct {
 	NodeID    string  `json:"nodeId"`
 	Reason    *string `json:"reason,omitempty"`
@@ -246,22 +145,6 @@ type DrainNodeInput struct {
 type EnableUserInput struct {
 	UserID    string  `json:"userId"`
 	CommandID *string `json:"commandId,omitempty"`
-}
-
-type EnrollAgentInput struct {
-	// The single-use join token an operator issued (createJoinToken).
-	JoinToken string `json:"joinToken"`
-	Hostname  string `json:"hostname"`
-	// Labels the agent adds to those of the join token.
-	Labels    []LabelInput `json:"labels,omitempty"`
-	CommandID *string      `json:"commandId,omitempty"`
-}
-
-type EnrollAgentPayload struct {
-	Node *Node `json:"node"`
-	// The node credential (bearer token). Keep it secret (mode 0600): it is shown once.
-	Credential string `json:"credential"`
-	Cursor     Cursor `json:"cursor"`
 }
 
 type EntityDiff struct {
@@ -289,16 +172,6 @@ type EntityState struct {
 	Time   *time.Time `json:"time,omitempty"`
 	// The folded state as JSON; null when the entity did not exist yet. Secrets are left out.
 	State JSON `json:"state,omitempty"`
-}
-
-type EnvVar struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-type EnvVarInput struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
 }
 
 // One immutable event of the log.
@@ -360,214 +233,11 @@ type EventMetadata struct {
 	TenantID *string `json:"tenantId,omitempty"`
 }
 
-type ExecSpec struct {
-	Argv    []string `json:"argv"`
-	Env     []EnvVar `json:"env"`
-	Stdin   *string  `json:"stdin,omitempty"`
-	Workdir *string  `json:"workdir,omitempty"`
-}
-
-type ExecSpecInput struct {
-	Argv    []string      `json:"argv"`
-	Env     []EnvVarInput `json:"env,omitempty"`
-	Stdin   *string       `json:"stdin,omitempty"`
-	Workdir *string       `json:"workdir,omitempty"`
-}
-
-type FanOutCounts struct {
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	TimedOut  int `json:"timedOut"`
-	Cancelled int `json:"cancelled"`
-	Lost      int `json:"lost"`
-}
-
 type FieldChange struct {
 	// Dotted path of the field, e.g. labels.zone.
 	Path   string `json:"path"`
 	Before JSON   `json:"before,omitempty"`
 	After  JSON   `json:"after,omitempty"`
-}
-
-type FinishJobInput struct {
-	NodeID    string          `json:"nodeId"`
-	JobID     string          `json:"jobId"`
-	Result    *JobResultInput `json:"result"`
-	CommandID *string         `json:"commandId,omitempty"`
-}
-
-type HeartbeatInput struct {
-	NodeID string `json:"nodeId"`
-	// Jobs the agent is running now, so the control plane can spot strays.
-	RunningJobIds []string `json:"runningJobIds,omitempty"`
-}
-
-type HeartbeatPayload struct {
-	Node       *Node     `json:"node"`
-	ServerTime time.Time `json:"serverTime"`
-	// Send the next heartbeat within this many seconds.
-	IntervalSeconds int `json:"intervalSeconds"`
-	// Jobs of runningJobIds the agent should stop (cancelled, or leased elsewhere).
-	CancelJobIds []string `json:"cancelJobIds"`
-}
-
-type Job struct {
-	ID string `json:"id"`
-	// Set on the child jobs of a fan-out.
-	ParentID *string `json:"parentId,omitempty"`
-	Parent   *Job    `json:"parent,omitempty"`
-	// Child jobs of a fan-out (target mode ALL).
-	Children       *JobConnection `json:"children"`
-	Spec           *JobSpec       `json:"spec"`
-	Target         *JobTarget     `json:"target"`
-	TimeoutSeconds int            `json:"timeoutSeconds"`
-	// How long a process gets between the stop signal and the kill.
-	GraceSeconds int          `json:"graceSeconds"`
-	Retry        *RetryPolicy `json:"retry"`
-	// Serial queue: jobs of one queue run one at a time per node.
-	Queue *string `json:"queue,omitempty"`
-	// Who submitted the job: a user or token id, or a process manager.
-	Submitter string `json:"submitter"`
-	// The tenant the job was submitted for, when a tenant's service submitted it.
-	TenantID *string   `json:"tenantId,omitempty"`
-	Status   JobStatus `json:"status"`
-	// Leases so far.
-	Attempt int `json:"attempt"`
-	// Node of the current or last lease.
-	NodeID       *string    `json:"nodeId,omitempty"`
-	Node         *Node      `json:"node,omitempty"`
-	LeaseUntil   *time.Time `json:"leaseUntil,omitempty"`
-	Acknowledged bool       `json:"acknowledged"`
-	// How the last attempt ended, when an agent reported it.
-	Result       *JobResult `json:"result,omitempty"`
-	CancelReason *string    `json:"cancelReason,omitempty"`
-	LostReason   *string    `json:"lostReason,omitempty"`
-	// How a fan-out's children ended, once it completed.
-	Counts         *FanOutCounts `json:"counts,omitempty"`
-	SubmittedAt    time.Time     `json:"submittedAt"`
-	StartedAt      *time.Time    `json:"startedAt,omitempty"`
-	FinishedAt     *time.Time    `json:"finishedAt,omitempty"`
-	UpdatedAt      time.Time     `json:"updatedAt"`
-	Version        int           `json:"version"`
-	AllowedActions []string      `json:"allowedActions"`
-	// Output lines in order. `after` is an `endCursor` of an earlier page.
-	Log *JobLogConnection `json:"log"`
-	// The job's own events, oldest first.
-	History *EventConnection `json:"history"`
-}
-
-// A change to a job, delivered after the read models applied it.
-type JobChange struct {
-	Event *Event `json:"event"`
-	Job   *Job   `json:"job,omitempty"`
-}
-
-type JobConnection struct {
-	Edges      []JobEdge `json:"edges"`
-	PageInfo   *PageInfo `json:"pageInfo"`
-	TotalCount int       `json:"totalCount"`
-}
-
-type JobEdge struct {
-	Cursor string `json:"cursor"`
-	Node   *Job   `json:"node"`
-}
-
-type JobFilter struct {
-	NodeID *string     `json:"nodeId,omitempty"`
-	Status []JobStatus `json:"status,omitempty"`
-	// Submitted in this range.
-	Submitted *TimeRange `json:"submitted,omitempty"`
-	ParentID  *string    `json:"parentId,omitempty"`
-	// Only jobs that are not children of a fan-out.
-	TopLevel *bool   `json:"topLevel,omitempty"`
-	TenantID *string `json:"tenantId,omitempty"`
-}
-
-// A chunk of a job's output. seq numbers a job's chunks from 1 without gaps.
-type JobLogChunk struct {
-	JobID  string    `json:"jobId"`
-	Seq    int       `json:"seq"`
-	Stream LogStream `json:"stream"`
-	Data   string    `json:"data"`
-	Time   time.Time `json:"time"`
-}
-
-type JobLogChunkInput struct {
-	// Numbers the job's chunks from 1; a chunk sent again with a known seq is ignored.
-	Seq    int       `json:"seq"`
-	Stream LogStream `json:"stream"`
-	Data   string    `json:"data"`
-	Time   time.Time `json:"time"`
-}
-
-type JobLogConnection struct {
-	Edges    []JobLogEdge `json:"edges"`
-	PageInfo *PageInfo    `json:"pageInfo"`
-}
-
-type JobLogEdge struct {
-	Cursor string       `json:"cursor"`
-	Node   *JobLogChunk `json:"node"`
-}
-
-type JobPayload struct {
-	Job       *Job   `json:"job"`
-	Cursor    Cursor `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
-}
-
-type JobResult struct {
-	ExitCode int `json:"exitCode"`
-	// The action's structured output.
-	Output          JSON    `json:"output,omitempty"`
-	Error           *string `json:"error,omitempty"`
-	CPUTimeMs       int64   `json:"cpuTimeMs"`
-	PeakMemoryBytes int64   `json:"peakMemoryBytes"`
-}
-
-type JobResultInput struct {
-	Outcome         JobOutcome `json:"outcome"`
-	ExitCode        int        `json:"exitCode"`
-	Output          JSON       `json:"output,omitempty"`
-	Error           *string    `json:"error,omitempty"`
-	CPUTimeMs       int64      `json:"cpuTimeMs"`
-	PeakMemoryBytes int64      `json:"peakMemoryBytes"`
-}
-
-type JobSpec struct {
-	Kind JobKind `json:"kind"`
-	// ACTION: the SAL action, e.g. files.write.
-	Action *string `json:"action,omitempty"`
-	// ACTION: its arguments.
-	Args   JSON        `json:"args,omitempty"`
-	Exec   *ExecSpec   `json:"exec,omitempty"`
-	Script *ScriptSpec `json:"script,omitempty"`
-}
-
-type JobSpecInput struct {
-	Kind   JobKind          `json:"kind"`
-	Action *string          `json:"action,omitempty"`
-	Args   JSON             `json:"args,omitempty"`
-	Exec   *ExecSpecInput   `json:"exec,omitempty"`
-	Script *ScriptSpecInput `json:"script,omitempty"`
-}
-
-type JobTarget struct {
-	NodeID   *string     `json:"nodeId,omitempty"`
-	Selector []Label     `json:"selector"`
-	Mode     *TargetMode `json:"mode,omitempty"`
-	// ALL only: children running at once; 0 is no limit.
-	MaxParallel int `json:"maxParallel"`
-}
-
-// Exactly one of nodeId and selector.
-type JobTargetInput struct {
-	NodeID   *string      `json:"nodeId,omitempty"`
-	Selector []LabelInput `json:"selector,omitempty"`
-	// With a selector: ANY (default) or ALL.
-	Mode        *TargetMode `json:"mode,omitempty"`
-	MaxParallel *int        `json:"maxParallel,omitempty"`
 }
 
 // A short-lived, single-use secret an agent trades for a node credential
@@ -583,17 +253,6 @@ type JoinToken struct {
 	UsedByNodeID *string    `json:"usedByNodeId,omitempty"`
 }
 
-type JoinTokenConnection struct {
-	Edges      []JoinTokenEdge `json:"edges"`
-	PageInfo   *PageInfo       `json:"pageInfo"`
-	TotalCount int             `json:"totalCount"`
-}
-
-type JoinTokenEdge struct {
-	Cursor string     `json:"cursor"`
-	Node   *JoinToken `json:"node"`
-}
-
 // A label or label selector term: key=value.
 type Label struct {
 	Key   string `json:"key"`
@@ -606,29 +265,13 @@ type LabelInput struct {
 }
 
 type Location struct {
-	ID          string          `json:"id"`
-	Name        string          `json:"name"`
-	Description *string         `json:"description,omitempty"`
-	Status      LocationStatus  `json:"status"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
-	Version     int             `json:"version"`
-	Nodes       *NodeConnection `json:"nodes"`
-}
-
-type LocationConnection struct {
-	Edges      []LocationEdge `json:"edges"`
-	PageInfo   *PageInfo      `json:"pageInfo"`
-	TotalCount int            `json:"totalCount"`
-}
-
-type LocationEdge struct {
-	Cursor string    `json:"cursor"`
-	Node   *Location `json:"node"`
-}
-
-type LocationFilter struct {
-	Status []LocationStatus `json:"status,omitempty"`
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Description *string        `json:"description,omitempty"`
+	Status      LocationStatus `json:"status"`
+	CreatedAt   time.Time      `json:"createdAt"`
+	UpdatedAt   time.Time      `json:"updatedAt"`
+	Version     int            `json:"version"`
 }
 
 type LocationPayload struct {
@@ -644,34 +287,7 @@ type LocationPayload struct {
 type Mutation struct {
 }
 
-type NetworkCounters struct {
-	Name            string `json:"name"`
-	BytesReceived   int64  `json:"bytesReceived"`
-	BytesSent       int64  `json:"bytesSent"`
-	PacketsReceived int64  `json:"packetsReceived"`
-	PacketsSent     int64  `json:"packetsSent"`
-	ErrorsIn        int64  `json:"errorsIn"`
-	ErrorsOut       int64  `json:"errorsOut"`
-}
-
-type NetworkCountersInput struct {
-	Name            string `json:"name"`
-	BytesReceived   int64  `json:"bytesReceived"`
-	BytesSent       int64  `json:"bytesSent"`
-	PacketsReceived int64  `json:"packetsReceived"`
-	PacketsSent     int64  `json:"packetsSent"`
-	ErrorsIn        int64  `json:"errorsIn"`
-	ErrorsOut       int64  `json:"errorsOut"`
-}
-
 type NetworkInterface struct {
-	Name      string   `json:"name"`
-	Mac       string   `json:"mac"`
-	Addresses []string `json:"addresses"`
-	Mtu       int      `json:"mtu"`
-}
-
-type NetworkInterfaceInput struct {
 	Name      string   `json:"name"`
 	Mac       string   `json:"mac"`
 	Addresses []string `json:"addresses"`
@@ -683,11 +299,10 @@ type Node struct {
 	Hostname string     `json:"hostname"`
 	Status   NodeStatus `json:"status"`
 	// The operator's drain intent; it outlives a disconnect.
-	Cordoned    bool      `json:"cordoned"`
-	DrainReason *string   `json:"drainReason,omitempty"`
-	Labels      []Label   `json:"labels"`
-	LocationID  *string   `json:"locationId,omitempty"`
-	Location    *Location `json:"location,omitempty"`
+	Cordoned    bool    `json:"cordoned"`
+	DrainReason *string `json:"drainReason,omitempty"`
+	Labels      []Label `json:"labels"`
+	LocationID  *string `json:"locationId,omitempty"`
 	// What the agent last reported about its hardware and OS; null before the first report.
 	Facts          *NodeFacts `json:"facts,omitempty"`
 	FactsAt        *time.Time `json:"factsAt,omitempty"`
@@ -699,32 +314,6 @@ type Node struct {
 	Version int `json:"version"`
 	// The commands the node accepts in its current state (drain, undrain, decommission, ...).
 	AllowedActions []string `json:"allowedActions"`
-	// Jobs that ran or run on this node, newest first.
-	Jobs *JobConnection `json:"jobs"`
-	// Statistics the agent reported, oldest first, downsampled to at most maxPoints samples.
-	Statistics []NodeStatSample `json:"statistics"`
-	// The node's own events, oldest first.
-	History *EventConnection `json:"history"`
-}
-
-// A change to a node, delivered after the read models applied it.
-type NodeChange struct {
-	// The event that changed the node; resume from its cursor.
-	Event *Event `json:"event"`
-	// The node as the read model shows it after the event.
-	Node *Node `json:"node,omitempty"`
-}
-
-type NodeConnection struct {
-	Edges    []NodeEdge `json:"edges"`
-	PageInfo *PageInfo  `json:"pageInfo"`
-	// Nodes matching the filter, across all pages.
-	TotalCount int `json:"totalCount"`
-}
-
-type NodeEdge struct {
-	Cursor string `json:"cursor"`
-	Node   *Node  `json:"node"`
 }
 
 type NodeFacts struct {
@@ -735,23 +324,6 @@ type NodeFacts struct {
 	Os          *OSFacts           `json:"os"`
 }
 
-type NodeFactsInput struct {
-	CPU         *CPUFactsInput          `json:"cpu"`
-	MemoryBytes int64                   `json:"memoryBytes"`
-	Disks       []DiskFactsInput        `json:"disks"`
-	Network     []NetworkInterfaceInput `json:"network"`
-	Os          *OSFactsInput           `json:"os"`
-}
-
-type NodeFilter struct {
-	Status []NodeStatus `json:"status,omitempty"`
-	// Nodes carrying every one of these labels.
-	Labels     []LabelInput `json:"labels,omitempty"`
-	LocationID *string      `json:"locationId,omitempty"`
-	// Case-insensitive substring of the hostname.
-	Hostname *string `json:"hostname,omitempty"`
-}
-
 type NodePayload struct {
 	Node *Node `json:"node"`
 	// Cursor of the command's last event; empty-log cursor "0" when nothing changed.
@@ -760,41 +332,7 @@ type NodePayload struct {
 	Duplicate bool `json:"duplicate"`
 }
 
-// One statistics sample of a node.
-type NodeStatSample struct {
-	Time                 time.Time         `json:"time"`
-	CPUPercent           float64           `json:"cpuPercent"`
-	MemoryUsedBytes      int64             `json:"memoryUsedBytes"`
-	MemoryAvailableBytes int64             `json:"memoryAvailableBytes"`
-	SwapUsedBytes        int64             `json:"swapUsedBytes"`
-	Load1                float64           `json:"load1"`
-	Load5                float64           `json:"load5"`
-	Load15               float64           `json:"load15"`
-	Disks                []DiskUsage       `json:"disks"`
-	Network              []NetworkCounters `json:"network"`
-}
-
-type NodeStatSampleInput struct {
-	Time                 time.Time              `json:"time"`
-	CPUPercent           float64                `json:"cpuPercent"`
-	MemoryUsedBytes      int64                  `json:"memoryUsedBytes"`
-	MemoryAvailableBytes int64                  `json:"memoryAvailableBytes"`
-	SwapUsedBytes        int64                  `json:"swapUsedBytes"`
-	Load1                float64                `json:"load1"`
-	Load5                float64                `json:"load5"`
-	Load15               float64                `json:"load15"`
-	Disks                []DiskUsageInput       `json:"disks,omitempty"`
-	Network              []NetworkCountersInput `json:"network,omitempty"`
-}
-
 type OSFacts struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Kernel  string `json:"kernel"`
-	Arch    string `json:"arch"`
-}
-
-type OSFactsInput struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 	Kernel  string `json:"kernel"`
@@ -811,49 +349,6 @@ type PageInfo struct {
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
-type PollAgentJobsInput struct {
-	NodeID string `json:"nodeId"`
-	// Cursor of the last AgentJob received; null: from the oldest lease still open.
-	After *Cursor `json:"after,omitempty"`
-	// How long to wait for a job when none is ready; 0 to 60, default 25.
-	WaitSeconds *int `json:"waitSeconds,omitempty"`
-}
-
-type PollAgentJobsPayload struct {
-	// Leased jobs after `after`, oldest first; empty when waitSeconds passed without one.
-	Jobs []AgentJob `json:"jobs"`
-	// Pass as `after` on the next poll.
-	Cursor Cursor `json:"cursor"`
-}
-
-type Projection struct {
-	Name    string          `json:"name"`
-	Version int             `json:"version"`
-	State   ProjectionState `json:"state"`
-	// Cursor of the last event the projection applied.
-	Position      Cursor  `json:"position"`
-	EventsBehind  int64   `json:"eventsBehind"`
-	SecondsBehind float64 `json:"secondsBehind"`
-	LastError     *string `json:"lastError,omitempty"`
-	// Events that failed repeatedly and were set aside; the projection went on.
-	ParkedEvents int `json:"parkedEvents"`
-	// Set while a rebuild runs: the version being built and how far it got.
-	Rebuild *ProjectionRebuild `json:"rebuild,omitempty"`
-}
-
-type ProjectionRebuild struct {
-	Version      int       `json:"version"`
-	Position     Cursor    `json:"position"`
-	EventsBehind int64     `json:"eventsBehind"`
-	StartedAt    time.Time `json:"startedAt"`
-}
-
-type PublishTemplateInput struct {
-	Name      string  `json:"name"`
-	Version   string  `json:"version"`
-	CommandID *string `json:"commandId,omitempty"`
-}
-
 // Reads. Every query that reads the read models takes an optional
 // `consistentWith` cursor: the query waits (at most 2 s, then fails with
 // CONFLICT and `extensions.cursor`) until the read models have applied the event
@@ -861,81 +356,10 @@ type PublishTemplateInput struct {
 type Query struct {
 }
 
-type RebuildProjectionInput struct {
-	Name string `json:"name"`
-}
-
-type RebuildProjectionPayload struct {
-	Projection *Projection `json:"projection"`
-}
-
-type RegisterTemplateInput struct {
-	// The descriptor as JSON or YAML text. Validation errors name the offending path.
-	Descriptor string  `json:"descriptor"`
-	CommandID  *string `json:"commandId,omitempty"`
-}
-
 type RenameTenantInput struct {
 	TenantID  string  `json:"tenantId"`
 	Name      string  `json:"name"`
 	CommandID *string `json:"commandId,omitempty"`
-}
-
-type ReportFactsInput struct {
-	NodeID    string          `json:"nodeId"`
-	Facts     *NodeFactsInput `json:"facts"`
-	CommandID *string         `json:"commandId,omitempty"`
-}
-
-type ReportStatsInput struct {
-	NodeID string `json:"nodeId"`
-	// Samples in any order; a sample for a time already stored is ignored.
-	Samples []NodeStatSampleInput `json:"samples"`
-}
-
-type ReportStatsPayload struct {
-	Accepted int `json:"accepted"`
-}
-
-type Resource struct {
-	// Deterministic: the same service and descriptor resource always get the same id.
-	ID        string   `json:"id"`
-	ServiceID string   `json:"serviceId"`
-	Service   *Service `json:"service,omitempty"`
-	// agent, http, terraform, or an out-of-process plugin's name.
-	Plugin     string `json:"plugin"`
-	Type       string `json:"type"`
-	Properties JSON   `json:"properties,omitempty"`
-	// Ids of resources of the same service this one depends on.
-	DependsOn []string `json:"dependsOn"`
-	// The plugin's latest outputs.
-	Outputs   JSON             `json:"outputs,omitempty"`
-	Status    ResourceStatus   `json:"status"`
-	FailedIn  *ResourcePhase   `json:"failedIn,omitempty"`
-	Error     *string          `json:"error,omitempty"`
-	PlannedAt time.Time        `json:"plannedAt"`
-	UpdatedAt time.Time        `json:"updatedAt"`
-	Version   int              `json:"version"`
-	History   *EventConnection `json:"history"`
-}
-
-type ResourceConnection struct {
-	Edges      []ResourceEdge `json:"edges"`
-	PageInfo   *PageInfo      `json:"pageInfo"`
-	TotalCount int            `json:"totalCount"`
-}
-
-type ResourceEdge struct {
-	Cursor string    `json:"cursor"`
-	Node   *Resource `json:"node"`
-}
-
-type ResourceFilter struct {
-	ServiceID *string          `json:"serviceId,omitempty"`
-	Status    []ResourceStatus `json:"status,omitempty"`
-	Plugin    *string          `json:"plugin,omitempty"`
-	// Ignored for tenant roles, which see their own tenant only.
-	TenantID *string `json:"tenantId,omitempty"`
 }
 
 type ResumeTenantInput struct {
@@ -948,98 +372,10 @@ type RetireLocationInput struct {
 	CommandID  *string `json:"commandId,omitempty"`
 }
 
-type RetryPolicy struct {
-	Max int `json:"max"`
-	// Retry n waits backoffSeconds·2^(n-1).
-	BackoffSeconds float64 `json:"backoffSeconds"`
-}
-
-type RetryPolicyInput struct {
-	Max            int      `json:"max"`
-	BackoffSeconds *float64 `json:"backoffSeconds,omitempty"`
-}
-
 type RevokeAPITokenInput struct {
 	TokenID   string  `json:"tokenId"`
 	Reason    *string `json:"reason,omitempty"`
 	CommandID *string `json:"commandId,omitempty"`
-}
-
-type ScriptSpec struct {
-	// sh, bash, python3, ...
-	Interpreter string `json:"interpreter"`
-	Body        string `json:"body"`
-}
-
-type ScriptSpecInput struct {
-	Interpreter string `json:"interpreter"`
-	Body        string `json:"body"`
-}
-
-type Service struct {
-	ID              string           `json:"id"`
-	TenantID        string           `json:"tenantId"`
-	Tenant          *Tenant          `json:"tenant,omitempty"`
-	Name            string           `json:"name"`
-	TemplateName    string           `json:"templateName"`
-	TemplateVersion string           `json:"templateVersion"`
-	Template        *TemplateVersion `json:"template,omitempty"`
-	// The variables the service was deployed with; sensitive values are replaced by null.
-	Variables JSON          `json:"variables,omitempty"`
-	Status    ServiceStatus `json:"status"`
-	// Set while FAILED: the lifecycle step that failed.
-	FailedIn *ServicePhase `json:"failedIn,omitempty"`
-	// Why the last step failed.
-	Cause *string `json:"cause,omitempty"`
-	// Resources a failed rollback or removal left behind.
-	Remaining []string `json:"remaining"`
-	// The service's outputs as of its last registration or start.
-	Outputs     JSON       `json:"outputs,omitempty"`
-	Resources   []Resource `json:"resources"`
-	RequestedAt time.Time  `json:"requestedAt"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
-	Version     int        `json:"version"`
-	// The commands the service accepts in its current state (start, stop, remove).
-	AllowedActions []string `json:"allowedActions"`
-	// The service's own events, oldest first.
-	History *EventConnection `json:"history"`
-}
-
-// A change to a service or one of its resources, delivered after the read models applied it.
-type ServiceChange struct {
-	Event   *Event   `json:"event"`
-	Service *Service `json:"service,omitempty"`
-}
-
-type ServiceCommandInput struct {
-	ServiceID string  `json:"serviceId"`
-	CommandID *string `json:"commandId,omitempty"`
-}
-
-type ServiceConnection struct {
-	Edges      []ServiceEdge `json:"edges"`
-	PageInfo   *PageInfo     `json:"pageInfo"`
-	TotalCount int           `json:"totalCount"`
-}
-
-type ServiceEdge struct {
-	Cursor string   `json:"cursor"`
-	Node   *Service `json:"node"`
-}
-
-type ServiceFilter struct {
-	// Ignored for tenant roles, which see their own tenant only.
-	TenantID     *string         `json:"tenantId,omitempty"`
-	Status       []ServiceStatus `json:"status,omitempty"`
-	TemplateName *string         `json:"templateName,omitempty"`
-	// Case-insensitive substring of the name.
-	Name *string `json:"name,omitempty"`
-}
-
-type ServicePayload struct {
-	Service   *Service `json:"service"`
-	Cursor    Cursor   `json:"cursor"`
-	Duplicate bool     `json:"duplicate"`
 }
 
 type SetNodeLabelsInput struct {
@@ -1056,20 +392,6 @@ type SetNodeLocationInput struct {
 	CommandID  *string `json:"commandId,omitempty"`
 }
 
-type SubmitJobInput struct {
-	// Optional caller-chosen id; a job id that exists already is reported as a duplicate, not run again.
-	JobID  *string         `json:"jobId,omitempty"`
-	Spec   *JobSpecInput   `json:"spec"`
-	Target *JobTargetInput `json:"target"`
-	// Default 3600.
-	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
-	// Default 10.
-	GraceSeconds *int              `json:"graceSeconds,omitempty"`
-	Retry        *RetryPolicyInput `json:"retry,omitempty"`
-	Queue        *string           `json:"queue,omitempty"`
-	CommandID    *string           `json:"commandId,omitempty"`
-}
-
 // Live updates over WebSocket (graphql-transport-ws or graphql-ws) or SSE.
 // Subscriptions that take `after` resume from a cursor without gaps or
 // duplicates; a subscriber that falls too far behind is ended with an error
@@ -1083,109 +405,15 @@ type SuspendTenantInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
-type TemplateFilter struct {
-	Name     *string          `json:"name,omitempty"`
-	Vendor   *string          `json:"vendor,omitempty"`
-	Category *string          `json:"category,omitempty"`
-	Status   []TemplateStatus `json:"status,omitempty"`
-	// Only the newest published version of each name.
-	LatestOnly *bool `json:"latestOnly,omitempty"`
-}
-
-type TemplateFlavor struct {
-	Name        string  `json:"name"`
-	Description *string `json:"description,omitempty"`
-	Variables   JSON    `json:"variables"`
-}
-
-type TemplatePayload struct {
-	Template  *TemplateVersion `json:"template"`
-	Cursor    Cursor           `json:"cursor"`
-	Duplicate bool             `json:"duplicate"`
-}
-
-type TemplateVariable struct {
-	Name        string       `json:"name"`
-	Type        VariableType `json:"type"`
-	Description *string      `json:"description,omitempty"`
-	Default     JSON         `json:"default,omitempty"`
-	Required    bool         `json:"required"`
-	// Never returned by the API once set, never logged, stored encrypted.
-	Sensitive bool     `json:"sensitive"`
-	Pattern   *string  `json:"pattern,omitempty"`
-	MinLength *int     `json:"minLength,omitempty"`
-	MaxLength *int     `json:"maxLength,omitempty"`
-	Minimum   *float64 `json:"minimum,omitempty"`
-	Maximum   *float64 `json:"maximum,omitempty"`
-	Enum      []JSON   `json:"enum,omitempty"`
-}
-
-// One version of a service descriptor in the catalog. Its id is name@version.
-type TemplateVersion struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Version     string         `json:"version"`
-	Vendor      string         `json:"vendor"`
-	Category    *string        `json:"category,omitempty"`
-	Description *string        `json:"description,omitempty"`
-	Status      TemplateStatus `json:"status"`
-	// The descriptor as JSON (YAML is converted on registration).
-	Descriptor JSON `json:"descriptor"`
-	// sha256:<hex> over the canonical descriptor.
-	Digest string `json:"digest"`
-	// The descriptor's input variables, for forms.
-	Variables []TemplateVariable `json:"variables"`
-	// Named sets of variable values, such as small or ha.
-	Flavors           []TemplateFlavor `json:"flavors"`
-	RegisteredAt      time.Time        `json:"registeredAt"`
-	PublishedAt       *time.Time       `json:"publishedAt,omitempty"`
-	DeprecatedAt      *time.Time       `json:"deprecatedAt,omitempty"`
-	DeprecationReason *string          `json:"deprecationReason,omitempty"`
-	// Version of the template version's event stream.
-	StreamVersion  int              `json:"streamVersion"`
-	AllowedActions []string         `json:"allowedActions"`
-	History        *EventConnection `json:"history"`
-}
-
-type TemplateVersionConnection struct {
-	Edges      []TemplateVersionEdge `json:"edges"`
-	PageInfo   *PageInfo             `json:"pageInfo"`
-	TotalCount int                   `json:"totalCount"`
-}
-
-type TemplateVersionEdge struct {
-	Cursor string           `json:"cursor"`
-	Node   *TemplateVersion `json:"node"`
-}
-
 type Tenant struct {
-	ID             string             `json:"id"`
-	Name           string             `json:"name"`
-	Status         TenantStatus       `json:"status"`
-	SuspendReason  *string            `json:"suspendReason,omitempty"`
-	CreatedAt      time.Time          `json:"createdAt"`
-	UpdatedAt      time.Time          `json:"updatedAt"`
-	Version        int                `json:"version"`
-	AllowedActions []string           `json:"allowedActions"`
-	Users          *UserConnection    `json:"users"`
-	Services       *ServiceConnection `json:"services"`
-}
-
-type TenantConnection struct {
-	Edges      []TenantEdge `json:"edges"`
-	PageInfo   *PageInfo    `json:"pageInfo"`
-	TotalCount int          `json:"totalCount"`
-}
-
-type TenantEdge struct {
-	Cursor string  `json:"cursor"`
-	Node   *Tenant `json:"node"`
-}
-
-type TenantFilter struct {
-	Status []TenantStatus `json:"status,omitempty"`
-	// Case-insensitive substring of the name.
-	Name *string `json:"name,omitempty"`
+	ID             string       `json:"id"`
+	Name           string       `json:"name"`
+	Status         TenantStatus `json:"status"`
+	SuspendReason  *string      `json:"suspendReason,omitempty"`
+	CreatedAt      time.Time    `json:"createdAt"`
+	UpdatedAt      time.Time    `json:"updatedAt"`
+	Version        int          `json:"version"`
+	AllowedActions []string     `json:"allowedActions"`
 }
 
 type TenantPayload struct {
@@ -1215,35 +443,16 @@ type UpdateLocationInput struct {
 }
 
 type User struct {
-	ID             string              `json:"id"`
-	Name           string              `json:"name"`
-	Role           Role                `json:"role"`
-	TenantID       *string             `json:"tenantId,omitempty"`
-	Tenant         *Tenant             `json:"tenant,omitempty"`
-	Status         UserStatus          `json:"status"`
-	DisableReason  *string             `json:"disableReason,omitempty"`
-	CreatedAt      time.Time           `json:"createdAt"`
-	UpdatedAt      time.Time           `json:"updatedAt"`
-	Version        int                 `json:"version"`
-	AllowedActions []string            `json:"allowedActions"`
-	Tokens         *APITokenConnection `json:"tokens"`
-}
-
-type UserConnection struct {
-	Edges      []UserEdge `json:"edges"`
-	PageInfo   *PageInfo  `json:"pageInfo"`
-	TotalCount int        `json:"totalCount"`
-}
-
-type UserEdge struct {
-	Cursor string `json:"cursor"`
-	Node   *User  `json:"node"`
-}
-
-type UserFilter struct {
-	TenantID *string      `json:"tenantId,omitempty"`
-	Role     []Role       `json:"role,omitempty"`
-	Status   []UserStatus `json:"status,omitempty"`
+	ID             string     `json:"id"`
+	Name           string     `json:"name"`
+	Role           Role       `json:"role"`
+	TenantID       *string    `json:"tenantId,omitempty"`
+	Status         UserStatus `json:"status"`
+	DisableReason  *string    `json:"disableReason,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	Version        int        `json:"version"`
+	AllowedActions []string   `json:"allowedActions"`
 }
 
 type UserPayload struct {
@@ -1257,11 +466,9 @@ type Viewer struct {
 	// Token id (or node id for an agent credential).
 	ID       string  `json:"id"`
 	UserID   *string `json:"userId,omitempty"`
-	User     *User   `json:"user,omitempty"`
 	Name     *string `json:"name,omitempty"`
 	Role     Role    `json:"role"`
 	TenantID *string `json:"tenantId,omitempty"`
-	Tenant   *Tenant `json:"tenant,omitempty"`
 	// Agent credentials: the node they act for.
 	NodeID    *string    `json:"nodeId,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
@@ -1338,200 +545,6 @@ func (e EntityType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-type JobKind string
-
-const (
-	// A typed SAL action with JSON arguments.
-	JobKindAction JobKind = "ACTION"
-	// A program with arguments, environment and stdin, run without a shell.
-	JobKindExec JobKind = "EXEC"
-	// An inline script run by an interpreter.
-	JobKindScript JobKind = "SCRIPT"
-)
-
-var AllJobKind = []JobKind{
-	JobKindAction,
-	JobKindExec,
-	JobKindScript,
-}
-
-func (e JobKind) IsValid() bool {
-	switch e {
-	case JobKindAction, JobKindExec, JobKindScript:
-		return true
-	}
-	return false
-}
-
-func (e JobKind) String() string {
-	return string(e)
-}
-
-func (e *JobKind) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = JobKind(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid JobKind", str)
-	}
-	return nil
-}
-
-func (e JobKind) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *JobKind) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e JobKind) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type JobOutcome string
-
-const (
-	JobOutcomeSucceeded JobOutcome = "SUCCEEDED"
-	JobOutcomeFailed    JobOutcome = "FAILED"
-	JobOutcomeTimedOut  JobOutcome = "TIMED_OUT"
-	// Only after a cancel request.
-	JobOutcomeCancelled JobOutcome = "CANCELLED"
-)
-
-var AllJobOutcome = []JobOutcome{
-	JobOutcomeSucceeded,
-	JobOutcomeFailed,
-	JobOutcomeTimedOut,
-	JobOutcomeCancelled,
-}
-
-func (e JobOutcome) IsValid() bool {
-	switch e {
-	case JobOutcomeSucceeded, JobOutcomeFailed, JobOutcomeTimedOut, JobOutcomeCancelled:
-		return true
-	}
-	return false
-}
-
-func (e JobOutcome) String() string {
-	return string(e)
-}
-
-func (e *JobOutcome) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = JobOutcome(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid JobOutcome", str)
-	}
-	return nil
-}
-
-func (e JobOutcome) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *JobOutcome) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e JobOutcome) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type JobStatus string
-
-const (
-	// Waiting for a lease.
-	JobStatusQueued JobStatus = "QUEUED"
-	// Leased to one agent, not started.
-	JobStatusDispatched JobStatus = "DISPATCHED"
-	// Running on its node; for a fan-out, its children run.
-	JobStatusRunning JobStatus = "RUNNING"
-	// Running, asked to stop.
-	JobStatusCancelling JobStatus = "CANCELLING"
-	JobStatusSucceeded  JobStatus = "SUCCEEDED"
-	JobStatusFailed     JobStatus = "FAILED"
-	JobStatusTimedOut   JobStatus = "TIMED_OUT"
-	JobStatusCancelled  JobStatus = "CANCELLED"
-	// Nobody will report how it ended (its node went away).
-	JobStatusLost JobStatus = "LOST"
-)
-
-var AllJobStatus = []JobStatus{
-	JobStatusQueued,
-	JobStatusDispatched,
-	JobStatusRunning,
-	JobStatusCancelling,
-	JobStatusSucceeded,
-	JobStatusFailed,
-	JobStatusTimedOut,
-	JobStatusCancelled,
-	JobStatusLost,
-}
-
-func (e JobStatus) IsValid() bool {
-	switch e {
-	case JobStatusQueued, JobStatusDispatched, JobStatusRunning, JobStatusCancelling, JobStatusSucceeded, JobStatusFailed, JobStatusTimedOut, JobStatusCancelled, JobStatusLost:
-		return true
-	}
-	return false
-}
-
-func (e JobStatus) String() string {
-	return string(e)
-}
-
-func (e *JobStatus) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = JobStatus(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid JobStatus", str)
-	}
-	return nil
-}
-
-func (e JobStatus) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *JobStatus) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e JobStatus) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
 type LocationStatus string
 
 const (
@@ -1583,64 +596,6 @@ func (e *LocationStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e LocationStatus) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type LogStream string
-
-const (
-	LogStreamStdout LogStream = "STDOUT"
-	LogStreamStderr LogStream = "STDERR"
-	// Lines the agent itself adds (start, kill, retry).
-	LogStreamSystem LogStream = "SYSTEM"
-)
-
-var AllLogStream = []LogStream{
-	LogStreamStdout,
-	LogStreamStderr,
-	LogStreamSystem,
-}
-
-func (e LogStream) IsValid() bool {
-	switch e {
-	case LogStreamStdout, LogStreamStderr, LogStreamSystem:
-		return true
-	}
-	return false
-}
-
-func (e LogStream) String() string {
-	return string(e)
-}
-
-func (e *LogStream) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = LogStream(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid LogStream", str)
-	}
-	return nil
-}
-
-func (e LogStream) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *LogStream) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e LogStream) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1718,198 +673,6 @@ func (e NodeStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-type ProjectionState string
-
-const (
-	// Applying events as they commit.
-	ProjectionStateRunning ProjectionState = "RUNNING"
-	// Catching up from position zero into new tables; the old version keeps serving.
-	ProjectionStateRebuilding ProjectionState = "REBUILDING"
-	// Failing and retried with backoff; see lastError.
-	ProjectionStateFailing ProjectionState = "FAILING"
-	ProjectionStateStopped ProjectionState = "STOPPED"
-)
-
-var AllProjectionState = []ProjectionState{
-	ProjectionStateRunning,
-	ProjectionStateRebuilding,
-	ProjectionStateFailing,
-	ProjectionStateStopped,
-}
-
-func (e ProjectionState) IsValid() bool {
-	switch e {
-	case ProjectionStateRunning, ProjectionStateRebuilding, ProjectionStateFailing, ProjectionStateStopped:
-		return true
-	}
-	return false
-}
-
-func (e ProjectionState) String() string {
-	return string(e)
-}
-
-func (e *ProjectionState) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = ProjectionState(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid ProjectionState", str)
-	}
-	return nil
-}
-
-func (e ProjectionState) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *ProjectionState) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e ProjectionState) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type ResourcePhase string
-
-const (
-	ResourcePhaseCreate  ResourcePhase = "CREATE"
-	ResourcePhaseStart   ResourcePhase = "START"
-	ResourcePhaseStop    ResourcePhase = "STOP"
-	ResourcePhaseDestroy ResourcePhase = "DESTROY"
-)
-
-var AllResourcePhase = []ResourcePhase{
-	ResourcePhaseCreate,
-	ResourcePhaseStart,
-	ResourcePhaseStop,
-	ResourcePhaseDestroy,
-}
-
-func (e ResourcePhase) IsValid() bool {
-	switch e {
-	case ResourcePhaseCreate, ResourcePhaseStart, ResourcePhaseStop, ResourcePhaseDestroy:
-		return true
-	}
-	return false
-}
-
-func (e ResourcePhase) String() string {
-	return string(e)
-}
-
-func (e *ResourcePhase) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = ResourcePhase(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid ResourcePhase", str)
-	}
-	return nil
-}
-
-func (e ResourcePhase) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *ResourcePhase) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e ResourcePhase) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type ResourceStatus string
-
-const (
-	ResourceStatusPending    ResourceStatus = "PENDING"
-	ResourceStatusCreating   ResourceStatus = "CREATING"
-	ResourceStatusCreated    ResourceStatus = "CREATED"
-	ResourceStatusStarting   ResourceStatus = "STARTING"
-	ResourceStatusRunning    ResourceStatus = "RUNNING"
-	ResourceStatusStopping   ResourceStatus = "STOPPING"
-	ResourceStatusStopped    ResourceStatus = "STOPPED"
-	ResourceStatusDestroying ResourceStatus = "DESTROYING"
-	ResourceStatusDestroyed  ResourceStatus = "DESTROYED"
-	ResourceStatusFailed     ResourceStatus = "FAILED"
-)
-
-var AllResourceStatus = []ResourceStatus{
-	ResourceStatusPending,
-	ResourceStatusCreating,
-	ResourceStatusCreated,
-	ResourceStatusStarting,
-	ResourceStatusRunning,
-	ResourceStatusStopping,
-	ResourceStatusStopped,
-	ResourceStatusDestroying,
-	ResourceStatusDestroyed,
-	ResourceStatusFailed,
-}
-
-func (e ResourceStatus) IsValid() bool {
-	switch e {
-	case ResourceStatusPending, ResourceStatusCreating, ResourceStatusCreated, ResourceStatusStarting, ResourceStatusRunning, ResourceStatusStopping, ResourceStatusStopped, ResourceStatusDestroying, ResourceStatusDestroyed, ResourceStatusFailed:
-		return true
-	}
-	return false
-}
-
-func (e ResourceStatus) String() string {
-	return string(e)
-}
-
-func (e *ResourceStatus) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = ResourceStatus(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid ResourceStatus", str)
-	}
-	return nil
-}
-
-func (e ResourceStatus) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *ResourceStatus) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e ResourceStatus) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
 // What a token may do. Tenant roles act within one tenant; the agent role is a
 // node credential that acts only for its own node.
 type Role string
@@ -1972,258 +735,6 @@ func (e *Role) UnmarshalJSON(b []byte) error {
 }
 
 func (e Role) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type ServicePhase string
-
-const (
-	ServicePhaseRegister ServicePhase = "REGISTER"
-	ServicePhaseStart    ServicePhase = "START"
-	ServicePhaseStop     ServicePhase = "STOP"
-)
-
-var AllServicePhase = []ServicePhase{
-	ServicePhaseRegister,
-	ServicePhaseStart,
-	ServicePhaseStop,
-}
-
-func (e ServicePhase) IsValid() bool {
-	switch e {
-	case ServicePhaseRegister, ServicePhaseStart, ServicePhaseStop:
-		return true
-	}
-	return false
-}
-
-func (e ServicePhase) String() string {
-	return string(e)
-}
-
-func (e *ServicePhase) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = ServicePhase(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid ServicePhase", str)
-	}
-	return nil
-}
-
-func (e ServicePhase) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *ServicePhase) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e ServicePhase) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type ServiceStatus string
-
-const (
-	ServiceStatusRegistering ServiceStatus = "REGISTERING"
-	ServiceStatusRegistered  ServiceStatus = "REGISTERED"
-	ServiceStatusStarting    ServiceStatus = "STARTING"
-	ServiceStatusRunning     ServiceStatus = "RUNNING"
-	ServiceStatusStopping    ServiceStatus = "STOPPING"
-	ServiceStatusStopped     ServiceStatus = "STOPPED"
-	ServiceStatusRemoving    ServiceStatus = "REMOVING"
-	ServiceStatusRemoved     ServiceStatus = "REMOVED"
-	// See failedIn and cause.
-	ServiceStatusFailed      ServiceStatus = "FAILED"
-	ServiceStatusRollingBack ServiceStatus = "ROLLING_BACK"
-	// A failed registration left resources behind: see remaining.
-	ServiceStatusRollbackFailed ServiceStatus = "ROLLBACK_FAILED"
-	// A removal left resources behind: see remaining.
-	ServiceStatusManualCleanupRequired ServiceStatus = "MANUAL_CLEANUP_REQUIRED"
-)
-
-var AllServiceStatus = []ServiceStatus{
-	ServiceStatusRegistering,
-	ServiceStatusRegistered,
-	ServiceStatusStarting,
-	ServiceStatusRunning,
-	ServiceStatusStopping,
-	ServiceStatusStopped,
-	ServiceStatusRemoving,
-	ServiceStatusRemoved,
-	ServiceStatusFailed,
-	ServiceStatusRollingBack,
-	ServiceStatusRollbackFailed,
-	ServiceStatusManualCleanupRequired,
-}
-
-func (e ServiceStatus) IsValid() bool {
-	switch e {
-	case ServiceStatusRegistering, ServiceStatusRegistered, ServiceStatusStarting, ServiceStatusRunning, ServiceStatusStopping, ServiceStatusStopped, ServiceStatusRemoving, ServiceStatusRemoved, ServiceStatusFailed, ServiceStatusRollingBack, ServiceStatusRollbackFailed, ServiceStatusManualCleanupRequired:
-		return true
-	}
-	return false
-}
-
-func (e ServiceStatus) String() string {
-	return string(e)
-}
-
-func (e *ServiceStatus) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = ServiceStatus(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid ServiceStatus", str)
-	}
-	return nil
-}
-
-func (e ServiceStatus) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *ServiceStatus) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e ServiceStatus) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type TargetMode string
-
-const (
-	// One matching node runs the job.
-	TargetModeAny TargetMode = "ANY"
-	// Every matching node runs it, through child jobs.
-	TargetModeAll TargetMode = "ALL"
-)
-
-var AllTargetMode = []TargetMode{
-	TargetModeAny,
-	TargetModeAll,
-}
-
-func (e TargetMode) IsValid() bool {
-	switch e {
-	case TargetModeAny, TargetModeAll:
-		return true
-	}
-	return false
-}
-
-func (e TargetMode) String() string {
-	return string(e)
-}
-
-func (e *TargetMode) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = TargetMode(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid TargetMode", str)
-	}
-	return nil
-}
-
-func (e TargetMode) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *TargetMode) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e TargetMode) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type TemplateStatus string
-
-const (
-	// Registered and validated; the vendor may still replace the descriptor.
-	TemplateStatusValidated TemplateStatus = "VALIDATED"
-	// Deployable; the descriptor is frozen.
-	TemplateStatusPublished TemplateStatus = "PUBLISHED"
-	// Frozen; not offered for new deployments.
-	TemplateStatusDeprecated TemplateStatus = "DEPRECATED"
-)
-
-var AllTemplateStatus = []TemplateStatus{
-	TemplateStatusValidated,
-	TemplateStatusPublished,
-	TemplateStatusDeprecated,
-}
-
-func (e TemplateStatus) IsValid() bool {
-	switch e {
-	case TemplateStatusValidated, TemplateStatusPublished, TemplateStatusDeprecated:
-		return true
-	}
-	return false
-}
-
-func (e TemplateStatus) String() string {
-	return string(e)
-}
-
-func (e *TemplateStatus) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = TemplateStatus(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid TemplateStatus", str)
-	}
-	return nil
-}
-
-func (e TemplateStatus) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *TemplateStatus) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e TemplateStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -2394,69 +905,6 @@ func (e *UserStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e UserStatus) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-type VariableType string
-
-const (
-	VariableTypeString  VariableType = "STRING"
-	VariableTypeNumber  VariableType = "NUMBER"
-	VariableTypeInteger VariableType = "INTEGER"
-	VariableTypeBoolean VariableType = "BOOLEAN"
-	VariableTypeObject  VariableType = "OBJECT"
-	VariableTypeArray   VariableType = "ARRAY"
-)
-
-var AllVariableType = []VariableType{
-	VariableTypeString,
-	VariableTypeNumber,
-	VariableTypeInteger,
-	VariableTypeBoolean,
-	VariableTypeObject,
-	VariableTypeArray,
-}
-
-func (e VariableType) IsValid() bool {
-	switch e {
-	case VariableTypeString, VariableTypeNumber, VariableTypeInteger, VariableTypeBoolean, VariableTypeObject, VariableTypeArray:
-		return true
-	}
-	return false
-}
-
-func (e VariableType) String() string {
-	return string(e)
-}
-
-func (e *VariableType) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = VariableType(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid VariableType", str)
-	}
-	return nil
-}
-
-func (e VariableType) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *VariableType) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e VariableType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
