@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -97,6 +98,15 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
+
+	runAPI, err := mountGraphQL(ctx, srv, store, log, os.Stderr)
+	if err != nil {
+		return err
+	}
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- runAPI(apiCtx) }()
+	defer func() { stopAPI(); err = errors.Join(err, <-apiDone) }()
 
 	log.Info().Str("addr", ln.Addr().String()).Msgf("cairnd listening on http://%s", ln.Addr())
 	return srv.Serve(ctx, ln)
