@@ -26,6 +26,7 @@ import (
 	"cairn/internal/testdb"
 	"cairn/plugins"
 	"cairn/plugins/fake"
+	"cairn/plugins/terraform"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -559,5 +560,53 @@ func TestCrashAtEveryStep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The terraform plugin through the orchestrator, with the descriptor of
+// docs/plugins.md: Terraform's own interpolations written $${…}.
+func TestTerraformResource(t *testing.T) {
+	t.Parallel()
+	bin, ok := terraform.Find()
+	if !ok {
+		t.Skip("terraform is not on PATH: the terraform plugin is registered only where the CLI is installed")
+	}
+	tf, err := terraform.New(terraform.Config{Binary: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{store: commandstest.NewStore(t), reg: plugins.NewRegistry()}
+	if err := e.reg.Register("terraform", tf); err != nil {
+		t.Fatal(err)
+	}
+	e.desc, err = orchestratortest.Publish(context.Background(), e.store, e.reg, "acme-vendor", []byte(`
+apiVersion: cairn/v1
+metadata: {name: tf-marker, version: 1.0.0}
+resources:
+  - name: marker
+    plugin: terraform
+    type: configuration
+    properties:
+      config:
+        variable: {note: {type: string}}
+        resource: {terraform_data: {marker: {input: "$${var.note}"}}}
+        output: {note: {value: "$${terraform_data.marker.output}"}}
+      variables:
+        note: deployed for ${service.tenant}
+outputs:
+  note: {value: "${resource.marker.outputs.note}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, nil)
+	e.register(t, "svc-tf")
+	s := e.wait(t, "svc-tf", service.StatusRegistered, service.StatusFailed)
+	if s.Status != service.StatusRegistered || string(s.Outputs) != `{"note":"deployed for tenant-1"}` {
+		t.Fatalf("%s: %s %s", s.Status, s.Cause, s.Outputs)
+	}
+	e.request(t, "svc-tf", service.CmdRemove)
+	if s = e.wait(t, "svc-tf", service.StatusRemoved, service.StatusManualCleanupRequired); s.Status != service.StatusRemoved {
+		t.Fatalf("remove: %s %s", s.Status, s.Cause)
 	}
 }
