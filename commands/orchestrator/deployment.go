@@ -362,5 +362,9 @@ func (d *deployment) serviceOutputs() (json.RawMessage, error) {
 		}
 		out[name] = v
 	}
-	return json.Marshal(out)
+	raw, err := json.Marshal(out)
+	if err == nil && len(raw) > service.MaxJSONBytes {
+		err = fmt.Errorf("the outputs take %d bytes, more than the %d a service may record", len(raw), service.MaxJSONBytes)
+	}
+	return raw, err
 }

@@ -610,3 +610,35 @@ outputs:
 		t.Fatalf("remove: %s %s", s.Status, s.Cause)
 	}
 }
+
+// Plugin errors that the log would refuse as they are (terminal colours,
+// carriage returns, no message at all) are still recorded, cleaned.
+func TestUnprintableErrorsAreRecorded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fake.Options{Fail: func(op plugins.Op, r plugins.Request) error {
+		switch {
+		case op == plugins.OpCreate && r.ResourceID == id("svc-5", "net"):
+			return errors.New("\x1b[31mboom\x1b[0m\r\n\x00")
+		case op == plugins.OpCreate && r.ResourceID == id("svc-5", "disk"):
+			return errors.New("")
+		}
+		return nil
+	}})
+	e.run(t, nil)
+	e.register(t, "svc-5")
+	s := e.wait(t, "svc-5", service.StatusFailed, service.StatusRollbackFailed)
+	if s.Status != service.StatusFailed || !strings.Contains(s.Cause, "boom") {
+		t.Fatalf("%s: %q", s.Status, s.Cause)
+	}
+	for _, name := range []string{"net", "disk"} {
+		var failed string
+		for _, ev := range commandstest.Stream(t, e.store, "resource-"+id("svc-5", name)) {
+			if ev.Type == "resource.failed" {
+				failed = string(ev.Payload)
+			}
+		}
+		if failed == "" {
+			t.Fatalf("%s: no failure recorded", name)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"cairn/domain"
 	"cairn/domain/ocl"
@@ -34,19 +36,31 @@ func cause(fs []failure) string {
 	return truncate(strings.Join(parts, "; "), service.MaxCauseLength)
 }
 
+// truncate makes s fit an event's text field: valid UTF-8, no control
+// characters but newlines and tabs (terminal colours, say, from a plugin's
+// output), not empty, at most n bytes. The domain refuses anything else, and
+// a refused failure could never be recorded.
 func truncate(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "failed without saying why"
+	}
 	if len(s) <= n {
 		return s
 	}
 	const more = " …"
 	cut := n - len(more)
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + more
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // drive runs passes over a service until it has nothing left to do. Each
 // pass ends with the service event that moves it out of its busy status, so
