@@ -642,3 +642,49 @@ func TestUnprintableErrorsAreRecorded(t *testing.T) {
 		}
 	}
 }
+
+// misbehaving wraps the fake plugin: vm's create hangs, dns's create
+// answers a list instead of an object.
+type misbehaving struct{ *fake.Plugin }
+
+func (m misbehaving) Create(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
+	if strings.Contains(string(r.Properties), `"gb"`) { // vm
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if strings.Contains(string(r.Properties), `"target"`) { // dns
+		if _, err := m.Plugin.Create(ctx, r); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`["not", "an", "object"]`), nil
+	}
+	return m.Plugin.Create(ctx, r)
+}
+
+func TestTimeoutAndGarbageRollBack(t *testing.T) {
+	t.Parallel()
+	f := fake.New(fake.Options{})
+	e := &env{store: commandstest.NewStore(t), reg: plugins.NewRegistry(), fake: f}
+	if err := e.reg.Register("fake", misbehaving{f}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if e.desc, err = orchestratortest.Publish(context.Background(), e.store, e.reg, "acme-vendor", []byte(fakeApp)); err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, func(c *orchestrator.Config) { c.CallTimeout = 200 * time.Millisecond })
+	e.register(t, "svc-6")
+	s := e.wait(t, "svc-6", service.StatusFailed, service.StatusRollbackFailed)
+	if s.Status != service.StatusFailed {
+		t.Fatalf("%s: %s", s.Status, s.Cause)
+	}
+	for _, want := range []string{"resource vm", "gave up after 200ms", "resource dns", "unusable outputs", "where an object was expected"} {
+		if !strings.Contains(s.Cause, want) {
+			t.Errorf("cause %q does not say %q", s.Cause, want)
+		}
+	}
+	// dns was made before its answer was refused: the rollback destroyed it.
+	if live := f.Live(); len(live) != 0 {
+		t.Fatalf("left behind: %v", live)
+	}
+}
