@@ -160,8 +160,7 @@ func TestProcess(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// Start, then destroy without stopping: destroy stops it.
-	out, err = p.Start(ctx, req)
-	if err != nil {
+	if _, err := p.Start(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Destroy(ctx, req); err != nil {
