@@ -8,23 +8,52 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCH_FLAGS ?=
+NPM         ?= npm
+WEB_DIST    := web/static/dist/index.html
+WEB_SRC     := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test bench lint fuzz clean
+.PHONY: help build run web test test-web test-e2e bench lint fuzz clean
 
 help: ## Show the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build every command (cairnd, ...) into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-run: ## Build and run cairnd serve (embedded PostgreSQL in .cairn/ unless DATABASE_URL is set)
+run: ## Build the portal and cairnd, and run cairnd serve (embedded PostgreSQL in .cairn/ unless DATABASE_URL is set)
+	@if command -v $(NPM) >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
+	else echo "npm not found: cairnd will serve a page that says how to build the portal" >&2; fi
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/cairnd ./cmd/cairnd
 	$(BIN)/cairnd serve
 
-test: ## Run every test, all packages sharing one private PostgreSQL cluster
+web: $(WEB_DIST) ## Build the portal into web/static/dist, which cairnd embeds (needs Node.js and npm)
+
+# npm install (not npm ci) installs the locked versions and tolerates a lock
+# file without the optional packages of other platforms, which a registry
+# mirror may not carry.
+web/node_modules/.package-lock.json: web/package-lock.json web/package.json
+	cd web && $(NPM) install --no-audit --no-fund
+	@touch $@
+
+$(WEB_DIST): web/node_modules/.package-lock.json $(WEB_SRC)
+	cd web && $(NPM) run build
+
+test: ## Run every test: Go packages sharing one private PostgreSQL cluster, then the portal's (test-web)
 	$(GO) run ./internal/testdb/withcluster $(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory test-web
+
+test-web: web ## The portal's unit tests, then its pages and its sign-in on a real cairnd in headless Chromium
+	cd web && $(NPM) test
+	web/e2e/ensure-chromium.sh
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/cairnd ./cmd/cairnd
+	cd web && node --test e2e/pages.test.mjs e2e/smoke.test.mjs
+
+test-e2e: web ## The portal's flows in headless Chromium against a real cairnd with real agents
+	web/e2e/ensure-chromium.sh
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	cd web && node --test e2e/flows.test.mjs
 
 bench: ## Measure the performance targets and print them as JSON (flags: BENCH_FLAGS=...)
 	$(GO) run ./cmd/cairn-bench $(BENCH_FLAGS)
@@ -43,4 +72,4 @@ fuzz: ## Fuzz the service descriptor parser for 20 s
 	fi
 
 clean: ## Remove build output (never the data in .cairn/)
-	rm -rf $(BIN)
+	rm -rf $(BIN) web/static/dist

@@ -98,7 +98,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
-
+	mountPortal(srv)
 	runAPI, err := mountGraphQL(ctx, srv, store, log, os.Stderr)
 	if err != nil {
 		return err
