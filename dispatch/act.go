@@ -1,0 +1,266 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"cairn/commands"
+	"cairn/commands/jobs"
+	"cairn/commands/nodes"
+	"cairn/domain"
+	"cairn/domain/job"
+	"cairn/domain/node"
+)
+
+// pass looks at every open job, node and schedule and starts the commands
+// the current state calls for. It runs under d.mu after each batch of events
+// and on every tick; a job with a command in flight is skipped until that
+// command's events have been applied.
+func (d *Dispatcher) pass(now time.Time) {
+	if d.runCtx == nil {
+		return
+	}
+	for _, e := range d.order {
+		if !e.dropped && !e.pending {
+			d.act(e, now)
+		}
+	}
+	if d.dropped > len(d.order)/2 {
+		d.order = slices.DeleteFunc(d.order, func(e *jobEntry) bool { return e.dropped })
+		d.dropped = 0
+	}
+	for id, n := range d.nodes {
+		d.checkNode(id, n, now)
+	}
+	for _, s := range d.schedules {
+		d.fire(s, now)
+	}
+}
+
+// act starts the one command job e needs now, if any.
+func (d *Dispatcher) act(e *jobEntry, now time.Time) {
+	p := d.parent(e)
+	parentStopping := p != nil && p.j.Status == job.StatusCancelling
+	switch {
+	case e.fan != nil:
+		d.actFanOut(e, now)
+	case e.j.Terminal():
+		if d.retryable(e) {
+			d.retry(e)
+		} else {
+			d.drop(e)
+		}
+	case parentStopping && e.j.Status != job.StatusCancelling:
+		d.command(e, "cancel", func(ctx context.Context) (commands.Outcome, error) {
+			return d.jobsH.Cancel(ctx, d.meta(e.tenant), jobs.Cancel{JobID: e.j.ID, Reason: "its fan-out " + p.j.ID + " was cancelled"})
+		})
+	case e.j.Status == job.StatusQueued:
+		d.place(e, p, now)
+	case e.j.Status == job.StatusDispatched:
+		// Unacknowledged leases expire; an acknowledged one waits for its
+		// agent unless the node is gone.
+		if !now.Before(e.j.LeaseUntil) && (!e.j.Acknowledged || e.node == nil || e.node.gone()) {
+			d.command(e, "expire lease", func(ctx context.Context) (commands.Outcome, error) {
+				return d.jobsH.ExpireLease(ctx, d.meta(e.tenant), jobs.ExpireLease{JobID: e.j.ID})
+			})
+		}
+	case e.j.Status == job.StatusRunning || e.j.Status == job.StatusCancelling:
+		if e.node != nil && e.node.gone() {
+			reason := "node " + e.j.NodeID + " is " + string(e.node.n.Status) + ": nobody will report how the job ended"
+			d.command(e, "mark lost", func(ctx context.Context) (commands.Outcome, error) {
+				return d.jobsH.MarkLost(ctx, d.meta(e.tenant), jobs.MarkLost{JobID: e.j.ID, Reason: reason})
+			})
+		}
+	}
+}
+
+// retryable reports whether a job that ended will run again: it failed,
+// timed out or was lost with attempts left, and, when lost, another node may
+// take it (a job pinned to a node that went away would only wait for it).
+// A fan-out's child is not retried once the fan-out is being cancelled.
+func (d *Dispatcher) retryable(e *jobEntry) bool {
+	if e.fan != nil || e.j.Attempt >= e.j.MaxAttempts() {
+		return false
+	}
+	switch e.j.Status {
+	case job.StatusFailed, job.StatusTimedOut:
+	case job.StatusLost:
+		if e.pinned() {
+			return false
+		}
+	default:
+		return false
+	}
+	if e.j.ParentID != "" {
+		p := d.jobs[e.j.ParentID]
+		if p == nil || p.j.Status != job.StatusRunning {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Dispatcher) retry(e *jobEntry) {
+	d.command(e, "retry", func(ctx context.Context) (commands.Outcome, error) {
+		return d.jobsH.Retry(ctx, d.meta(e.tenant), jobs.Retry{JobID: e.j.ID})
+	})
+}
+
+// place leases a queued job to a node that can take it now, if there is one.
+func (d *Dispatcher) place(e *jobEntry, parent *jobEntry, now time.Time) {
+	if now.Before(e.j.NotBefore) {
+		return
+	}
+	if parent != nil {
+		if parent.j.Status != job.StatusRunning {
+			return
+		}
+		if max := parent.j.Target.MaxParallel; max > 0 && parent.fan.active >= max {
+			return
+		}
+	}
+	var target *nodeEntry
+	if e.pinned() {
+		if n := d.nodes[e.j.Target.NodeID]; n != nil && d.canTake(n, e, now) {
+			target = n
+		}
+	} else {
+		target = d.pick(e, now)
+	}
+	if target == nil {
+		return
+	}
+	d.reserve(e, target)
+	nodeID := target.n.ID
+	d.launchFor(e, "lease", func(ctx context.Context) (commands.Outcome, error) {
+		return d.jobsH.Lease(ctx, d.meta(e.tenant), jobs.Lease{JobID: e.j.ID, NodeID: nodeID, Duration: d.opts.Lease})
+	}, func(err error) {
+		if err != nil && e.node == target && e.j.Status == job.StatusQueued {
+			d.release(e)
+		}
+	})
+}
+
+// canTake reports whether node n may be given job e now: it is online and
+// not cordoned, its agent is connected here, and the job's serial queue is
+// free on it.
+func (d *Dispatcher) canTake(n *nodeEntry, e *jobEntry, now time.Time) bool {
+	if !n.n.Schedulable() || !d.present(n, now) {
+		return false
+	}
+	return e.j.Queue == "" || n.queues[e.j.Queue] == ""
+}
+
+// pick chooses, for a selector target, the matching node that can take the
+// job with the fewest jobs on it; ties go round in turn so work spreads.
+func (d *Dispatcher) pick(e *jobEntry, now time.Time) *nodeEntry {
+	var best []*nodeEntry
+	for _, n := range d.nodes {
+		if !n.n.Matches(e.j.Target.Selector) || !d.canTake(n, e, now) {
+			continue
+		}
+		switch {
+		case len(best) == 0 || len(n.leases) < len(best[0].leases):
+			best = append(best[:0], n)
+		case len(n.leases) == len(best[0].leases):
+			best = append(best, n)
+		}
+	}
+	if len(best) == 0 {
+		return nil
+	}
+	slices.SortFunc(best, func(a, b *nodeEntry) int { return compareStrings(a.n.ID, b.n.ID) })
+	d.rr++
+	return best[d.rr%uint64(len(best))]
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// present reports whether the node's agent is connected to this process:
+// it has a subscription or a long poll open, or showed a sign of life within
+// one heartbeat interval (a poller between two polls).
+func (d *Dispatcher) present(n *nodeEntry, now time.Time) bool {
+	return len(n.streams) > 0 || len(n.pollers) > 0 || now.Sub(n.lastSeen) < d.opts.HeartbeatInterval
+}
+
+// command runs a command for job e and keeps the job aside until its events
+// are applied.
+func (d *Dispatcher) command(e *jobEntry, what string, run func(context.Context) (commands.Outcome, error)) {
+	d.launchFor(e, what, run, nil)
+}
+
+func (d *Dispatcher) launchFor(e *jobEntry, what string, run func(context.Context) (commands.Outcome, error), after func(error)) {
+	e.pending, e.awaitVersion = true, 0
+	d.launch(what+" job "+e.j.ID, run, func(out commands.Outcome, err error) {
+		if after != nil {
+			after(err)
+		}
+		if err != nil || out.Version <= e.version {
+			e.pending = false
+			return
+		}
+		// Wait for the subscription to bring the events the command appended.
+		e.awaitVersion = out.Version
+	})
+}
+
+// isExpected reports errors that only mean the dispatcher's view was behind
+// the log when it decided.
+func isExpected(err error) bool {
+	return errors.Is(err, domain.ErrConflict) || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound)
+}
+
+// checkNode keeps a node's status in step with its agent's connection:
+// connected when it shows up, disconnected after the grace period without
+// a sign of life, down after the down window, drained once a draining node
+// runs nothing.
+func (d *Dispatcher) checkNode(id string, n *nodeEntry, now time.Time) {
+	if n.cmdPending || !n.n.Exists() {
+		return
+	}
+	present := d.present(n, now)
+	// Silence counts from the last sign of life, the last connection
+	// recorded (perhaps by another process), or this process's start,
+	// whichever is latest.
+	silent := now.Sub(later(n.lastSeen, later(n.n.ConnectedAt, d.started)))
+	switch {
+	case present && !n.connected() && n.n.Status != node.StatusDecommissioned:
+		d.nodeCommand(n, "connect", func(ctx context.Context) (commands.Outcome, error) {
+			return d.nodesH.Connect(ctx, d.meta(""), nodes.Connect{NodeID: id})
+		})
+	case n.connected() && !present && silent >= d.opts.DisconnectAfter:
+		d.nodeCommand(n, "disconnect", func(ctx context.Context) (commands.Outcome, error) {
+			return d.nodesH.Disconnect(ctx, d.meta(""), nodes.Disconnect{NodeID: id})
+		})
+	case n.n.Status == node.StatusDisconnected && !present &&
+		now.Sub(later(n.n.DisconnectedAt, later(n.lastSeen, d.started))) >= d.opts.DownAfter:
+		d.nodeCommand(n, "mark down", func(ctx context.Context) (commands.Outcome, error) {
+			return d.nodesH.MarkDown(ctx, d.meta(""), nodes.MarkDown{NodeID: id})
+		})
+	case n.n.Status == node.StatusDraining && len(n.leases) == 0:
+		d.nodeCommand(n, "mark drained", func(ctx context.Context) (commands.Outcome, error) {
+			return d.nodesH.MarkDrained(ctx, d.meta(""), nodes.MarkDrained{NodeID: id})
+		})
+	}
+}
+
+func (d *Dispatcher) nodeCommand(n *nodeEntry, what string, run func(context.Context) (commands.Outcome, error)) {
+	n.cmdPending, n.awaitVersion = true, 0
+	d.launch(what+" node "+n.n.ID, run, func(out commands.Outcome, err error) {
+		if err != nil || out.Version <= n.version {
+			n.cmdPending = false
+			return
+		}
+		n.awaitVersion = out.Version
+	})
+}

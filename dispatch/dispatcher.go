@@ -1,0 +1,322 @@
+// Package dispatch is the control plane's side of agents and jobs.
+//
+// The Dispatcher is a process manager: it follows the job, node and schedule
+// streams of the event log, keeps the open work in memory, and drives it by
+// commands — leases to connected agents (one node by id, any one node a label
+// selector matches, or every such node through a fan-out's child jobs with a
+// maximum in parallel, serial queues respected per node), lease expiry,
+// retries after their backoff, lost jobs on nodes that went down, fan-out
+// completion and schedule firings. Every decision is an event; a restart
+// rebuilds the state from the log and carries on.
+//
+// Leases reach agents through in-memory feeds, one per node: a subscription
+// (Subscribe) or a long poll (Poll), both resumable from the cursor of the
+// last item received, so no agent connection ever polls the database. The
+// connections are also the nodes' heartbeats: a node without one is marked
+// disconnected after a grace period and down after a further window, and its
+// jobs end as lost (or are retried elsewhere when their target allows).
+//
+// Job output and node statistics are measurements, not state changes: Logs
+// and Stats keep them in their own tables with a retention period.
+//
+// Why not the watermill router that other process managers use: the
+// dispatcher's state lives in memory and is rebuilt from the log on start, so
+// per-message acknowledgement and a checkpoint would buy nothing, while a
+// batch applied under one lock keeps the submit-to-agent path short.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cairn/commands"
+	"cairn/commands/access"
+	"cairn/commands/jobs"
+	"cairn/commands/nodes"
+	"cairn/eventstore"
+)
+
+// Stream types the dispatcher follows.
+const (
+	streamJob      = commands.JobStream
+	streamNode     = commands.NodeStream
+	streamSchedule = ScheduleStream
+)
+
+// Defaults of Options.
+const (
+	DefaultLease             = jobs.DefaultLease
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultDisconnectAfter   = 30 * time.Second
+	DefaultDownAfter         = 5 * time.Minute
+	DefaultTick              = 200 * time.Millisecond
+	DefaultWorkers           = 64
+	DefaultFeedBuffer        = 1024
+	DefaultLogRetention      = 30 * 24 * time.Hour
+	DefaultStatsRetention    = 14 * 24 * time.Hour
+	DefaultRetentionEvery    = time.Hour
+)
+
+// Options tune a Dispatcher. The zero value takes the defaults.
+type Options struct {
+	// Clock tells the time; default time.Now. The command handlers have
+	// their own clock, which should be the same.
+	Clock func() time.Time
+	// Lease is how long an agent has to acknowledge a job.
+	Lease time.Duration
+	// HeartbeatInterval is how often agents are asked to send a heartbeat.
+	HeartbeatInterval time.Duration
+	// DisconnectAfter is the grace period after which a node without a
+	// connection or heartbeat is marked disconnected.
+	DisconnectAfter time.Duration
+	// DownAfter is how long a node stays disconnected before it is marked
+	// down and its jobs are given up.
+	DownAfter time.Duration
+	// Tick is how often time-based work (expiries, backoffs, liveness,
+	// schedules) is looked at.
+	Tick time.Duration
+	// Workers bounds the commands the dispatcher has in flight.
+	Workers int
+	// FeedBuffer bounds the items a node's subscription may have waiting;
+	// a subscriber further behind is ended and resumes from its cursor.
+	FeedBuffer int
+	// LogRetention and StatsRetention are how long job output and node
+	// statistics are kept; RetentionEvery is how often older rows are
+	// deleted. A negative retention keeps them forever.
+	LogRetention   time.Duration
+	StatsRetention time.Duration
+	RetentionEvery time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	set := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&o.Lease, DefaultLease)
+	set(&o.HeartbeatInterval, DefaultHeartbeatInterval)
+	set(&o.DisconnectAfter, DefaultDisconnectAfter)
+	set(&o.DownAfter, DefaultDownAfter)
+	set(&o.Tick, DefaultTick)
+	set(&o.LogRetention, DefaultLogRetention)
+	set(&o.StatsRetention, DefaultStatsRetention)
+	set(&o.RetentionEvery, DefaultRetentionEvery)
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.FeedBuffer <= 0 {
+		o.FeedBuffer = DefaultFeedBuffer
+	}
+}
+
+// Deps are the dispatcher's collaborators.
+type Deps struct {
+	Store  *eventstore.Store
+	Jobs   *jobs.Handlers
+	Nodes  *nodes.Handlers
+	Access *access.Handlers
+	Logs   *Logs
+	Stats  *Stats
+	Log    zerolog.Logger
+}
+
+// Dispatcher drives jobs to agents. Build it with New, start it with Run; the
+// agent operations wait until it has caught up with the log.
+type Dispatcher struct {
+	store  *eventstore.Store
+	jobsH  *jobs.Handlers
+	nodesH *nodes.Handlers
+	access *access.Handlers
+	logs   *Logs
+	stats  *Stats
+	log    zerolog.Logger
+	opts   Options
+	now    func() time.Time
+
+	workers chan struct{} // semaphore of commands in flight
+	ready   chan struct{} // closed once the state has caught up with the log
+
+	mu        sync.Mutex
+	jobs      map[string]*jobEntry
+	order     []*jobEntry // open jobs in submission order
+	nodes     map[string]*nodeEntry
+	schedules map[string]*scheduleEntry
+	seq       uint64
+	dropped   int // entries of order dropped since it was last compacted
+	rr        uint64
+	started   time.Time
+	running   bool
+	runCtx    context.Context
+}
+
+// New returns a dispatcher; Run starts it.
+func New(deps Deps, opts Options) (*Dispatcher, error) {
+	if deps.Store == nil || deps.Jobs == nil || deps.Nodes == nil || deps.Access == nil || deps.Logs == nil || deps.Stats == nil {
+		return nil, errors.New("dispatch: Store, Jobs, Nodes, Access, Logs and Stats are required")
+	}
+	opts.defaults()
+	d := &Dispatcher{
+		store: deps.Store, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
+		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock,
+		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
+		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, schedules: map[string]*scheduleEntry{},
+	}
+	return d, nil
+}
+
+// Run rebuilds the state from the log, then follows it and drives the jobs
+// until ctx ends. It returns ctx's error, or the error that stopped it.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.running {
+		d.mu.Unlock()
+		return errors.New("dispatch: Run called twice")
+	}
+	d.running, d.runCtx = true, ctx
+	d.mu.Unlock()
+
+	filter := eventstore.Filter{StreamTypes: []string{streamJob, streamNode, streamSchedule}}
+	cursor, err := d.catchUp(ctx, filter)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	// Agents get their grace period from now to come back: nobody watched
+	// them while the control plane was away (see checkNode).
+	d.started = d.now()
+	d.pass(d.started)
+	d.mu.Unlock()
+	close(d.ready)
+	d.log.Info().Int("open_jobs", len(d.jobs)).Int("nodes", len(d.nodes)).Msg("dispatcher caught up with the log")
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(2)
+	go func() { defer wg.Done(); d.ticker(ctx) }()
+	go func() { defer wg.Done(); d.retention(ctx) }()
+	err = d.store.Subscribe(ctx, eventstore.SubscribeOptions{From: cursor, Filter: filter},
+		func(ctx context.Context, b eventstore.Batch) error {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.applyBatch(b.Events)
+			d.pass(d.now())
+			return nil
+		})
+	d.closeFeeds()
+	return err
+}
+
+// catchUp applies the whole history of the followed streams and returns the
+// cursor reached. The read is filtered in the database (by stream type), so
+// it costs what those streams hold, not the whole log.
+func (d *Dispatcher) catchUp(ctx context.Context, f eventstore.Filter) (eventstore.Cursor, error) {
+	var cursor eventstore.Cursor
+	for {
+		evs, err := d.store.ReadAll(ctx, cursor, 5000, f)
+		if err != nil {
+			return cursor, fmt.Errorf("dispatch: read the log: %w", err)
+		}
+		d.mu.Lock()
+		d.applyBatch(evs)
+		d.mu.Unlock()
+		if len(evs) == 0 {
+			return cursor, nil
+		}
+		cursor = evs[len(evs)-1].Cursor()
+	}
+}
+
+func (d *Dispatcher) applyBatch(evs []eventstore.RecordedEvent) {
+	for _, rec := range evs {
+		ev, err := d.store.Decode(rec)
+		if err != nil {
+			// An event this build cannot read is skipped rather than
+			// stopping every job; the log keeps it for a newer build.
+			d.log.Error().Err(err).Str("stream", rec.StreamID).Int64("version", rec.Version).Msg("dispatcher cannot decode an event; skipping it")
+			continue
+		}
+		d.apply(rec, ev)
+	}
+}
+
+func (d *Dispatcher) ticker(ctx context.Context) {
+	t := time.NewTicker(d.opts.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.mu.Lock()
+			d.pass(d.now())
+			d.mu.Unlock()
+		}
+	}
+}
+
+// waitReady blocks until the dispatcher has caught up with the log.
+func (d *Dispatcher) waitReady(ctx context.Context) error {
+	select {
+	case <-d.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the dispatcher is still reading the log: %w", ctx.Err())
+	}
+}
+
+// Ready reports whether the dispatcher has caught up with the log, for
+// readiness checks.
+func (d *Dispatcher) Ready() bool {
+	select {
+	case <-d.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// launch runs a command in the background, bounded by the worker pool, and
+// hands its result to done under the dispatcher's lock.
+func (d *Dispatcher) launch(what string, run func(context.Context) (commands.Outcome, error), done func(commands.Outcome, error)) {
+	ctx := d.runCtx
+	go func() {
+		select {
+		case d.workers <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		out, err := run(ctx)
+		<-d.workers
+		if err != nil && ctx.Err() == nil {
+			lvl := d.log.Warn()
+			if isExpected(err) {
+				// The log moved on since the decision (an agent or an
+				// operator acted first): the next pass sees it.
+				lvl = d.log.Debug()
+			}
+			lvl.Err(err).Str("command", what).Msg("dispatcher command refused")
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		done(out, err)
+	}()
+}
+
+// meta is the metadata of the dispatcher's own commands.
+func (d *Dispatcher) meta(tenant string) commands.Meta {
+	return commands.Meta{Actor: Actor, Tenant: tenant}
+}
+
+// Actor is the actor the dispatcher's commands are recorded under.
+const Actor = "dispatcher"

@@ -1,0 +1,490 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"cairn/commands/jobs"
+	"cairn/commands/nodes"
+	"cairn/dispatch"
+	"cairn/dispatch/dispatchtest"
+	"cairn/domain"
+	"cairn/domain/job"
+	"cairn/domain/node"
+	"cairn/eventstore"
+	"cairn/internal/testdb"
+)
+
+// A job for one node reaches that node's agent, which starts it, streams its
+// output and finishes it; the log keeps every step.
+func TestJobOnOneNode(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(nil, "n1", "n2")
+	a1, a2 := e.connect("n1", eventstore.Cursor{}), e.connect("n2", eventstore.Cursor{})
+	eventually(t, "n1 online", func() bool { return e.node("n1").Status == node.StatusOnline })
+
+	id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	it := a1.next()
+	if it.Job.ID != id || it.Attempt != 1 || it.CancelRequested || it.Cursor.IsZero() || it.Job.Spec.Exec.Argv[0] != "echo" {
+		t.Fatalf("delivered %+v", it)
+	}
+	a2.quiet(300 * time.Millisecond)
+	must(t)(e.Dispatcher.Acknowledge(ctxFor(t), a1.caller(), id))
+	a1.run(id, job.StatusSucceeded)
+	j := e.waitStatus(id, job.StatusSucceeded)
+	if j.NodeID != "n1" || j.Attempt != 1 || !j.Acknowledged {
+		t.Errorf("job %+v", j)
+	}
+	page, more, err := e.Logs.Page(ctxFor(t), id, 0, 10)
+	if err != nil || more || len(page) != 1 || page[0].Data != "hello from n1\n" || page[0].Seq != 1 {
+		t.Errorf("log %+v, %v, %v", page, more, err)
+	}
+}
+
+// A selector with mode any picks one matching node whose agent is connected
+// and spreads work over them.
+func TestAnyMatchingNode(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(map[string]string{"role": "web"}, "w1", "w2", "w3")
+	e.enroll(map[string]string{"role": "db"}, "d1")
+	agents := map[string]*agent{}
+	for _, id := range []string{"w1", "w2", "d1"} { // w3 is not connected
+		agents[id] = e.connect(id, eventstore.Cursor{})
+	}
+	eventually(t, "nodes online", func() bool {
+		return e.node("w1").Status == node.StatusOnline && e.node("w2").Status == node.StatusOnline
+	})
+	got := map[string]int{}
+	for range 4 {
+		id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"role": "web"}, Mode: job.ModeAny}})
+		j := e.waitStatus(id, job.StatusDispatched)
+		got[j.NodeID]++
+		a := agents[j.NodeID]
+		if a == nil {
+			t.Fatalf("job leased to %s, which is not connected or does not match", j.NodeID)
+		}
+		if it := a.next(); it.Job.ID != id {
+			t.Fatalf("%s received %s, want %s", j.NodeID, it.Job.ID, id)
+		}
+	}
+	if got["w1"] == 0 || got["w2"] == 0 {
+		t.Errorf("work not spread over the idle nodes: %v", got)
+	}
+	agents["d1"].quiet(200 * time.Millisecond)
+}
+
+// A fan-out runs one child on every matching node, at most maxParallel at a
+// time, and completes with their tally.
+func TestFanOutAll(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(map[string]string{"tier": "edge"}, "e1", "e2", "e3")
+	e.enroll(map[string]string{"tier": "core"}, "c1")
+	var agents []*agent
+	for _, id := range []string{"e1", "e2", "e3", "c1"} {
+		agents = append(agents, e.connect(id, eventstore.Cursor{}))
+	}
+	eventually(t, "nodes online", func() bool {
+		for _, id := range []string{"e1", "e2", "e3", "c1"} {
+			if e.node(id).Status != node.StatusOnline {
+				return false
+			}
+		}
+		return true
+	})
+	parent := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"tier": "edge"}, Mode: job.ModeAll, MaxParallel: 2}})
+	p := e.waitStatus(parent, job.StatusRunning)
+	if len(p.Children) != 3 {
+		t.Fatalf("children %v", p.Children)
+	}
+	// Two children are leased; the third waits for a free slot.
+	var held []struct {
+		a  *agent
+		id string
+	}
+	eventually(t, "two children leased", func() bool {
+		for _, a := range agents[:3] {
+			select {
+			case it := <-a.items:
+				held = append(held, struct {
+					a  *agent
+					id string
+				}{a, it.Job.ID})
+			default:
+			}
+		}
+		return len(held) == 2
+	})
+	for _, a := range agents[:3] {
+		a.quiet(100 * time.Millisecond)
+	}
+	outcomes := []job.Status{job.StatusSucceeded, job.StatusFailed}
+	for i, h := range held {
+		h.a.run(h.id, outcomes[i])
+	}
+	// The last child now gets its slot.
+	var last dispatch.AgentJob
+	var lastAgent *agent
+	eventually(t, "third child leased", func() bool {
+		for _, a := range agents[:3] {
+			select {
+			case it := <-a.items:
+				last, lastAgent = it, a
+				return true
+			default:
+			}
+		}
+		return false
+	})
+	if last.Job.ParentID != parent {
+		t.Fatalf("third item %+v", last)
+	}
+	lastAgent.run(last.Job.ID, job.StatusSucceeded)
+	p = e.waitStatus(parent, job.StatusFailed)
+	if p.Counts != (job.FanOutCounts{Succeeded: 2, Failed: 1}) {
+		t.Errorf("counts %+v", p.Counts)
+	}
+	agents[3].quiet(100 * time.Millisecond)
+}
+
+// A fan-out that matches no node fails at once.
+func TestFanOutNoMatch(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"x": "y"}, Mode: job.ModeAll}})
+	j := e.waitStatus(id, job.StatusFailed)
+	if len(j.Children) != 0 || j.Counts.Total() != 0 {
+		t.Errorf("job %+v", j)
+	}
+}
+
+// Jobs of one serial queue run one at a time on a node, in submission order.
+func TestSerialQueue(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(nil, "n1")
+	a := e.connect("n1", eventstore.Cursor{})
+	first := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}, Queue: "apt"})
+	second := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}, Queue: "apt"})
+	other := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	got := []string{a.next().Job.ID, a.next().Job.ID}
+	slices.Sort(got)
+	want := []string{first, other}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("first deliveries %v, want %v", got, want)
+	}
+	a.quiet(300 * time.Millisecond)
+	a.run(first, job.StatusSucceeded)
+	if it := a.next(); it.Job.ID != second {
+		t.Fatalf("after the first, got %s", it.Job.ID)
+	}
+}
+
+// A lease nobody acknowledges expires and the job is leased again; a
+// reconnecting agent gets the new lease.
+func TestLeaseExpires(t *testing.T) {
+	t.Parallel()
+	opts := fastOptions()
+	opts.Lease = time.Second
+	e := start(t, opts)
+	e.enroll(nil, "n1")
+	a := e.connect("n1", eventstore.Cursor{})
+	id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	first := a.next()
+	second := a.next() // not acknowledged: leased again after the lease time
+	if second.Job.ID != id || second.Attempt != 2 || !first.Cursor.Less(second.Cursor) {
+		t.Fatalf("first %+v, second %+v", first, second)
+	}
+	// An acknowledged lease is not taken back.
+	must(t)(e.Dispatcher.Acknowledge(ctxFor(t), a.caller(), id))
+	a.quiet(2 * time.Second)
+	a.run(id, job.StatusSucceeded)
+	e.waitStatus(id, job.StatusSucceeded)
+}
+
+// A failed job with retries left runs again after its backoff.
+func TestRetryAfterBackoff(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(nil, "n1")
+	a := e.connect("n1", eventstore.Cursor{})
+	id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}, Retry: job.RetryPolicy{Max: 1, Backoff: 300 * time.Millisecond}})
+	a.next()
+	a.run(id, job.StatusFailed)
+	failedAt := time.Now()
+	it := a.next()
+	if it.Attempt != 2 {
+		t.Fatalf("second delivery %+v", it)
+	}
+	if waited := time.Since(failedAt); waited < 250*time.Millisecond {
+		t.Errorf("retried after %s, before its backoff", waited)
+	}
+	// The second attempt's output continues the log.
+	a.run(id, job.StatusFailed)
+	j := e.waitStatus(id, job.StatusFailed)
+	if j.Attempt != 2 {
+		t.Errorf("attempts %d", j.Attempt)
+	}
+	page, _, err := e.Logs.Page(ctxFor(t), id, 0, 10)
+	if err != nil || len(page) != 2 || page[1].Seq != 2 {
+		t.Errorf("log %+v, %v", page, err)
+	}
+	a.quiet(500 * time.Millisecond)
+}
+
+// Cancelling a running job tells its agent; the agent reports the job
+// cancelled. Cancelling a leased job that did not start ends it at once and
+// its start is refused.
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(nil, "n1")
+	a := e.connect("n1", eventstore.Cursor{})
+	id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	lease := a.next()
+	a.start(id)
+	e.waitStatus(id, job.StatusRunning)
+	must(t)(e.Jobs.Cancel(ctxFor(t), dispatchtest.Operator, jobs.Cancel{JobID: id, Reason: "enough"}))
+	stop := a.next()
+	if stop.Job.ID != id || !stop.CancelRequested || !lease.Cursor.Less(stop.Cursor) {
+		t.Fatalf("stop item %+v", stop)
+	}
+	hb, err := e.Dispatcher.Heartbeat(ctxFor(t), a.caller(), []string{id, "unknown-job"})
+	if err != nil || !slices.Equal(hb.CancelJobIDs, []string{id, "unknown-job"}) {
+		t.Errorf("heartbeat %+v, %v", hb, err)
+	}
+	a.finish(id, job.StatusCancelled, -1)
+	e.waitStatus(id, job.StatusCancelled)
+
+	queued := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	a.next()
+	must(t)(e.Jobs.Cancel(ctxFor(t), dispatchtest.Operator, jobs.Cancel{JobID: queued}))
+	if stop := a.next(); !stop.CancelRequested || stop.Job.ID != queued {
+		t.Errorf("stop item %+v", stop)
+	}
+	_, err = e.Dispatcher.Start(ctxFor(t), a.caller(), queued)
+	var se *domain.StateError
+	if !errors.As(err, &se) {
+		t.Errorf("start of a cancelled job: %v", err)
+	}
+}
+
+// An agent that reconnects from the cursor of the last item it received gets
+// the items after it, and nothing it saw; from no cursor it gets every item
+// of its open jobs. Long polls see the same feed.
+func TestResume(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(nil, "n1")
+	a := e.connect("n1", eventstore.Cursor{})
+	j1 := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	first := a.next()
+	a.start(j1)
+	j2 := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	second := a.next()
+	must(t)(e.Dispatcher.Acknowledge(ctxFor(t), a.caller(), j2))
+	a.close()
+
+	b := e.connect("n1", first.Cursor)
+	if it := b.next(); it.Job.ID != j2 || it.Cursor != second.Cursor {
+		t.Fatalf("resumed with %+v", it)
+	}
+	b.quiet(200 * time.Millisecond)
+	b.close()
+
+	all := e.connect("n1", eventstore.Cursor{})
+	if got := []string{all.next().Job.ID, all.next().Job.ID}; !slices.Equal(got, []string{j1, j2}) {
+		t.Fatalf("from the start: %v", got)
+	}
+	all.close()
+
+	items, cursor, err := e.Dispatcher.Poll(ctxFor(t), "n1", first.Cursor, 0)
+	if err != nil || len(items) != 1 || items[0].Job.ID != j2 || cursor != second.Cursor {
+		t.Fatalf("poll: %+v, %v, %v", items, cursor, err)
+	}
+	// A long poll waits for the next lease.
+	got := make(chan []dispatch.AgentJob, 1)
+	go func() {
+		items, _, err := e.Dispatcher.Poll(context.Background(), "n1", cursor, 20*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- items
+	}()
+	time.Sleep(100 * time.Millisecond)
+	j3 := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	select {
+	case items := <-got:
+		if len(items) != 1 || items[0].Job.ID != j3 {
+			t.Errorf("long poll returned %+v", items)
+		}
+	case <-time.After(wait):
+		t.Fatal("long poll did not return the new lease")
+	}
+}
+
+// A node whose agent goes silent is disconnected after the grace period and
+// down after the window; its running job pinned to it is lost, while a job
+// that any node could run is retried on another. The node that comes back
+// is the same node.
+func TestNodeDown(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(map[string]string{"pool": "a"}, "n1", "n2")
+	a1 := e.connect("n1", eventstore.Cursor{})
+	pinned := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}, Retry: job.RetryPolicy{Max: 2}})
+	a1.next()
+	a1.start(pinned)
+	// Only n1 is connected, so the selector job lands there too.
+	movable := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"pool": "a"}, Mode: job.ModeAny}, Retry: job.RetryPolicy{Max: 1}})
+	a1.next()
+	a1.start(movable)
+	a1.close()
+
+	eventually(t, "n1 down", func() bool { return e.node("n1").Status == node.StatusDown })
+	lost := e.waitStatus(pinned, job.StatusLost)
+	if lost.LostReason == "" {
+		t.Errorf("lost without a reason: %+v", lost)
+	}
+	eventually(t, "movable job back in the queue", func() bool {
+		j := e.job(movable)
+		t.Logf("movable: %s attempt %d", j.Status, j.Attempt)
+		return j.Status == job.StatusQueued
+	})
+	a2 := e.connect("n2", eventstore.Cursor{})
+	if it := a2.next(); it.Job.ID != movable || it.Attempt != 2 {
+		t.Fatalf("n2 received %+v", it)
+	}
+	// n1 returns: online again, same node, and told to stop its stale job.
+	back := e.connect("n1", eventstore.Cursor{})
+	eventually(t, "n1 back online", func() bool { return e.node("n1").Status == node.StatusOnline })
+	hb, err := e.Dispatcher.Heartbeat(ctxFor(t), back.caller(), []string{pinned, movable})
+	if err != nil || !slices.Equal(hb.CancelJobIDs, []string{pinned, movable}) {
+		t.Errorf("heartbeat %+v, %v", hb.CancelJobIDs, err)
+	}
+	if _, err := e.Dispatcher.Finish(ctxFor(t), back.caller(), pinned, job.StatusSucceeded, job.Result{}); err == nil {
+		t.Error("a lost job took a late result")
+	}
+}
+
+// An agent acts only for its own node's jobs, and a decommissioned node's
+// agent is refused.
+func TestAgentRefusals(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	e.enroll(nil, "n1", "n2")
+	a1 := e.connect("n1", eventstore.Cursor{})
+	id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	a1.next()
+	other := dispatch.Caller{NodeID: "n2"}
+	if _, err := e.Dispatcher.Start(ctxFor(t), other, id); !isA[*job.LeaseError](err) {
+		t.Errorf("start from another node: %v", err)
+	}
+	chunk := []dispatch.LogChunk{{Seq: 1, Stream: dispatch.StreamStdout, Data: "x", Time: time.Now()}}
+	if _, err := e.Dispatcher.AppendLog(ctxFor(t), other, id, chunk); !isA[*job.LeaseError](err) {
+		t.Errorf("log from another node: %v", err)
+	}
+	if _, err := e.Dispatcher.AppendLog(ctxFor(t), a1.caller(), "no-such-job", chunk); !isA[*domain.NotFoundError](err) {
+		t.Errorf("log of an unknown job: %v", err)
+	}
+	bad := []dispatch.LogChunk{{Seq: 0, Stream: dispatch.StreamStdout, Data: "x", Time: time.Now()}}
+	if _, err := e.Dispatcher.AppendLog(ctxFor(t), a1.caller(), id, bad); !isA[*domain.ValidationError](err) {
+		t.Errorf("chunk with seq 0: %v", err)
+	}
+	if _, err := e.Jobs.Submit(ctxFor(t), dispatchtest.Operator, jobs.Submit{Spec: echo, Target: job.Target{NodeID: "ghost"}, Timeout: time.Minute}); !isA[*domain.NotFoundError](err) {
+		t.Errorf("job for a node that does not exist: %v", err)
+	}
+	must(t)(e.Nodes.Decommission(ctxFor(t), dispatchtest.Operator, nodes.Decommission{NodeID: "n2"}))
+	eventually(t, "n2 decommissioned", func() bool {
+		_, err := e.Dispatcher.Subscribe(ctxFor(t), "n2", eventstore.Cursor{})
+		return isA[*dispatch.NodeGoneError](err)
+	})
+	if _, err := e.Dispatcher.Subscribe(ctxFor(t), "ghost", eventstore.Cursor{}); !isA[*domain.NotFoundError](err) {
+		t.Errorf("feed of an unknown node: %v", err)
+	}
+}
+
+// A restarted dispatcher rebuilds its state from the log: open leases are
+// still delivered, and work goes on.
+func TestRestart(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	e := startOn(t, db, fastOptions())
+	e.enroll(nil, "n1")
+	a := e.connect("n1", eventstore.Cursor{})
+	running := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	first := a.next()
+	a.start(running)
+	a.close()
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	e2 := startOn(t, db, fastOptions())
+	b := e2.connect("n1", eventstore.Cursor{})
+	if it := b.next(); it.Job.ID != running || it.Cursor != first.Cursor {
+		t.Fatalf("after restart: %+v", it)
+	}
+	b.log(running, "still running")
+	b.finish(running, job.StatusSucceeded, 0)
+	e2.waitStatus(running, job.StatusSucceeded)
+}
+
+// Many agents connected at once each get their own jobs, exactly once.
+func TestManyAgents(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	const n = 20
+	var ids []string
+	for i := range n {
+		ids = append(ids, "m"+string(rune('a'+i)))
+	}
+	e.enroll(map[string]string{"fleet": "yes"}, ids...)
+	var agents []*agent
+	for _, id := range ids {
+		agents = append(agents, e.connect(id, eventstore.Cursor{}))
+	}
+	eventually(t, "fleet online", func() bool {
+		for _, id := range ids {
+			if e.node(id).Status != node.StatusOnline {
+				return false
+			}
+		}
+		return true
+	})
+	parent := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"fleet": "yes"}, Mode: job.ModeAll}})
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case it := <-a.items:
+				if _, err := e.Dispatcher.Start(context.Background(), a.caller(), it.Job.ID); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := e.Dispatcher.Finish(context.Background(), a.caller(), it.Job.ID, job.StatusSucceeded, job.Result{}); err != nil {
+					t.Error(err)
+				}
+			case <-time.After(wait):
+				t.Errorf("%s got nothing", a.nodeID)
+			}
+		}()
+	}
+	wg.Wait()
+	p := e.waitStatus(parent, job.StatusSucceeded)
+	if p.Counts.Succeeded != n {
+		t.Errorf("counts %+v", p.Counts)
+	}
+	for _, a := range agents {
+		a.quiet(0)
+	}
+}

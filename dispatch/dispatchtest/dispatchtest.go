@@ -1,0 +1,117 @@
+// Package dispatchtest wires the server side of agents and jobs — event
+// store, command handlers, authenticator and a running dispatcher — on a
+// database pool, for tests and benchmarks.
+package dispatchtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"cairn/auth"
+	"cairn/commands"
+	"cairn/commands/access"
+	"cairn/commands/jobs"
+	"cairn/commands/nodes"
+	"cairn/dispatch"
+	"cairn/domain/events"
+	"cairn/eventstore"
+	"cairn/sal/catalog"
+)
+
+// Env is a running dispatcher and everything it was built from.
+type Env struct {
+	Store      *eventstore.Store
+	Jobs       *jobs.Handlers
+	Nodes      *nodes.Handlers
+	Access     *access.Handlers
+	Schedules  *dispatch.Schedules
+	Logs       *dispatch.Logs
+	Stats      *dispatch.Stats
+	Auth       *auth.Authenticator
+	Dispatcher *dispatch.Dispatcher
+
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// Start builds the server side on pool and runs the dispatcher until Stop.
+func Start(pool *pgxpool.Pool, opts dispatch.Options, log zerolog.Logger) (*Env, error) {
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	ids := func() string { return uuid.NewString() }
+	validator, err := catalog.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: log})
+	e := &Env{
+		Store:     store,
+		Jobs:      jobs.NewHandlers(store, commands.Clock(clock), ids, validator),
+		Nodes:     nodes.NewHandlers(store, commands.Clock(clock), ids),
+		Access:    access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),
+		Schedules: dispatch.NewSchedules(store, commands.Clock(clock), validator),
+		Stats:     dispatch.NewStats(pool, clock),
+		Auth:      auth.NewAuthenticator(store, auth.AuthenticatorOptions{CacheTTL: time.Second}),
+		done:      make(chan error, 1),
+	}
+	var d *dispatch.Dispatcher
+	e.Logs = dispatch.NewLogs(pool, endsFunc(func(ctx context.Context, id string) (bool, error) { return d.JobEnded(ctx, id) }))
+	d, err = dispatch.New(dispatch.Deps{
+		Store: store, Jobs: e.Jobs, Nodes: e.Nodes, Access: e.Access, Logs: e.Logs, Stats: e.Stats, Log: log,
+	}, opts)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	e.Dispatcher = d
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- d.Run(ctx) }()
+	return e, nil
+}
+
+type endsFunc func(context.Context, string) (bool, error)
+
+func (f endsFunc) JobEnded(ctx context.Context, id string) (bool, error) { return f(ctx, id) }
+
+// Stop stops the dispatcher and closes the store; it returns the error that
+// stopped the dispatcher early, if any.
+func (e *Env) Stop() error {
+	e.once.Do(func() {
+		e.cancel()
+		err := <-e.done
+		e.Store.Close()
+		if err != nil && err != context.Canceled {
+			e.err = fmt.Errorf("dispatcher: %w", err)
+		}
+	})
+	return e.err
+}
+
+// WaitReady waits until the dispatcher has caught up with the log.
+func (e *Env) WaitReady(ctx context.Context) error {
+	for !e.Dispatcher.Ready() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-e.done:
+			e.done <- err
+			return fmt.Errorf("dispatcher stopped: %w", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Operator is the metadata of commands a test sends as an operator.
+var Operator = commands.Meta{Actor: "operator"}

@@ -1,0 +1,110 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"cairn/commands"
+	"cairn/commands/jobs"
+	"cairn/domain/job"
+	"cairn/eventstore"
+)
+
+// actFanOut drives a fan-out: spawn its children once, then complete it when
+// every child has ended for good.
+func (d *Dispatcher) actFanOut(e *jobEntry, now time.Time) {
+	switch e.j.Status {
+	case job.StatusQueued:
+		d.spawn(e, now)
+	case job.StatusRunning, job.StatusCancelling:
+		for _, c := range e.j.Children {
+			if !e.fan.children[c] {
+				return
+			}
+		}
+		counts := e.fan.counts
+		d.command(e, "complete fan-out", func(ctx context.Context) (commands.Outcome, error) {
+			return d.jobsH.CompleteFanOut(ctx, d.meta(e.tenant), jobs.CompleteFanOut{JobID: e.j.ID, Counts: counts})
+		})
+	default:
+		if e.j.Terminal() {
+			d.drop(e)
+		}
+	}
+}
+
+// spawn submits one child job per node the selector matches now (online and
+// not cordoned), each pinned to its node, and records them on the fan-out —
+// all in one append, so a crash leaves either no child or all of them. The
+// children's ids derive from the parent's, so the append repeated after a
+// crash is refused rather than doubled.
+func (d *Dispatcher) spawn(e *jobEntry, now time.Time) {
+	var targets []string
+	for id, n := range d.nodes {
+		if n.n.Matches(e.j.Target.Selector) && n.n.Schedulable() {
+			targets = append(targets, id)
+		}
+	}
+	slices.Sort(targets)
+	parent, version, tenant := e.j, e.version, e.tenant
+	d.command(e, "fan out", func(ctx context.Context) (commands.Outcome, error) {
+		return d.appendFanOut(ctx, parent, version, tenant, targets, now)
+	})
+}
+
+func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version int64, tenant string, targets []string, at time.Time) (commands.Outcome, error) {
+	ids := make([]string, len(targets))
+	req := eventstore.AppendRequest{
+		CommandID: "fanout:" + parent.ID,
+		Metadata:  eventstore.Metadata{Actor: Actor, Tenant: tenant, CausationID: parent.ID},
+	}
+	for i, nodeID := range targets {
+		ids[i] = ChildID(parent.ID, i+1)
+		evs, err := (job.Job{}).Submit(job.Submit{
+			JobID: ids[i], ParentID: parent.ID, Spec: parent.Spec, Target: job.Target{NodeID: nodeID},
+			Timeout: parent.Timeout, Grace: parent.Grace, Retry: parent.Retries, Queue: parent.Queue,
+			Submitter: parent.Submitter, At: at,
+		})
+		if err != nil {
+			return commands.Outcome{}, fmt.Errorf("child %d of fan-out %q: %w", i+1, parent.ID, err)
+		}
+		req.Streams = append(req.Streams, eventstore.StreamAppend{
+			StreamID: commands.StreamID(commands.JobStream, ids[i]), StreamType: commands.JobStream,
+			Expected: eventstore.NoStream, Events: evs,
+		})
+	}
+	spawned, err := parent.SpawnChildren(job.SpawnChildren{JobID: parent.ID, ChildIDs: ids, At: at})
+	if err != nil {
+		return commands.Outcome{}, err
+	}
+	req.Streams = append(req.Streams, eventstore.StreamAppend{
+		StreamID: commands.StreamID(commands.JobStream, parent.ID), StreamType: commands.JobStream,
+		Expected: eventstore.Exactly(version), Events: spawned,
+	})
+	fp, err := commands.Fingerprint("job.fan_out", parent.ID, ids)
+	if err != nil {
+		return commands.Outcome{}, err
+	}
+	req.Fingerprint = fp
+	res, err := d.store.Append(ctx, req)
+	if err != nil {
+		return commands.Outcome{}, err
+	}
+	return commands.Outcome{Result: commands.ResultFor(res, commands.JobStream, parent.ID), ID: parent.ID}, nil
+}
+
+// ChildID is the id of a fan-out's n-th child (from 1): the parent's id and
+// the number, or, for a parent id too long for that, a digest of it.
+func ChildID(parentID string, n int) string {
+	suffix := "." + strconv.Itoa(n)
+	if len(parentID)+len(suffix) <= 128 {
+		return parentID + suffix
+	}
+	sum := sha256.Sum256([]byte(parentID))
+	return "fanout-" + hex.EncodeToString(sum[:16]) + suffix
+}
