@@ -1,0 +1,210 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// kind is how a column travels from Go to PostgreSQL in a set-based write.
+type kind int
+
+const (
+	kText  kind = iota // text, never NULL
+	kNText             // text, "" is NULL
+	kTime              // timestamptz, zero is NULL
+	kJSON              // jsonb from raw JSON, empty or "null" is NULL
+	kInt               // bigint
+	kNInt              // bigint or NULL
+	kBool              // boolean
+	kDate              // date
+)
+
+var arrayType = map[kind]string{
+	kText: "text[]", kNText: "text[]", kTime: "timestamptz[]", kJSON: "text[]",
+	kInt: "bigint[]", kNInt: "bigint[]", kBool: "boolean[]", kDate: "date[]",
+}
+
+type column struct {
+	name string
+	kind kind
+}
+
+// rowset gathers rows column by column and writes them in one statement
+// (INSERT … SELECT FROM unnest(arrays)), the set-based write that lets a
+// projection apply thousands of events per transaction.
+type rowset struct {
+	cols []column
+	data []colData
+	next int
+	n    int
+}
+
+type colData struct {
+	s  []string
+	ns []pgtype.Text
+	t  []pgtype.Timestamptz
+	d  []time.Time
+	i  []int64
+	ni []pgtype.Int8
+	b  []bool
+}
+
+func newRowset(cols ...column) *rowset {
+	return &rowset{cols: cols, data: make([]colData, len(cols))}
+}
+
+// col returns the next column's data, checking the caller feeds the kind it
+// declared (a mismatch is a programming error, caught by any test).
+func (r *rowset) col(k kind) *colData {
+	if r.next == len(r.cols) {
+		r.next, r.n = 0, r.n+1
+	}
+	c := r.cols[r.next]
+	if c.kind != k {
+		panic(fmt.Sprintf("models: column %q fed the wrong kind", c.name))
+	}
+	r.next++
+	return &r.data[r.next-1]
+}
+
+func (r *rowset) text(v string) *rowset { c := r.col(kText); c.s = append(c.s, v); return r }
+func (r *rowset) ntext(v string) *rowset {
+	c := r.col(kNText)
+	c.ns = append(c.ns, pgtype.Text{String: v, Valid: v != ""})
+	return r
+}
+func (r *rowset) time(v time.Time) *rowset {
+	c := r.col(kTime)
+	c.t = append(c.t, pgtype.Timestamptz{Time: v, Valid: !v.IsZero()})
+	return r
+}
+func (r *rowset) json(v []byte) *rowset {
+	c := r.col(kJSON)
+	ok := len(v) > 0 && string(v) != "null"
+	c.ns = append(c.ns, pgtype.Text{String: string(v), Valid: ok})
+	return r
+}
+
+// jsonOf marshals v for a jsonb column (maps marshal with sorted keys, so
+// rebuilds write the same bytes).
+func (r *rowset) jsonOf(v any) *rowset {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = nil
+	}
+	return r.json(b)
+}
+func (r *rowset) int(v int64) *rowset { c := r.col(kInt); c.i = append(c.i, v); return r }
+func (r *rowset) nint(v int64, ok bool) *rowset {
+	c := r.col(kNInt)
+	c.ni = append(c.ni, pgtype.Int8{Int64: v, Valid: ok})
+	return r
+}
+func (r *rowset) bool(v bool) *rowset      { c := r.col(kBool); c.b = append(c.b, v); return r }
+func (r *rowset) date(v time.Time) *rowset { c := r.col(kDate); c.d = append(c.d, v); return r }
+
+func (r *rowset) len() int {
+	if r.next == 0 {
+		return r.n
+	}
+	return r.n + 1
+}
+
+func (r *rowset) args() []any {
+	out := make([]any, len(r.cols))
+	for i, c := range r.cols {
+		d := &r.data[i]
+		switch c.kind {
+		case kText:
+			out[i] = d.s
+		case kNText, kJSON:
+			out[i] = d.ns
+		case kTime:
+			out[i] = d.t
+		case kInt:
+			out[i] = d.i
+		case kNInt:
+			out[i] = d.ni
+		case kBool:
+			out[i] = d.b
+		case kDate:
+			out[i] = d.d
+		}
+	}
+	return out
+}
+
+// selectSQL is "SELECT <exprs> FROM unnest($1::type[], …) AS u(<cols>)".
+func (r *rowset) selectSQL() (names string, sel string) {
+	var ns, exprs, params []string
+	for i, c := range r.cols {
+		ns = append(ns, c.name)
+		e := "u." + c.name
+		if c.kind == kJSON {
+			e += "::jsonb"
+		}
+		exprs = append(exprs, e)
+		params = append(params, fmt.Sprintf("$%d::%s", i+1, arrayType[c.kind]))
+	}
+	names = strings.Join(ns, ", ")
+	return names, "SELECT " + strings.Join(exprs, ", ") + " FROM unnest(" + strings.Join(params, ", ") + ") AS u(" + names + ")"
+}
+
+// insert writes the rows into table.
+func (r *rowset) insert(ctx context.Context, tx pgx.Tx, table string) error {
+	if r.len() == 0 {
+		return nil
+	}
+	names, sel := r.selectSQL()
+	if _, err := tx.Exec(ctx, "INSERT INTO "+table+" ("+names+") "+sel, r.args()...); err != nil {
+		return fmt.Errorf("write %s: %w", table, err)
+	}
+	return nil
+}
+
+// upsert writes the rows into table, replacing rows with the same key. set
+// overrides the assignments for a conflict (default: every other column).
+func (r *rowset) upsert(ctx context.Context, tx pgx.Tx, table string, key []string, set string) error {
+	if r.len() == 0 {
+		return nil
+	}
+	names, sel := r.selectSQL()
+	if set == "" {
+		var as []string
+		for _, c := range r.cols {
+			if !contains(key, c.name) {
+				as = append(as, c.name+" = EXCLUDED."+c.name)
+			}
+		}
+		set = strings.Join(as, ", ")
+	}
+	sql := "INSERT INTO " + table + " AS t (" + names + ") " + sel +
+		" ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET " + set
+	if _, err := tx.Exec(ctx, sql, r.args()...); err != nil {
+		return fmt.Errorf("write %s: %w", table, err)
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ts reads a nullable timestamp as a zero time for NULL, in UTC.
+func ts(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}

@@ -1,0 +1,158 @@
+package projections
+
+import (
+	"context"
+	"sync"
+
+	"cairn/eventstore"
+)
+
+// source reads the log for every worker of a runner. Workers read
+// independently, each from its own cursor, but when several are at the same
+// place (all of them, live; or a set rebuilding together) the first one's
+// read is shared: pages are cached by the cursor they follow, decoded once,
+// and loaded once even when asked for concurrently. A worker that falls
+// behind the cache reads the database itself, so a slow or stuck projection
+// never holds the others back.
+//
+// A live feed (one subscription from the head, woken by LISTEN/NOTIFY) puts
+// new pages in the cache as they commit and wakes waiting workers.
+type source struct {
+	store *eventstore.Store
+	limit int
+	max   int
+
+	mu      sync.Mutex
+	pages   map[eventstore.Cursor]*page
+	order   []eventstore.Cursor // insertion order, for eviction
+	changed chan struct{}       // closed when the feed brings events
+}
+
+type page struct {
+	ready  chan struct{}
+	events []Event
+	err    error
+}
+
+func newSource(store *eventstore.Store, limit, max int) *source {
+	return &source{store: store, limit: limit, max: max, pages: map[eventstore.Cursor]*page{}, changed: make(chan struct{})}
+}
+
+// wake returns a channel closed the next time new events arrive. Take it
+// before reading, so events arriving between the read and the wait are not
+// missed.
+func (s *source) wake() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *source) signal() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// read returns the next events after the cursor in global order (at most
+// about limit; none when the reader is at the head). Events are shared
+// between callers: they must not be modified.
+func (s *source) read(ctx context.Context, after eventstore.Cursor) ([]Event, error) {
+	s.mu.Lock()
+	if p, ok := s.pages[after]; ok {
+		s.mu.Unlock()
+		select {
+		case <-p.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if p.err == nil && len(p.events) > 0 {
+			return p.events, nil
+		}
+		// An empty or failed load is not kept: read again below.
+		s.mu.Lock()
+		if s.pages[after] == p {
+			delete(s.pages, after)
+		}
+	}
+	p := &page{ready: make(chan struct{})}
+	s.pages[after] = p
+	s.mu.Unlock()
+
+	recs, err := s.store.ReadAll(ctx, after, s.limit, eventstore.Filter{})
+	p.events, p.err = decodeAll(s.store, recs), err
+	close(p.ready)
+	s.mu.Lock()
+	if err != nil || len(recs) == 0 {
+		if s.pages[after] == p {
+			delete(s.pages, after)
+		}
+	} else {
+		s.remember(after)
+	}
+	s.mu.Unlock()
+	return p.events, err
+}
+
+// put caches a page the live feed read.
+func (s *source) put(after eventstore.Cursor, recs []eventstore.RecordedEvent) {
+	p := &page{ready: make(chan struct{}), events: decodeAll(s.store, recs)}
+	close(p.ready)
+	s.mu.Lock()
+	if old, ok := s.pages[after]; !ok || isLoaded(old) && len(old.events) < len(p.events) {
+		if !ok {
+			s.remember(after)
+		}
+		s.pages[after] = p
+	}
+	s.mu.Unlock()
+}
+
+func isLoaded(p *page) bool {
+	select {
+	case <-p.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// remember records a new cache key and evicts the oldest beyond max. Callers
+// hold mu.
+func (s *source) remember(after eventstore.Cursor) {
+	s.order = append(s.order, after)
+	for len(s.order) > s.max {
+		old := s.order[0]
+		s.order = s.order[1:]
+		if p, ok := s.pages[old]; ok && isLoaded(p) {
+			delete(s.pages, old)
+		}
+	}
+}
+
+// feed follows the log from its head, caching each page and waking workers.
+func (s *source) feed(ctx context.Context) error {
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	cursor := head
+	return s.store.Subscribe(ctx, eventstore.SubscribeOptions{From: head, BatchSize: s.limit}, func(_ context.Context, b eventstore.Batch) error {
+		s.put(cursor, b.Events)
+		cursor = b.Cursor
+		s.signal()
+		return nil
+	})
+}
+
+func decodeAll(store *eventstore.Store, recs []eventstore.RecordedEvent) []Event {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]Event, len(recs))
+	for i := range recs {
+		out[i].RecordedEvent = recs[i]
+		out[i].Data, out[i].DecodeErr = store.Decode(recs[i])
+	}
+	return out
+}

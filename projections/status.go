@@ -1,0 +1,209 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cairn/eventstore"
+)
+
+// Status describes one build of a projection.
+type Status struct {
+	Name    string
+	Version int
+	Build   int
+	// State is StateLive (reads use it) or StateBuilding (a rebuild).
+	State string
+	// Cursor: every event up to it is applied.
+	Cursor eventstore.Cursor
+	// LastEventAt is when the event at Cursor was recorded.
+	LastEventAt time.Time
+	// EventsBehind approximates the events between Cursor and the head of
+	// the log (positions are numbered in commit order only roughly).
+	EventsBehind int64
+	// SecondsBehind is how old the event at Cursor is while the build is
+	// behind; 0 when it has caught up.
+	SecondsBehind float64
+	CaughtUp      bool
+	// Applied counts the events this build applied; Parked those it could
+	// not apply (see Parked).
+	Applied int64
+	Parked  int64
+	// Retrying: the build is failing and retrying now; LastError says why.
+	Retrying    bool
+	LastError   string
+	LastErrorAt time.Time
+	// RebuildRequested: a rebuild was asked for and has not started yet.
+	RebuildRequested bool
+	StartedAt        time.Time
+	LiveAt           time.Time
+	// Running: a worker of this process applies the build (false for the
+	// old version's build while a new version rebuilds, and in the CLI).
+	Running bool
+}
+
+// Status reports every live and building projection build, with its lag.
+func (r *Runner) Status(ctx context.Context) ([]Status, error) {
+	out, head, err := readStatus(ctx, r.store)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	for i := range out {
+		w := r.worker(out[i].Name, out[i].Build)
+		if w == nil {
+			continue
+		}
+		info := w.snapshot()
+		s := &out[i]
+		s.Running, s.Retrying = true, info.retrying
+		if s.Cursor.Less(info.cursor) {
+			s.Cursor, s.LastEventAt = info.cursor, info.cursorAt
+		}
+		if info.errorAt.After(s.LastErrorAt) {
+			s.LastError, s.LastErrorAt = info.lastError, info.errorAt
+		}
+	}
+	r.mu.Unlock()
+	if err := fillLag(ctx, r.store, out, head); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadStatus reports every live and building projection build from the
+// database alone, for processes that run no projections (the CLI).
+func ReadStatus(ctx context.Context, store *eventstore.Store) ([]Status, error) {
+	out, head, err := readStatus(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if err := fillLag(ctx, store, out, head); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func readStatus(ctx context.Context, store *eventstore.Store) ([]Status, eventstore.Cursor, error) {
+	// The head first: a checkpoint read after it can only be further on.
+	head, err := store.Head(ctx)
+	if err != nil {
+		return nil, head, err
+	}
+	rows, err := activeBuilds(ctx, store.Pool(), "", false)
+	if err != nil {
+		return nil, head, err
+	}
+	out := make([]Status, 0, len(rows))
+	for _, b := range rows {
+		out = append(out, Status{
+			Name: b.Name, Version: b.Version, Build: b.Build, State: b.Status, Cursor: b.Cursor, LastEventAt: b.LastEventAt,
+			Applied: b.Applied, Parked: b.Parked, LastError: b.LastError, LastErrorAt: b.LastErrorAt,
+			RebuildRequested: b.RebuildRequested, StartedAt: b.StartedAt, LiveAt: b.LiveAt,
+		})
+	}
+	return out, head, nil
+}
+
+func fillLag(ctx context.Context, store *eventstore.Store, out []Status, head eventstore.Cursor) error {
+	now := time.Now()
+	var first time.Time
+	for i := range out {
+		s := &out[i]
+		if !s.Cursor.Less(head) {
+			s.CaughtUp = true
+			continue
+		}
+		s.EventsBehind = max(1, head.Position-s.Cursor.Position)
+		at := s.LastEventAt
+		if at.IsZero() {
+			if first.IsZero() {
+				evs, err := store.ReadAll(ctx, eventstore.Start, 1, eventstore.Filter{})
+				if err != nil {
+					return fmt.Errorf("projection lag: %w", err)
+				}
+				if len(evs) > 0 {
+					first = evs[0].RecordedAt
+				}
+			}
+			at = first
+		}
+		if !at.IsZero() {
+			s.SecondsBehind = max(0, now.Sub(at).Seconds())
+		}
+	}
+	return nil
+}
+
+// WaitFor blocks until every projection's live build has applied the event
+// at cursor c (and everything before it), so that a read model reflects a
+// write whose cursor the client holds. It fails at once with an
+// *UnknownCursorError for a cursor that names no event, and otherwise waits
+// as long as ctx allows.
+func (r *Runner) WaitFor(ctx context.Context, c eventstore.Cursor) error {
+	if c.IsZero() {
+		return nil
+	}
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	checked := false
+	for {
+		r.mu.Lock()
+		wake := r.progress
+		done := r.appliedAll(c)
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		if !checked {
+			if err := CheckCursor(ctx, r.store, c); err != nil {
+				return err
+			}
+			checked = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// appliedAll reports whether each projection's live worker here is at c or
+// beyond. Callers hold mu.
+func (r *Runner) appliedAll(c eventstore.Cursor) bool {
+	for _, p := range r.projs {
+		var live *worker
+		for _, w := range r.workers[p.Name()] {
+			if info := w.snapshot(); info.state == StateLive && (live == nil || w.build > live.build) {
+				live = w
+			}
+		}
+		if live == nil || live.snapshot().cursor.Less(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckCursor returns an *UnknownCursorError unless c is the start of the
+// log or names an event of it.
+func CheckCursor(ctx context.Context, store *eventstore.Store, c eventstore.Cursor) error {
+	if c.IsZero() {
+		return nil
+	}
+	var ok bool
+	err := store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE tx_id = $1::xid8 AND position = $2)`,
+		c.TxID, c.Position).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("look up cursor %s: %w", c, err)
+	}
+	if !ok {
+		return &UnknownCursorError{Cursor: c}
+	}
+	return nil
+}
