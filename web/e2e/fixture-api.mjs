@@ -12,9 +12,28 @@ const now = Date.now();
 const ago = (s) => new Date(now - s * 1000).toISOString();
 
 const viewers = {
-  op: { id: 't-op', userId: 'u-op', name: 'ops', role: 'OPERATOR', tenantId: null, tenant: null, user: { id: 'u-op', name: 'Olga Operator' }, nodeId: null, expiresAt: null, permissions: ['node.read', 'node.drain', 'node.decommission', 'node.join_token', 'job.read', 'job.submit', 'job.cancel', 'template.read', 'service.read', 'tenant.read', 'tenant.create', 'tenant.update', 'user.read', 'user.create', 'user.update', 'location.read', 'location.create', 'location.update', 'event.read'] },
-  acme: { id: 't-acme', userId: 'u-acme', name: 'acme', role: 'TENANT_MEMBER', tenantId: 'acme', tenant: { id: 'acme', name: 'Acme' }, user: { id: 'u-acme', name: 'Ada at Acme' }, nodeId: null, expiresAt: null, permissions: ['service.read', 'service.create', 'service.start', 'service.stop', 'service.remove', 'template.read', 'tenant.read', 'job.read', 'event.read'] },
-  aud: { id: 't-aud', userId: 'u-aud', name: 'audit', role: 'AUDITOR', tenantId: null, tenant: null, user: { id: 'u-aud', name: 'Avery Auditor' }, nodeId: null, expiresAt: null, permissions: ['node.read', 'job.read', 'template.read', 'service.read', 'tenant.read', 'user.read', 'token.read', 'location.read', 'event.read'] },
+  op: { id: 't-op', userId: 'u-op', name: 'Olga Operator', role: 'OPERATOR', tenantId: null, nodeId: null, expiresAt: null, permissions: ['node.read', 'node.drain', 'node.decommission', 'node.join_token', 'job.read', 'job.submit', 'job.cancel', 'template.read', 'service.read', 'tenant.read', 'tenant.create', 'tenant.update', 'user.read', 'user.create', 'user.update', 'location.read', 'location.create', 'location.update', 'event.read'] },
+  acme: { id: 't-acme', userId: 'u-acme', name: 'Ada at Acme', role: 'TENANT_MEMBER', tenantId: 'acme', nodeId: null, expiresAt: null, permissions: ['service.read', 'service.create', 'service.start', 'service.stop', 'service.remove', 'template.read', 'tenant.read', 'job.read', 'event.read'] },
+  aud: { id: 't-aud', userId: 'u-aud', name: 'Avery Auditor', role: 'AUDITOR', tenantId: null, nodeId: null, expiresAt: null, permissions: ['node.read', 'job.read', 'template.read', 'service.read', 'tenant.read', 'user.read', 'token.read', 'location.read', 'event.read'] },
+};
+
+// The same operator against a server that serves only the event history and
+// the audit queries (as the API does while its read-model queries are wired in).
+viewers['op-early'] = { ...viewers.op, id: 't-op-early' };
+
+const allRoots = {
+  query: ['viewer', 'nodes', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain'],
+  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation'],
+  subscription: ['events', 'nodeChanged', 'jobChanged', 'jobLog', 'serviceChanged'],
+};
+const earlyRoots = {
+  query: ['viewer', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain'],
+  mutation: ['createTenant', 'createUser', 'createApiToken', 'createLocation', 'drainNode', 'createJoinToken'],
+  subscription: ['events'],
+};
+const schemaOf = (roots) => {
+  const t = (names) => ({ fields: names.map((name) => ({ name })) });
+  return { __schema: { queryType: t(roots.query), mutationType: t(roots.mutation), subscriptionType: t(roots.subscription) } };
 };
 
 const label = (key, value) => ({ key, value });
@@ -74,6 +93,8 @@ const err = (code, message, extra = {}) => ({ errors: [{ message, extensions: { 
 function answer(viewer, op, vars, calls) {
   const tenantOnly = (list) => (viewer.tenantId ? list.filter((s) => s.tenantId === viewer.tenantId) : list);
   switch (op) {
+    case 'Capabilities':
+      return { data: schemaOf(viewer.id === 't-op-early' ? earlyRoots : allRoots) };
     case 'SignIn':
     case 'Viewer':
       return { data: { viewer } };
@@ -93,7 +114,7 @@ function answer(viewer, op, vars, calls) {
     case 'NodeStats':
       return { data: { node: { id: vars.id, statistics: stats } } };
     case 'Locations':
-      return { data: { locations: conn([{ ...location, description: 'Rack row C', status: 'ACTIVE', createdAt: ago(86400 * 30), nodes: { totalCount: 2 } }]) } };
+      return { data: { locations: conn([{ ...location, description: 'Rack row C', status: 'ACTIVE', createdAt: ago(86400 * 30) }]) } };
     case 'Jobs':
       return { data: { jobs: conn(jobs) } };
     case 'Job': {
@@ -135,7 +156,7 @@ function answer(viewer, op, vars, calls) {
     case 'Users':
       return { data: { users: conn([{ id: 'u-op', name: 'Olga Operator', role: 'OPERATOR', tenantId: null, status: 'ACTIVE', createdAt: ago(86400 * 40) }, { id: 'u-acme', name: 'Ada at Acme', role: 'TENANT_MEMBER', tenantId: 'acme', status: 'ACTIVE', createdAt: ago(86400 * 8) }]) } };
     case 'ApiTokens':
-      return { data: { apiTokens: conn([{ id: 'tk1', name: 'ci', userId: 'u-acme', user: { id: 'u-acme', name: 'Ada at Acme' }, role: 'TENANT_MEMBER', tenantId: 'acme', status: 'ACTIVE', expiresAt: new Date(now + 86400e3 * 20).toISOString(), issuedAt: ago(86400 * 10), lastUsedAt: ago(120) }]) } };
+      return { data: { apiTokens: conn([{ id: 'tk1', userId: 'u-acme', role: 'TENANT_MEMBER', tenantId: 'acme', status: 'ACTIVE', expiresAt: new Date(now + 86400e3 * 20).toISOString(), issuedAt: ago(86400 * 10), revokedAt: null, revokeReason: null }]) } };
     case 'Events': {
       let list = events;
       const f = vars.filter ?? {};

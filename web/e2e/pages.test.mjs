@@ -193,6 +193,19 @@ describe('auditor', () => {
   });
 });
 
+describe('a server that serves part of the API', () => {
+  it('offers only the pages whose operations it serves', async () => {
+    const page = await signedIn('op-early');
+    assert.equal(new URL(page.url()).pathname, '/events', 'the operator lands on the first page served');
+    const nav = await page.getByRole('navigation', { name: 'main' }).innerText();
+    assert.match(nav, /Event history/);
+    assert.doesNotMatch(nav, /Nodes|Jobs|Catalog|Services|Tenants/);
+    await page.goto(`${api.url}/nodes`);
+    await page.getByRole('heading', { name: 'Not available on this server' }).waitFor();
+    await page.close();
+  });
+});
+
 describe('sign-in', () => {
   it('refuses an unknown token and sends an expired session back to sign in', async () => {
     const page = await browser.newPage();

@@ -56,8 +56,6 @@ export const ViewerQuery = gql<{ viewer: Viewer }, Record<string, never>>`
       name
       role
       tenantId
-      tenant { id name }
-      user { id name }
       nodeId
       expiresAt
       permissions
@@ -643,15 +641,14 @@ export const EnableUserMutation = gql<
 const ApiTokenFields = gql`
   fragment ApiTokenFields on ApiToken {
     id
-    name
     userId
-    user { id name }
     role
     tenantId
     status
     expiresAt
     issuedAt
-    lastUsedAt
+    revokedAt
+    revokeReason
   }
 `;
 
@@ -671,7 +668,7 @@ export const ApiTokensQuery = gql<
 
 export const CreateApiTokenMutation = gql<
   { createApiToken: Payload & { token: string; apiToken: ApiToken } },
-  { input: { userId?: string; role?: Role; name?: string; ttlSeconds?: number; commandId?: string } }
+  { input: { userId?: string; ttlSeconds?: number; commandId?: string } }
 >`
   mutation CreateApiToken($input: CreateApiTokenInput!) {
     createApiToken(input: $input) { token cursor duplicate apiToken { ...ApiTokenFields } }
@@ -696,7 +693,6 @@ const LocationFields = gql`
     description
     status
     createdAt
-    nodes(first: 1) { totalCount }
   }
 `;
 

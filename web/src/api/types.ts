@@ -27,8 +27,6 @@ export interface Viewer {
   name: string | null;
   role: Role;
   tenantId: string | null;
-  tenant: { id: string; name: string } | null;
-  user: { id: string; name: string } | null;
   nodeId: string | null;
   expiresAt: string | null;
   permissions: string[];
@@ -301,15 +299,14 @@ export interface User {
 export type TokenStatus = 'ACTIVE' | 'REVOKED' | 'EXPIRED';
 export interface ApiToken {
   id: string;
-  name: string | null;
   userId: string;
-  user: { id: string; name: string } | null;
   role: Role;
   tenantId: string | null;
   status: TokenStatus;
   expiresAt: string;
   issuedAt: string;
-  lastUsedAt: string | null;
+  revokedAt: string | null;
+  revokeReason: string | null;
 }
 
 export type LocationStatus = 'ACTIVE' | 'RETIRED';
@@ -319,7 +316,6 @@ export interface Location {
   description: string | null;
   status: LocationStatus;
   createdAt: string;
-  nodes: { totalCount: number };
 }
 
 export type EntityType = 'NODE' | 'JOB' | 'TEMPLATE' | 'SERVICE' | 'RESOURCE' | 'TENANT' | 'USER' | 'API_TOKEN' | 'LOCATION';

@@ -1,10 +1,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { Provider } from 'urql';
+import { gql } from '@urql/core';
+import { Provider, useClient } from 'urql';
 import { createApiClient } from '../api/client';
 import { ViewerQuery } from '../api/ops';
 import { Link } from '../components/Link';
 import { Redirect } from '../components/Redirect';
 import { Loading, Problems } from '../components/states';
+import { capabilitiesOf, capabilitiesQuery, everything, serves, type Capabilities } from '../lib/capabilities';
 import { canSee, homeFor, roleNames } from '../lib/roles';
 import { matchPath, navigate, usePlace } from '../lib/router';
 import { SignIn } from '../pages/SignIn';
@@ -73,7 +75,8 @@ function SignedIn({ token, signOut }: { token: string; signOut(notice?: string):
 function ViewerGate({ end, live }: { end(notice?: string): void; live: Session['live'] }) {
   const q = useApiQuery(ViewerQuery, {});
   const viewer = q.data?.viewer;
-  const session = useMemo<Session | null>(() => (viewer ? { viewer, signOut: end, live } : null), [viewer, end, live]);
+  const api = useCapabilities();
+  const session = useMemo<Session | null>(() => (viewer && api ? { viewer, api, signOut: end, live } : null), [viewer, api, end, live]);
   if (!session) {
     if (q.problems) {
       return (
@@ -103,20 +106,32 @@ function ViewerGate({ end, live }: { end(notice?: string): void; live: Session['
 
 function Routes() {
   const place = usePlace();
-  const { viewer } = useSession();
+  const { viewer, api } = useSession();
   if (place.path === '/' || place.path === '/sign-in') {
     const next = new URLSearchParams(place.search).get('next');
-    const target = next && next.startsWith('/') && !next.startsWith('//') ? next : homeFor(viewer.role);
-    return <Redirect to={target} />;
+    const target = next && next.startsWith('/') && !next.startsWith('//') ? next : homeFor(viewer.role, api);
+    return target ? <Redirect to={target} /> : <NothingYet />;
   }
   for (const r of routes) {
     const params = matchPath(r.pattern, place.path);
     if (!params) continue;
     if (!canSee(viewer.role, r.page)) return <NotAllowed />;
+    if (!serves(api, r.page)) return <NotServed />;
     const Page = r.component;
     return <Page key={r.pattern + JSON.stringify(params)} params={params} />;
   }
   return <NotFound />;
+}
+
+function StartLink() {
+  const { viewer, api } = useSession();
+  const home = homeFor(viewer.role, api);
+  return home ? (
+    <>
+      {' '}
+      <Link to={home}>Go to your start page</Link>.
+    </>
+  ) : null;
 }
 
 function NotAllowed() {
@@ -126,7 +141,34 @@ function NotAllowed() {
     <section>
       <h1>Not allowed</h1>
       <p className="notice forbidden" role="alert">
-        The role of your token ({roleNames[viewer.role]}) may not open this page. <Link to={homeFor(viewer.role)}>Go to your start page</Link>.
+        The role of your token ({roleNames[viewer.role]}) may not open this page.
+        <StartLink />
+      </p>
+    </section>
+  );
+}
+
+function NotServed() {
+  useTitle('Not available');
+  return (
+    <section>
+      <h1>Not available on this server</h1>
+      <p className="notice warn" role="status">
+        This server's API does not offer this page's data yet; it appears once the server does.
+        <StartLink />
+      </p>
+    </section>
+  );
+}
+
+function NothingYet() {
+  const { viewer } = useSession();
+  useTitle('Cairn');
+  return (
+    <section>
+      <h1>Welcome</h1>
+      <p className="notice warn" role="status">
+        This server's API offers no page for your role ({roleNames[viewer.role]}) yet.
       </p>
     </section>
   );
@@ -138,10 +180,29 @@ function NotFound() {
     <section>
       <h1>Page not found</h1>
       <p>
-        There is no page at this address. <Link to="/">Go to your start page</Link>.
+        There is no page at this address.
+        <StartLink />
       </p>
     </section>
   );
+}
+
+/** The server's root fields, read once per sign-in; undefined while asking. */
+function useCapabilities(): Capabilities | undefined {
+  const client = useClient();
+  const [caps, setCaps] = useState<Capabilities>();
+  useEffect(() => {
+    let live = true;
+    client
+      .query(gql(capabilitiesQuery), {}, { requestPolicy: 'network-only' })
+      .toPromise()
+      // With introspection turned off, every page is offered and the API says what fails.
+      .then((r) => live && setCaps(r.error ? everything : capabilitiesOf(r.data)));
+    return () => {
+      live = false;
+    };
+  }, [client]);
+  return caps;
 }
 
 function EndSession({ end, notice }: { end(notice?: string): void; notice: string }) {

@@ -17,10 +17,10 @@ function LiveIndicator() {
 }
 
 export function Layout({ children }: { children: ReactNode }) {
-  const { viewer, signOut } = useSession();
+  const { viewer, signOut, api } = useSession();
   const place = usePlace();
-  const sections = navFor(viewer.role);
-  const who = viewer.user?.name ?? viewer.name ?? viewer.id;
+  const sections = navFor(viewer.role, api);
+  const who = viewer.name ?? viewer.userId ?? viewer.id;
   return (
     <div className="app">
       <a className="skip" href="#main">
@@ -35,7 +35,7 @@ export function Layout({ children }: { children: ReactNode }) {
           <span>{who}</span>
           <span className="muted">
             {roleNames[viewer.role]}
-            {viewer.tenant ? ` · ${viewer.tenant.name}` : ''}
+            {viewer.tenantId ? ` · ${viewer.tenantId}` : ''}
           </span>
         </div>
         <button type="button" onClick={() => signOut()}>

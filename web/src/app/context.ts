@@ -2,9 +2,12 @@ import { createContext, useContext } from 'react';
 import type { Viewer } from '../api/types';
 import type { Client as WSClient } from 'graphql-ws';
 import type { LiveStore } from '../api/client';
+import type { Capabilities } from '../lib/capabilities';
 
 export interface Session {
   viewer: Viewer;
+  /** What the server's API serves. */
+  api: Capabilities;
   signOut(notice?: string): void;
   live: LiveStore;
 }

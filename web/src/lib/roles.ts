@@ -2,6 +2,7 @@
 // each role may read); the viewer's permissions decide the actions offered on
 // them. The server checks both again: hiding is for clarity, not safety.
 import type { Role, Viewer } from '../api/types';
+import { everything, serves, type Capabilities } from './capabilities';
 
 export type PageId =
   | 'nodes'
@@ -90,34 +91,39 @@ const sections: { title: string; items: NavItem[] }[] = [
   },
 ];
 
-/** The navigation for a role: only sections with at least one page it may see. */
-export function navFor(role: Role): NavSection[] {
+/**
+ * The navigation for a role: the pages it may see that the server's API
+ * serves, in sections that keep at least one page.
+ */
+export function navFor(role: Role, api: Capabilities = everything): NavSection[] {
   return sections
     .map((s) => ({
       title: s.title,
       items: s.items
-        .filter((i) => canSee(role, i.page))
+        .filter((i) => canSee(role, i.page) && serves(api, i.page))
         .map((i) => (i.page === 'users' && !readsTokens(role) ? { ...i, label: 'Users' } : i)),
     }))
     .filter((s) => s.items.length > 0);
 }
 
-/** Where a role lands after signing in. */
-export function homeFor(role: Role): string {
-  switch (role) {
-    case 'ADMIN':
-    case 'OPERATOR':
-      return '/nodes';
-    case 'TENANT_ADMIN':
-    case 'TENANT_MEMBER':
-      return '/services';
-    case 'VENDOR':
-      return '/catalog';
-    case 'AUDITOR':
-      return '/events';
-    default:
-      return '/sign-in';
-  }
+const homes: Record<Role, string[]> = {
+  ADMIN: ['/nodes', '/services', '/events'],
+  OPERATOR: ['/nodes', '/jobs', '/services', '/events'],
+  TENANT_ADMIN: ['/services', '/catalog', '/events'],
+  TENANT_MEMBER: ['/services', '/catalog'],
+  VENDOR: ['/catalog'],
+  AUDITOR: ['/events', '/verify'],
+  AGENT: [],
+};
+
+/**
+ * Where a role lands after signing in: its first home page the server
+ * serves, else the first page of its navigation, else undefined (nothing
+ * for this role yet).
+ */
+export function homeFor(role: Role, api: Capabilities = everything): string | undefined {
+  const items = navFor(role, api).flatMap((s) => s.items);
+  return homes[role].find((h) => items.some((i) => i.path === h)) ?? items[0]?.path;
 }
 
 export const roleNames: Record<Role, string> = {

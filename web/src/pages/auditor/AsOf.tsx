@@ -1,6 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { EntityAsOfQuery } from '../../api/ops';
 import { entityTypes, type EntityType } from '../../api/types';
+import { useAccess } from '../../app/access';
 import { useApiQuery } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -91,6 +92,7 @@ export function AsOfPage() {
 }
 
 function AsOfResult({ type, id, time, cursor }: { type: EntityType; id: string; time: string; cursor: string }) {
+  const access = useAccess();
   const q = useApiQuery(EntityAsOfQuery, { entity: { type, id }, asOf: cursor ? { cursor } : { time } });
   return (
     <QueryView {...q} what="Replaying">
@@ -107,14 +109,15 @@ function AsOfResult({ type, id, time, cursor }: { type: EntityType; id: string; 
               <>
                 <p>
                   At version {s.version}, after the event at cursor{' '}
-                  <Link to={`/events/${encodeURIComponent(s.cursor)}`}>{s.cursor}</Link>
+                  {access.page('event') ? <Link to={`/events/${encodeURIComponent(s.cursor)}`}>{s.cursor}</Link> : s.cursor}
                   {s.time ? (
                     <>
                       {' '}
                       recorded <Time value={s.time} absolute />
                     </>
                   ) : null}
-                  . <Link to={`/events?stream=${encodeURIComponent(streamOfEntity(s.type, s.id))}`}>Its events</Link>
+                  .{' '}
+                  {access.page('events') ? <Link to={`/events?stream=${encodeURIComponent(streamOfEntity(s.type, s.id))}`}>Its events</Link> : null}
                 </p>
                 <Json value={s.state} label="state" />
               </>

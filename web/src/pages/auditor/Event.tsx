@@ -1,6 +1,6 @@
 import { EventQuery } from '../../api/ops';
 import type { EventDetail } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { Json } from '../../components/Json';
@@ -8,7 +8,6 @@ import { Link } from '../../components/Link';
 import { Empty, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 import { entityOfStream, entityPage } from '../../lib/entities';
-import { canSee } from '../../lib/roles';
 
 export function EventPage({ params }: { params: Record<string, string> }) {
   const cursor = params.cursor!;
@@ -36,7 +35,7 @@ export function EventPage({ params }: { params: Record<string, string> }) {
 }
 
 function EventView({ e }: { e: EventDetail }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const entity = entityOfStream(e.streamType, e.streamId);
   const page = entity ? entityPage(entity.type, entity.id) : undefined;
   const m = e.metadata;
@@ -52,13 +51,13 @@ function EventView({ e }: { e: EventDetail }) {
             <code>{e.streamId}</code>
           </Link>{' '}
           version {e.version}
-          {page && canSee(viewer.role, page.page) ? (
+          {page && access.page(page.page) ? (
             <>
               {' '}
               · <Link to={page.path}>current state</Link>
             </>
           ) : null}
-          {entity && canSee(viewer.role, 'as-of') ? (
+          {entity && access.page('as-of') ? (
             <>
               {' '}
               ·{' '}

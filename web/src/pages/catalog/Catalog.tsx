@@ -1,5 +1,6 @@
 import { TemplatesQuery } from '../../api/ops';
 import { templateStatuses, type TemplateStatus } from '../../api/types';
+import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
 import { useApiQuery } from '../../app/hooks';
 import { useTitle } from '../../app/title';
@@ -11,7 +12,7 @@ import { SearchBox } from '../../components/SearchBox';
 import { Status } from '../../components/Status';
 import { Empty, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can, canSee, isTenantRole } from '../../lib/roles';
+import { isTenantRole } from '../../lib/roles';
 
 const spec = { name: 'string', category: 'string', vendor: 'string', status: 'list', all: 'bool', after: 'string' } as const;
 
@@ -22,6 +23,7 @@ export function templatePath(name: string, version: string): string {
 export function CatalogPage() {
   useTitle('Catalog');
   const { viewer } = useSession();
+  const access = useAccess();
   const [state, setState] = useUrlState(spec);
   // Tenants deploy published versions: they see the newest of each by default.
   const tenantView = isTenantRole(viewer.role);
@@ -37,7 +39,7 @@ export function CatalogPage() {
     <section>
       <div className="page-head">
         <h1>Catalog</h1>
-        {canSee(viewer.role, 'register-template') && can(viewer, 'template.register') ? (
+        {access.page('register-template') && access.act('template.register', 'registerTemplate') ? (
           <Link to="/catalog/register" className="button">
             Register a descriptor…
           </Link>

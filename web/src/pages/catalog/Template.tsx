@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { DeprecateTemplateMutation, PublishTemplateMutation, TemplateQuery, TemplatesQuery } from '../../api/ops';
 import type { TemplateDetail } from '../../api/types';
+import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
 import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
@@ -12,7 +13,7 @@ import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 import { humanize } from '../../lib/format';
-import { can, canSee } from '../../lib/roles';
+import { can } from '../../lib/roles';
 import { templatePath } from './Catalog';
 
 export function TemplatePage({ params }: { params: Record<string, string> }) {
@@ -46,11 +47,12 @@ export function TemplatePage({ params }: { params: Record<string, string> }) {
 
 function TemplateView({ t, onChanged }: { t: TemplateDetail; onChanged(c: string): void }) {
   const { viewer } = useSession();
+  const access = useAccess();
   const [publish, pSt] = useCommand(PublishTemplateMutation);
   const [deprecate, dSt] = useCommand(DeprecateTemplateMutation);
   const [reason, setReason] = useState('');
   const allowed = new Set(t.allowedActions);
-  const deployable = t.status === 'PUBLISHED' && canSee(viewer.role, 'deploy') && can(viewer, 'service.create');
+  const deployable = t.status === 'PUBLISHED' && access.page('deploy') && can(viewer, 'service.create');
   return (
     <>
       <div className="page-head">
@@ -63,7 +65,7 @@ function TemplateView({ t, onChanged }: { t: TemplateDetail; onChanged(c: string
               Deploy…
             </Link>
           ) : null}
-          {allowed.has('publish') && can(viewer, 'template.publish') ? (
+          {allowed.has('publish') && access.act('template.publish', 'publishTemplate') ? (
             <button
               type="button"
               disabled={pSt.running}
@@ -75,7 +77,7 @@ function TemplateView({ t, onChanged }: { t: TemplateDetail; onChanged(c: string
               Publish
             </button>
           ) : null}
-          {allowed.has('deprecate') && can(viewer, 'template.deprecate') ? (
+          {allowed.has('deprecate') && access.act('template.deprecate', 'deprecateTemplate') ? (
             <ConfirmButton
               label="Deprecate"
               title={`Deprecate ${t.name} ${t.version}?`}
@@ -162,7 +164,7 @@ function TemplateView({ t, onChanged }: { t: TemplateDetail; onChanged(c: string
           </ul>
         </>
       ) : null}
-      <Versions name={t.name} current={t.version} />
+      {access.query('templates') ? <Versions name={t.name} current={t.version} /> : null}
       <details>
         <summary>Descriptor</summary>
         <Json value={t.descriptor} label="descriptor" />

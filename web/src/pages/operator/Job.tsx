@@ -2,7 +2,7 @@ import { useRef, useState } from 'react';
 import { CancelJobMutation, JobChangedSubscription, JobLogSubscription, JobQuery } from '../../api/ops';
 import { finishedJobStatuses, type JobDetail, type JobLogChunk } from '../../api/types';
 import type { Problem } from '../../api/errors';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { ConfirmButton } from '../../components/Confirm';
@@ -15,15 +15,15 @@ import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 import { formatBytes, formatDuration } from '../../lib/format';
 import { appendChunk } from '../../lib/log';
-import { can } from '../../lib/roles';
 
 export function JobPage({ params }: { params: Record<string, string> }) {
   const id = params.id!;
   useTitle(`Job ${id}`);
   const [cw, setCw] = useState<string>();
+  const access = useAccess();
   const q = useApiQuery(JobQuery, { id, consistentWith: cw });
   const refetch = useDebounced(q.refetch, 200);
-  useSubscriptionEffect(JobChangedSubscription, { id }, () => refetch());
+  useSubscriptionEffect(JobChangedSubscription, { id }, () => refetch(), { pause: !access.live('jobChanged'), onResync: refetch });
   return (
     <section>
       <p className="crumbs">
@@ -46,7 +46,7 @@ export function JobPage({ params }: { params: Record<string, string> }) {
 }
 
 function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const [cancel, cancelSt] = useCommand(CancelJobMutation);
   const fanOut = job.target.mode === 'ALL' && !job.parentId;
   return (
@@ -55,7 +55,7 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): voi
         <h1>
           Job <code>{job.id}</code> <Status value={job.status} />
         </h1>
-        {job.allowedActions.includes('cancel') && can(viewer, 'job.cancel') ? (
+        {job.allowedActions.includes('cancel') && access.act('job.cancel', 'cancelJob') ? (
           <ConfirmButton
             danger
             label="Cancel job"
@@ -164,6 +164,7 @@ function Result({ result }: { result: NonNullable<JobDetail['result']> }) {
 }
 
 function JobLog({ jobId, ended }: { jobId: string; ended: boolean }) {
+  const access = useAccess();
   const [chunks, setChunks] = useState<readonly JobLogChunk[]>([]);
   const [done, setDone] = useState(false);
   const [problems, setProblems] = useState<Problem[]>();
@@ -184,6 +185,7 @@ function JobLog({ jobId, ended }: { jobId: string; ended: boolean }) {
         setFrom(received.current);
       },
       onComplete: () => setDone(true),
+      pause: !access.live('jobLog'),
     },
   );
   return (

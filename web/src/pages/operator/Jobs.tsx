@@ -1,6 +1,6 @@
 import { JobChangedSubscription, JobsQuery } from '../../api/ops';
 import { jobStatuses, type JobStatus } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -10,13 +10,12 @@ import { Link } from '../../components/Link';
 import { Pager } from '../../components/Pager';
 import { SearchBox } from '../../components/SearchBox';
 import { Empty, QueryView } from '../../components/states';
-import { can } from '../../lib/roles';
 
 const spec = { status: 'list', node: 'string', children: 'bool', after: 'string' } as const;
 
 export function JobsPage() {
   useTitle('Jobs');
-  const { viewer } = useSession();
+  const access = useAccess();
   const [state, setState] = useUrlState(spec);
   const filter = {
     status: state.status.length ? (state.status as JobStatus[]) : undefined,
@@ -25,12 +24,15 @@ export function JobsPage() {
   };
   const q = useApiQuery(JobsQuery, { first: 50, after: state.after || null, filter });
   const refetch = useDebounced(q.refetch, 500);
-  useSubscriptionEffect(JobChangedSubscription, { nodeId: state.node || undefined }, () => refetch());
+  useSubscriptionEffect(JobChangedSubscription, { nodeId: state.node || undefined }, () => refetch(), {
+    pause: !access.live('jobChanged'),
+    onResync: refetch,
+  });
   return (
     <section>
       <div className="page-head">
         <h1>Jobs</h1>
-        {can(viewer, 'job.submit') ? (
+        {access.page('run-job') && access.act('job.submit', 'submitJob') ? (
           <Link to="/jobs/new" className="button primary">
             Run a job…
           </Link>

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { CreateLocationMutation, LocationsQuery, RetireLocationMutation } from '../../api/ops';
 import type { Location, LocationStatus } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -12,14 +12,13 @@ import { Link } from '../../components/Link';
 import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can } from '../../lib/roles';
 
 const spec = { status: 'list' } as const;
 const statuses: LocationStatus[] = ['ACTIVE', 'RETIRED'];
 
 export function LocationsPage() {
   useTitle('Locations');
-  const { viewer } = useSession();
+  const access = useAccess();
   const [state, setState] = useUrlState(spec);
   const [cw, setCw] = useState<string>();
   const q = useApiQuery(LocationsQuery, {
@@ -30,7 +29,7 @@ export function LocationsPage() {
   return (
     <section>
       <h1>Locations</h1>
-      {can(viewer, 'location.create') ? <CreateLocation onCreated={setCw} /> : null}
+      {access.act('location.create', 'createLocation') ? <CreateLocation onCreated={setCw} /> : null}
       <form className="filters" role="search" aria-label="filter locations" onSubmit={(e) => e.preventDefault()}>
         <Checks legend="Status" options={statuses} value={state.status} onChange={(v) => setState({ status: v })} />
       </form>
@@ -45,7 +44,11 @@ export function LocationsPage() {
                   <th scope="col">Name</th>
                   <th scope="col">Description</th>
                   <th scope="col">Status</th>
-                  <th scope="col">Nodes</th>
+                  {access.page('nodes') ? (
+                    <th scope="col">
+                      <span className="sr-only">Nodes</span>
+                    </th>
+                  ) : null}
                   <th scope="col">Created</th>
                   <th scope="col">
                     <span className="sr-only">Actions</span>
@@ -54,7 +57,7 @@ export function LocationsPage() {
               </thead>
               <tbody>
                 {d.locations.edges.map(({ node: l }) => (
-                  <LocationRow key={l.id} location={l} onChanged={setCw} />
+                  <LocationRow key={l.id} location={l} showNodes={access.page('nodes')} onChanged={setCw} />
                 ))}
               </tbody>
             </table>
@@ -65,8 +68,8 @@ export function LocationsPage() {
   );
 }
 
-function LocationRow({ location: l, onChanged }: { location: Location; onChanged(c: string): void }) {
-  const { viewer } = useSession();
+function LocationRow({ location: l, showNodes, onChanged }: { location: Location; showNodes: boolean; onChanged(c: string): void }) {
+  const access = useAccess();
   const [retire, st] = useCommand(RetireLocationMutation);
   return (
     <tr>
@@ -77,14 +80,16 @@ function LocationRow({ location: l, onChanged }: { location: Location; onChanged
       <td>
         <Status value={l.status} />
       </td>
-      <td>
-        <Link to={`/nodes?location=${encodeURIComponent(l.id)}`}>{l.nodes.totalCount}</Link>
-      </td>
+      {showNodes ? (
+        <td>
+          <Link to={`/nodes?location=${encodeURIComponent(l.id)}`}>Nodes</Link>
+        </td>
+      ) : null}
       <td>
         <Time value={l.createdAt} />
       </td>
       <td className="row-actions">
-        {l.status === 'ACTIVE' && can(viewer, 'location.update') ? (
+        {l.status === 'ACTIVE' && access.act('location.update', 'retireLocation') ? (
           <ConfirmButton
             label="Retire"
             title={`Retire ${l.name}?`}

@@ -8,7 +8,7 @@ import {
   UndrainNodeMutation,
 } from '../../api/ops';
 import type { NodeDetail, NodeFacts } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -21,16 +21,16 @@ import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 import { formatBytes } from '../../lib/format';
-import { can } from '../../lib/roles';
 
 export function NodePage({ params }: { params: Record<string, string> }) {
   const id = params.id!;
   const [cw, setCw] = useState<string>();
+  const access = useAccess();
   const q = useApiQuery(NodeQuery, { id, consistentWith: cw });
   const node = q.data?.node;
   useTitle(node?.hostname ?? 'Node');
   const refetch = useDebounced(q.refetch, 300);
-  useSubscriptionEffect(NodeChangedSubscription, { id }, () => refetch());
+  useSubscriptionEffect(NodeChangedSubscription, { id }, () => refetch(), { pause: !access.live('nodeChanged'), onResync: refetch });
 
   return (
     <section>
@@ -54,7 +54,7 @@ export function NodePage({ params }: { params: Record<string, string> }) {
 }
 
 function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   return (
     <>
       <div className="page-head">
@@ -62,7 +62,7 @@ function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: str
           {node.hostname} <Status value={node.status} />
         </h1>
         <div className="actions">
-          {can(viewer, 'job.submit') ? <Link to={`/jobs/new?node=${encodeURIComponent(node.id)}`} className="button">Run a job…</Link> : null}
+          {access.page('run-job') && access.act('job.submit', 'submitJob') ? <Link to={`/jobs/new?node=${encodeURIComponent(node.id)}`} className="button">Run a job…</Link> : null}
           <NodeActions node={node} onChanged={onChanged} />
         </div>
       </div>
@@ -109,7 +109,7 @@ function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: str
         <>
           <JobTable jobs={node.jobs.edges.map((e) => e.node)} showTarget={false} />
           <p>
-            <Link to={`/jobs?node=${encodeURIComponent(node.id)}`}>All jobs of this node ({node.jobs.totalCount})</Link>
+            {access.page('jobs') ? <Link to={`/jobs?node=${encodeURIComponent(node.id)}`}>All jobs of this node ({node.jobs.totalCount})</Link> : null}
           </p>
         </>
       )}
@@ -118,7 +118,7 @@ function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: str
 }
 
 function NodeActions({ node, onChanged }: { node: NodeDetail; onChanged(cursor: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const [drain, drainSt] = useCommand(DrainNodeMutation);
   const [undrain, undrainSt] = useCommand(UndrainNodeMutation);
   const [decom, decomSt] = useCommand(DecommissionNodeMutation);
@@ -126,7 +126,7 @@ function NodeActions({ node, onChanged }: { node: NodeDetail; onChanged(cursor: 
   const problems = drainSt.problems ?? undrainSt.problems ?? decomSt.problems;
   return (
     <>
-      {allowed.has('drain') && !node.cordoned && can(viewer, 'node.drain') ? (
+      {allowed.has('drain') && !node.cordoned && access.act('node.drain', 'drainNode') ? (
         <ConfirmButton
           label="Drain"
           title={`Drain ${node.hostname}?`}
@@ -138,7 +138,7 @@ function NodeActions({ node, onChanged }: { node: NodeDetail; onChanged(cursor: 
           The node takes no new work; jobs running on it finish.
         </ConfirmButton>
       ) : null}
-      {allowed.has('undrain') && can(viewer, 'node.drain') ? (
+      {allowed.has('undrain') && access.act('node.drain', 'undrainNode') ? (
         <button
           type="button"
           disabled={undrainSt.running}
@@ -150,7 +150,7 @@ function NodeActions({ node, onChanged }: { node: NodeDetail; onChanged(cursor: 
           Undrain
         </button>
       ) : null}
-      {allowed.has('decommission') && can(viewer, 'node.decommission') ? (
+      {allowed.has('decommission') && access.act('node.decommission', 'decommissionNode') ? (
         <ConfirmButton
           danger
           label="Decommission"

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { CreateJoinTokenMutation, NodeChangedSubscription, NodesQuery } from '../../api/ops';
 import { LocationSelect } from '../../components/LocationSelect';
 import { nodeStatuses, type NodeStatus, type NodeSummary } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -16,14 +16,13 @@ import { ShownOnce } from '../../components/Secret';
 import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can } from '../../lib/roles';
 import { parseLabels } from '../../lib/urlState';
 
 const spec = { q: 'string', status: 'list', label: 'string', location: 'string', after: 'string' } as const;
 
 export function NodesPage() {
   useTitle('Nodes');
-  const { viewer } = useSession();
+  const access = useAccess();
   const [state, setState] = useUrlState(spec);
   const labels = parseLabels(state.label);
   const filter = {
@@ -39,13 +38,13 @@ export function NodesPage() {
     const n = d.nodeChanged.node;
     if (n) setAnnounce(`${n.hostname} is ${n.status.toLowerCase()}`);
     refetch();
-  });
+  }, { pause: !access.live('nodeChanged'), onResync: refetch });
 
   return (
     <section>
       <div className="page-head">
         <h1>Nodes</h1>
-        {can(viewer, 'node.join_token') ? <EnrollNode /> : null}
+        {access.act('node.join_token', 'createJoinToken') ? <EnrollNode /> : null}
       </div>
       <p className="sr-only" aria-live="polite">
         {announce}
@@ -60,7 +59,7 @@ export function NodesPage() {
           error={labels.error}
           onApply={(v) => setState({ label: v, after: '' })}
         />
-        <LocationSelect value={state.location} onChange={(v) => setState({ location: v, after: '' })} />
+        {access.query('locations') ? <LocationSelect value={state.location} onChange={(v) => setState({ location: v, after: '' })} /> : null}
         <Checks legend="Status" options={nodeStatuses} value={state.status} onChange={(v) => setState({ status: v, after: '' })} />
       </form>
       <QueryView {...q} what="Loading nodes">
@@ -133,6 +132,7 @@ function NodeTable({ nodes, busy }: { nodes: NodeSummary[]; busy: boolean }) {
 }
 
 function EnrollNode() {
+  const access = useAccess();
   const [open, setOpen] = useState(false);
   const [location, setLocation] = useState('');
   const [labelText, setLabelText] = useState('');
@@ -175,7 +175,7 @@ function EnrollNode() {
       }}
     >
       <h2>Issue a join token</h2>
-      <LocationSelect id="join-location" label="Location" empty="none" value={location} onChange={setLocation} />
+      {access.query('locations') ? <LocationSelect id="join-location" label="Location" empty="none" value={location} onChange={setLocation} /> : null}
       <Field id="join-labels" label="Labels" hint="key=value, comma separated" error={labels.error}>
         {(a) => <input {...a} value={labelText} onChange={(e) => setLabelText(e.target.value)} />}
       </Field>

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { CreateTenantMutation, ResumeTenantMutation, SuspendTenantMutation, TenantsQuery } from '../../api/ops';
 import type { Tenant, TenantStatus } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -14,14 +14,13 @@ import { SearchBox } from '../../components/SearchBox';
 import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can, canSee } from '../../lib/roles';
 
 const spec = { name: 'string', status: 'list', after: 'string' } as const;
 const statuses: TenantStatus[] = ['ACTIVE', 'SUSPENDED'];
 
 export function TenantsPage() {
   useTitle('Tenants');
-  const { viewer } = useSession();
+  const access = useAccess();
   const [state, setState] = useUrlState(spec);
   const [cw, setCw] = useState<string>();
   const filter = { name: state.name || undefined, status: state.status.length ? (state.status as TenantStatus[]) : undefined };
@@ -31,7 +30,7 @@ export function TenantsPage() {
       <div className="page-head">
         <h1>Tenants</h1>
       </div>
-      {can(viewer, 'tenant.create') ? <CreateTenant onCreated={setCw} /> : null}
+      {access.act('tenant.create', 'createTenant') ? <CreateTenant onCreated={setCw} /> : null}
       <form className="filters" role="search" aria-label="filter tenants" onSubmit={(e) => e.preventDefault()}>
         <SearchBox id="tenant-name" label="Name" value={state.name} onApply={(v) => setState({ name: v, after: '' })} />
         <Checks legend="Status" options={statuses} value={state.status} onChange={(v) => setState({ status: v, after: '' })} />
@@ -77,7 +76,7 @@ export function TenantsPage() {
 }
 
 function TenantRow({ tenant: t, onChanged }: { tenant: Tenant; onChanged(c: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const [suspend, sSt] = useCommand(SuspendTenantMutation);
   const [resume, rSt] = useCommand(ResumeTenantMutation);
   const [reason, setReason] = useState('');
@@ -96,9 +95,9 @@ function TenantRow({ tenant: t, onChanged }: { tenant: Tenant; onChanged(c: stri
         <Time value={t.createdAt} />
       </td>
       <td className="row-actions">
-        {canSee(viewer.role, 'services') ? <Link to={`/services?tenant=${encodeURIComponent(t.id)}`}>Services</Link> : null}
-        {canSee(viewer.role, 'users') ? <Link to={`/users?tenant=${encodeURIComponent(t.id)}`}>Users</Link> : null}
-        {t.status === 'ACTIVE' && can(viewer, 'tenant.update') ? (
+        {access.page('services') ? <Link to={`/services?tenant=${encodeURIComponent(t.id)}`}>Services</Link> : null}
+        {access.page('users') ? <Link to={`/users?tenant=${encodeURIComponent(t.id)}`}>Users</Link> : null}
+        {t.status === 'ACTIVE' && access.act('tenant.update', 'suspendTenant') ? (
           <ConfirmButton
             label="Suspend"
             title={`Suspend ${t.name}?`}
@@ -113,7 +112,7 @@ function TenantRow({ tenant: t, onChanged }: { tenant: Tenant; onChanged(c: stri
             </Field>
           </ConfirmButton>
         ) : null}
-        {t.status === 'SUSPENDED' && can(viewer, 'tenant.update') ? (
+        {t.status === 'SUSPENDED' && access.act('tenant.update', 'resumeTenant') ? (
           <button
             type="button"
             onClick={async () => {

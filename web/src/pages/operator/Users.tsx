@@ -9,6 +9,7 @@ import {
   UsersQuery,
 } from '../../api/ops';
 import type { ApiToken, Role, User } from '../../api/types';
+import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
 import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
@@ -21,14 +22,15 @@ import { ShownOnce } from '../../components/Secret';
 import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can, isTenantRole, readsTokens, roleNames } from '../../lib/roles';
+import { isTenantRole, readsTokens, roleNames } from '../../lib/roles';
 
 const spec = { tenant: 'string', user: 'string', revoked: 'bool', after: 'string' } as const;
 const assignable: Role[] = ['ADMIN', 'OPERATOR', 'TENANT_ADMIN', 'TENANT_MEMBER', 'VENDOR', 'AUDITOR'];
 
 export function UsersPage() {
   const { viewer } = useSession();
-  useTitle(readsTokens(viewer.role) ? 'Users and tokens' : 'Users');
+  const access = useAccess();
+  useTitle(readsTokens(viewer.role) && access.query('apiTokens') ? 'Users and tokens' : 'Users');
   const [state, setState] = useUrlState(spec);
   // Tenant administrators see their own tenant only, whatever the address says.
   const tenant = isTenantRole(viewer.role) ? (viewer.tenantId ?? '') : state.tenant;
@@ -36,8 +38,8 @@ export function UsersPage() {
   const users = useApiQuery(UsersQuery, { first: 100, after: state.after || null, filter: { tenantId: tenant || undefined }, consistentWith: cw });
   return (
     <section>
-      <h1>{readsTokens(viewer.role) ? 'Users and tokens' : 'Users'}</h1>
-      {can(viewer, 'user.create') ? <CreateUser tenant={tenant} onCreated={setCw} /> : null}
+      <h1>{readsTokens(viewer.role) && access.query('apiTokens') ? 'Users and tokens' : 'Users'}</h1>
+      {access.act('user.create', 'createUser') ? <CreateUser tenant={tenant} onCreated={setCw} /> : null}
       {!isTenantRole(viewer.role) ? (
         <form className="filters" role="search" aria-label="filter users" onSubmit={(e) => e.preventDefault()}>
           <SearchBox id="users-tenant" label="Tenant id" value={state.tenant} onApply={(v) => setState({ tenant: v, after: '', user: '' })} />
@@ -69,7 +71,7 @@ export function UsersPage() {
                       key={u.id}
                       user={u}
                       selected={state.user === u.id}
-                      onSelect={readsTokens(viewer.role) ? () => setState({ user: u.id }) : undefined}
+                      onSelect={readsTokens(viewer.role) && access.query('apiTokens') ? () => setState({ user: u.id }) : undefined}
                       onChanged={setCw}
                     />
                   ))}
@@ -87,7 +89,7 @@ export function UsersPage() {
           )
         }
       </QueryView>
-      {readsTokens(viewer.role) ? (
+      {readsTokens(viewer.role) && access.query('apiTokens') ? (
         <Tokens userId={state.user} tenant={tenant} revoked={state.revoked} onRevoked={(v) => setState({ revoked: v }, { replace: true })} />
       ) : null}
     </section>
@@ -106,6 +108,7 @@ function UserRow({
   onChanged(c: string): void;
 }) {
   const { viewer } = useSession();
+  const access = useAccess();
   const [disable, dSt] = useCommand(DisableUserMutation);
   const [enable, eSt] = useCommand(EnableUserMutation);
   const problems = dSt.problems ?? eSt.problems;
@@ -126,7 +129,7 @@ function UserRow({
             Tokens
           </button>
         ) : null}
-        {u.status === 'ACTIVE' && can(viewer, 'user.update') && u.id !== viewer.userId ? (
+        {u.status === 'ACTIVE' && access.act('user.update', 'disableUser') && u.id !== viewer.userId ? (
           <ConfirmButton
             danger
             label="Disable"
@@ -139,7 +142,7 @@ function UserRow({
             The user may not act, and every token of theirs stops working.
           </ConfirmButton>
         ) : null}
-        {u.status === 'DISABLED' && can(viewer, 'user.update') ? (
+        {u.status === 'DISABLED' && access.act('user.update', 'enableUser') ? (
           <button
             type="button"
             onClick={async () => {
@@ -213,7 +216,7 @@ function CreateUser({ tenant, onCreated }: { tenant: string; onCreated(c: string
 }
 
 function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant: string; revoked: boolean; onRevoked(v: boolean): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const [cw, setCw] = useState<string>();
   const q = useApiQuery(ApiTokensQuery, {
     first: 100,
@@ -228,7 +231,7 @@ function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant
           <input type="checkbox" checked={revoked} onChange={(e) => onRevoked(e.target.checked)} /> Show revoked
         </label>
       </div>
-      {can(viewer, 'token.issue') ? <CreateToken userId={userId} onCreated={setCw} /> : null}
+      {access.act('token.issue', 'createApiToken') ? <CreateToken userId={userId} onCreated={setCw} /> : null}
       <QueryView {...q} what="Loading tokens">
         {(d) =>
           d.apiTokens.edges.length === 0 ? (
@@ -237,12 +240,12 @@ function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant
             <table aria-busy={q.fetching}>
               <thead>
                 <tr>
-                  <th scope="col">Name</th>
+                  <th scope="col">Token</th>
                   <th scope="col">User</th>
                   <th scope="col">Role</th>
                   <th scope="col">Status</th>
                   <th scope="col">Expires</th>
-                  <th scope="col">Last used</th>
+                  <th scope="col">Issued</th>
                   <th scope="col">
                     <span className="sr-only">Actions</span>
                   </th>
@@ -262,14 +265,14 @@ function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant
 }
 
 function TokenRow({ token: t, onChanged }: { token: ApiToken; onChanged(c: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const [revoke, st] = useCommand(RevokeApiTokenMutation);
   return (
     <tr>
       <td>
-        {t.name ?? <span className="muted">unnamed</span>} <code className="muted">{t.id}</code>
+        <code>{t.id}</code>
       </td>
-      <td>{t.user?.name ?? t.userId}</td>
+      <td>{t.userId}</td>
       <td>{roleNames[t.role]}</td>
       <td>
         <Status value={t.status} />
@@ -278,10 +281,10 @@ function TokenRow({ token: t, onChanged }: { token: ApiToken; onChanged(c: strin
         <Time value={t.expiresAt} />
       </td>
       <td>
-        <Time value={t.lastUsedAt} />
+        <Time value={t.issuedAt} />
       </td>
       <td className="row-actions">
-        {t.status === 'ACTIVE' && can(viewer, 'token.revoke') ? (
+        {t.status === 'ACTIVE' && access.act('token.revoke', 'revokeApiToken') ? (
           <ConfirmButton
             danger
             label="Revoke"
@@ -301,7 +304,6 @@ function TokenRow({ token: t, onChanged }: { token: ApiToken; onChanged(c: strin
 }
 
 function CreateToken({ userId, onCreated }: { userId: string; onCreated(c: string): void }) {
-  const [name, setName] = useState('');
   const [days, setDays] = useState('30');
   const [error, setError] = useState<string>();
   const [secret, setSecret] = useState<string>();
@@ -314,10 +316,9 @@ function CreateToken({ userId, onCreated }: { userId: string; onCreated(c: strin
       return;
     }
     setError(undefined);
-    const r = await create({ userId: userId || undefined, name: name.trim() || undefined, ttlSeconds: Math.round(d * 86400) });
+    const r = await create({ userId: userId || undefined, ttlSeconds: Math.round(d * 86400) });
     if (r) {
       setSecret(r.createApiToken.token);
-      setName('');
       onCreated(r.createApiToken.cursor);
     }
   }
@@ -326,9 +327,6 @@ function CreateToken({ userId, onCreated }: { userId: string; onCreated(c: strin
     <details className="panel">
       <summary>New token{userId ? ` for ${userId}` : ' for yourself'}…</summary>
       <form onSubmit={submit} noValidate aria-label="new token" className="row-form">
-        <Field id="token-name" label="Name" hint="What it is for, e.g. ci-pipeline">
-          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
         <Field id="token-days" label="Valid for (days)" error={error}>
           {(a) => <input {...a} type="number" min={1} value={days} onChange={(e) => setDays(e.target.value)} />}
         </Field>

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { RemoveServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
 import type { ServiceDetail } from '../../api/types';
-import { useSession } from '../../app/context';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { ConfirmButton } from '../../components/Confirm';
@@ -12,15 +12,15 @@ import { Status } from '../../components/Status';
 import { Empty, Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 import { humanize } from '../../lib/format';
-import { can, canSee } from '../../lib/roles';
 
 export function ServicePage({ params }: { params: Record<string, string> }) {
   const id = params.id!;
   const [cw, setCw] = useState<string>();
+  const access = useAccess();
   const q = useApiQuery(ServiceQuery, { id, consistentWith: cw });
   useTitle(q.data?.service?.name ?? 'Service');
   const refetch = useDebounced(q.refetch, 200);
-  useSubscriptionEffect(ServiceChangedSubscription, { id }, () => refetch(), { onResync: refetch });
+  useSubscriptionEffect(ServiceChangedSubscription, { id }, () => refetch(), { pause: !access.live('serviceChanged'), onResync: refetch });
   return (
     <section>
       <p className="crumbs">
@@ -43,7 +43,7 @@ export function ServicePage({ params }: { params: Record<string, string> }) {
 }
 
 function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChanged(c: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   return (
     <>
       <div className="page-head">
@@ -66,7 +66,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
       <dl className="facts">
         <dt>Template</dt>
         <dd>
-          {canSee(viewer.role, 'template') ? (
+          {access.page('template') ? (
             <Link to={`/catalog/${encodeURIComponent(s.templateName)}/${encodeURIComponent(s.templateVersion)}`}>
               {s.templateName} {s.templateVersion}
             </Link>
@@ -141,7 +141,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
 }
 
 function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChanged(c: string): void }) {
-  const { viewer } = useSession();
+  const access = useAccess();
   const [start, startSt] = useCommand(StartServiceMutation);
   const [stop, stopSt] = useCommand(StopServiceMutation);
   const [remove, removeSt] = useCommand(RemoveServiceMutation);
@@ -150,7 +150,7 @@ function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChange
   const running = startSt.running || stopSt.running || removeSt.running;
   return (
     <div className="actions">
-      {allowed.has('start') && can(viewer, 'service.start') ? (
+      {allowed.has('start') && access.act('service.start', 'startService') ? (
         <ConfirmButton
           label="Start"
           title={`Start ${s.name}?`}
@@ -163,7 +163,7 @@ function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChange
           Its resources are started in dependency order.
         </ConfirmButton>
       ) : null}
-      {allowed.has('stop') && can(viewer, 'service.stop') ? (
+      {allowed.has('stop') && access.act('service.stop', 'stopService') ? (
         <ConfirmButton
           label="Stop"
           title={`Stop ${s.name}?`}
@@ -176,7 +176,7 @@ function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChange
           Its resources are stopped in reverse dependency order; they are kept and can be started again.
         </ConfirmButton>
       ) : null}
-      {allowed.has('remove') && can(viewer, 'service.remove') ? (
+      {allowed.has('remove') && access.act('service.remove', 'removeService') ? (
         <ConfirmButton
           danger
           label="Remove"

@@ -1,5 +1,6 @@
 import { ServiceChangedSubscription, ServicesQuery } from '../../api/ops';
 import { serviceStatuses, type ServiceStatus } from '../../api/types';
+import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
 import { useApiQuery, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
@@ -11,7 +12,7 @@ import { SearchBox } from '../../components/SearchBox';
 import { Status } from '../../components/Status';
 import { Empty, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
-import { can, canSee, isTenantRole } from '../../lib/roles';
+import { can, isTenantRole } from '../../lib/roles';
 
 const spec = { name: 'string', template: 'string', tenant: 'string', status: 'list', removed: 'bool', after: 'string' } as const;
 const shownByDefault = serviceStatuses.filter((s) => s !== 'REMOVED');
@@ -19,6 +20,7 @@ const shownByDefault = serviceStatuses.filter((s) => s !== 'REMOVED');
 export function ServicesPage() {
   useTitle('Services');
   const { viewer } = useSession();
+  const access = useAccess();
   const [state, setState] = useUrlState(spec);
   const tenantRole = isTenantRole(viewer.role);
   const status = state.status.length ? (state.status as ServiceStatus[]) : state.removed ? undefined : shownByDefault;
@@ -30,13 +32,13 @@ export function ServicesPage() {
   };
   const q = useApiQuery(ServicesQuery, { first: 50, after: state.after || null, filter });
   const refetch = useDebounced(q.refetch, 300);
-  useSubscriptionEffect(ServiceChangedSubscription, {}, () => refetch(), { onResync: refetch });
+  useSubscriptionEffect(ServiceChangedSubscription, {}, () => refetch(), { pause: !access.live('serviceChanged'), onResync: refetch });
   const filtered = Boolean(state.name || state.template || state.tenant || state.status.length);
   return (
     <section>
       <div className="page-head">
         <h1>Services</h1>
-        {canSee(viewer.role, 'deploy') && can(viewer, 'service.create') ? (
+        {access.page('deploy') && can(viewer, 'service.create') ? (
           <Link to="/services/new" className="button primary">
             Deploy a service…
           </Link>
