@@ -58,7 +58,7 @@ func (Jobs) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 			lost_reason     text,
 			children        jsonb NOT NULL,
 			counts          jsonb,
-			submitted_at    timestamptz,
+			submitted_at    timestamptz NOT NULL,
 			started_at      timestamptz,
 			finished_at     timestamptz,
 			updated_at      timestamptz,
@@ -100,6 +100,11 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 		}
 		if j.ID == "" {
 			j.ID = e.EntityID()
+		}
+		if j.SubmittedAt.IsZero() {
+			// Lists sort by it; a stream whose submission was parked sorts
+			// by the first event that was applied.
+			j.SubmittedAt = e.RecordedAt.UTC()
 		}
 		j.version, j.position = e.Version, e.Position
 	})

@@ -40,7 +40,7 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			outputs          jsonb,
 			resource_ids     jsonb NOT NULL,
 			remaining        jsonb,
-			requested_at     timestamptz,
+			requested_at     timestamptz NOT NULL,
 			registered_at    timestamptz,
 			first_running_at timestamptz,
 			removed_at       timestamptz,
@@ -107,6 +107,10 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		s.Service.Apply(e.Data)
 		if s.ID == "" {
 			s.ID = e.EntityID()
+		}
+		if s.RequestedAt.IsZero() {
+			// Lists sort by it; see Jobs.
+			s.RequestedAt = e.RecordedAt.UTC()
 		}
 		at := pgtype.Timestamptz{Time: s.UpdatedAt, Valid: !s.UpdatedAt.IsZero()}
 		switch e.Data.(type) {
