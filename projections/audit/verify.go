@@ -1,0 +1,283 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"cairn/eventstore"
+)
+
+// Problem is one place where an export fails verification.
+type Problem struct {
+	// Line is the 1-based line of the file (0: the file as a whole).
+	Line int
+	// The event on that line, when the line could be read as one.
+	Position int64
+	StreamID string
+	Version  int64
+	Reason   string
+}
+
+func (p Problem) Error() string {
+	switch {
+	case p.Line == 0:
+		return p.Reason
+	case p.StreamID == "":
+		return fmt.Sprintf("line %d: %s", p.Line, p.Reason)
+	default:
+		return fmt.Sprintf("line %d (event at position %d, stream %q, version %d): %s", p.Line, p.Position, p.StreamID, p.Version, p.Reason)
+	}
+}
+
+// FileReport is the outcome of verifying an export.
+type FileReport struct {
+	Lines   int
+	Events  int64
+	Streams int
+	// Anchored lists streams whose first event in the file is not their
+	// first event: the export began mid-stream, so that event's link to the
+	// one before it can only be checked against the log.
+	Anchored []string
+	Trailer  *Trailer
+	// Problems, in line order; the first is where the file first breaks.
+	Problems []Problem
+}
+
+// OK reports whether the file verified.
+func (r FileReport) OK() bool { return len(r.Problems) == 0 }
+
+// First is the first problem (nil when the file verified).
+func (r FileReport) First() *Problem {
+	if len(r.Problems) == 0 {
+		return nil
+	}
+	return &r.Problems[0]
+}
+
+// maxProblems bounds the report: after the first break, later lines of a
+// tampered file mostly repeat the news.
+const maxProblems = 100
+
+type streamState struct {
+	version int64
+	hash    []byte
+}
+
+// VerifyFile checks an export offline: every line an event whose hash
+// matches its content, events in global order, each stream's events
+// consecutive and chained to each other, and a trailer whose counts, digest
+// and stream heads match the lines. So an edited line, a line removed,
+// added or moved, and a file cut short (at any line, including the end of a
+// stream) all fail, naming the first line that breaks.
+//
+// A file rewritten consistently from scratch (every hash recomputed) cannot
+// be caught offline; VerifyAgainst compares a file with the log itself.
+func VerifyFile(r io.Reader) (FileReport, error) {
+	var rep FileReport
+	br := bufio.NewReaderSize(r, 1<<20)
+	digest := sha256.New()
+	streams := map[string]*streamState{}
+	var last eventstore.Cursor
+	lastLine := 0
+	add := func(p Problem) {
+		if len(rep.Problems) < maxProblems {
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	for {
+		raw, err := br.ReadBytes('\n')
+		if len(raw) == 0 && errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return rep, fmt.Errorf("read export: %w", err)
+		}
+		rep.Lines++
+		n := rep.Lines
+		if rep.Trailer != nil {
+			add(Problem{Line: n, Reason: "a line after the trailer: lines were appended to the export"})
+			continue
+		}
+		if !bytes.HasSuffix(raw, []byte("\n")) {
+			add(Problem{Line: n, Reason: "the last line is cut short (no line end): the file was truncated"})
+			break
+		}
+		var probe struct {
+			Trailer *Trailer `json:"trailer"`
+		}
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			add(Problem{Line: n, Reason: "not a JSON object: " + err.Error()})
+			continue
+		}
+		if probe.Trailer != nil {
+			rep.Trailer = probe.Trailer
+			checkTrailer(&rep, probe.Trailer, hex.EncodeToString(digest.Sum(nil)), streams, n, add)
+			continue
+		}
+		digest.Write(raw)
+		var l ExportLine
+		if err := json.Unmarshal(raw, &l); err != nil {
+			add(Problem{Line: n, Reason: "not an event line: " + err.Error()})
+			continue
+		}
+		rep.Events++
+		e, reason := l.event()
+		p := Problem{Line: n, Position: l.Position, StreamID: l.Stream, Version: l.Version}
+		if reason != "" {
+			p.Reason = reason
+			add(p)
+			continue
+		}
+		if !last.Less(e.Cursor()) {
+			p.Reason = fmt.Sprintf("out of order: it does not come after the event on line %d in global order; lines were moved", lastLine)
+			add(p)
+		}
+		last, lastLine = e.Cursor(), n
+
+		st := streams[e.StreamID]
+		switch {
+		case st == nil && e.Version == 1 && !bytes.Equal(e.PrevHash, eventstore.ZeroHash):
+			p.Reason = "the first event of its stream must link to the zero hash"
+			add(p)
+		case st == nil && e.Version > 1:
+			rep.Anchored = append(rep.Anchored, e.StreamID)
+		case st != nil && e.Version != st.version+1:
+			p.Reason = fmt.Sprintf("its stream jumps from version %d to %d: an event is missing or out of order", st.version, e.Version)
+			add(p)
+		case st != nil && !bytes.Equal(e.PrevHash, st.hash):
+			p.Reason = "its previous-hash link does not match the hash of the stream's event before it"
+			add(p)
+		}
+		if !bytes.Equal(eventstore.HashOf(e), e.Hash) {
+			p.Reason = "its hash does not match its content: the event was altered"
+			add(p)
+		}
+		if st == nil {
+			st = &streamState{}
+			streams[e.StreamID] = st
+		}
+		st.version, st.hash = e.Version, e.Hash
+	}
+	rep.Streams = len(streams)
+	if rep.Trailer == nil {
+		add(Problem{Line: rep.Lines, Reason: fmt.Sprintf("the file ends at line %d without its trailer: it was truncated, or is not a complete export", rep.Lines)})
+	}
+	sort.Strings(rep.Anchored)
+	sort.SliceStable(rep.Problems, func(i, j int) bool { return rep.Problems[i].Line < rep.Problems[j].Line })
+	return rep, nil
+}
+
+// checkTrailer compares the trailer with what the lines held.
+func checkTrailer(rep *FileReport, t *Trailer, digest string, streams map[string]*streamState, line int, add func(Problem)) {
+	bad := func(format string, args ...any) {
+		add(Problem{Line: line, Reason: "trailer: " + fmt.Sprintf(format, args...)})
+	}
+	if t.Format != ExportFormat {
+		bad("format %q, want %q", t.Format, ExportFormat)
+	}
+	if t.Events != rep.Events {
+		bad("says %d events, the file holds %d: lines were removed or added", t.Events, rep.Events)
+	}
+	if t.Digest != digest {
+		bad("the digest of the event lines does not match: a line was changed, removed, added or moved")
+	}
+	names := make([]string, 0, len(t.Heads))
+	for s := range t.Heads {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		h := t.Heads[s]
+		st := streams[s]
+		switch {
+		case st == nil:
+			bad("stream %q should end at version %d, but none of its events is in the file", s, h.Version)
+		case st.version != h.Version:
+			bad("stream %q should end at version %d, the file ends it at version %d: events at its end were removed", s, h.Version, st.version)
+		case hex.EncodeToString(st.hash) != h.Hash:
+			bad("stream %q should end with hash %s, the file ends it with %x", s, h.Hash, st.hash)
+		}
+	}
+	for s := range streams {
+		if _, ok := t.Heads[s]; !ok {
+			bad("stream %q is in the file but not in the trailer's heads", s)
+		}
+	}
+}
+
+// event turns a line back into the recorded event its hash covers, or says
+// why it cannot.
+func (l ExportLine) event() (eventstore.RecordedEvent, string) {
+	e := eventstore.RecordedEvent{Position: l.Position, StreamID: l.Stream, StreamType: l.StreamType, Version: l.Version,
+		Type: l.Type, SchemaVersion: l.SchemaVersion, CommandID: l.CommandID, Payload: l.Payload, RawMetadata: l.Metadata}
+	if l.PayloadText != nil {
+		e.Payload = []byte(*l.PayloadText)
+	}
+	if l.MetadataText != nil {
+		e.RawMetadata = []byte(*l.MetadataText)
+	}
+	c, err := eventstore.ParseCursor(l.Cursor)
+	switch {
+	case err != nil || c.IsZero():
+		return e, fmt.Sprintf("cursor %q is malformed", l.Cursor)
+	case c.Position != l.Position:
+		return e, fmt.Sprintf("cursor %s does not match position %d", l.Cursor, l.Position)
+	case l.Stream == "" || l.StreamType == "" || l.Type == "" || l.Version < 1 || l.SchemaVersion < 1:
+		return e, "stream, stream type, type, version and schema version are required"
+	case len(e.Payload) == 0 || len(e.RawMetadata) == 0:
+		return e, "payload and metadata are required"
+	}
+	e.TxID = c.TxID
+	at, err := time.Parse(time.RFC3339Nano, l.RecordedAt)
+	if err != nil {
+		return e, fmt.Sprintf("recordedAt %q is not an RFC 3339 time", l.RecordedAt)
+	}
+	e.RecordedAt = at
+	if e.PrevHash, err = hex.DecodeString(l.PrevHash); err != nil || len(e.PrevHash) != sha256.Size {
+		return e, "prevHash is not a SHA-256 in hex"
+	}
+	if e.Hash, err = hex.DecodeString(l.Hash); err != nil || len(e.Hash) != sha256.Size {
+		return e, "hash is not a SHA-256 in hex"
+	}
+	return e, ""
+}
+
+// VerifyAgainst checks a verified file's trailer heads against the log: each
+// stream's last event in the file must be that stream's event at that
+// version in the database. It catches a file rewritten consistently from
+// scratch, which offline verification cannot.
+func VerifyAgainst(ctx context.Context, store *eventstore.Store, rep FileReport) ([]Problem, error) {
+	if rep.Trailer == nil {
+		return []Problem{{Reason: "the file has no trailer to compare with the log"}}, nil
+	}
+	var out []Problem
+	names := make([]string, 0, len(rep.Trailer.Heads))
+	for s := range rep.Trailer.Heads {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		h := rep.Trailer.Heads[s]
+		evs, err := store.ReadStream(ctx, s, eventstore.ReadStreamOptions{FromVersion: h.Version, AsOfVersion: h.Version})
+		var nf *eventstore.StreamNotFoundError
+		switch {
+		case errors.As(err, &nf) || err == nil && len(evs) == 0:
+			out = append(out, Problem{StreamID: s, Version: h.Version, Reason: fmt.Sprintf("stream %q has no version %d in the log", s, h.Version)})
+		case err != nil:
+			return nil, err
+		case hex.EncodeToString(evs[0].Hash) != h.Hash:
+			out = append(out, Problem{StreamID: s, Version: h.Version, Position: evs[0].Position,
+				Reason: fmt.Sprintf("stream %q version %d has hash %x in the log, %s in the file", s, h.Version, evs[0].Hash, h.Hash)})
+		}
+	}
+	return out, nil
+}
