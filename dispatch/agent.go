@@ -102,6 +102,7 @@ func (d *Dispatcher) lastLease(ctx context.Context, jobID string) (string, int, 
 // Heartbeat is the reply to an agent's heartbeat.
 type Heartbeat struct {
 	Node       node.Node
+	Version    int64 // of the node's stream, as the dispatcher applied it
 	ServerTime time.Time
 	// Interval is when the next heartbeat is due.
 	Interval time.Duration
@@ -126,7 +127,7 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, c Caller, running []string) 
 		return Heartbeat{}, err
 	}
 	d.seen(n)
-	hb := Heartbeat{Node: n.n, ServerTime: d.now().UTC(), Interval: d.opts.HeartbeatInterval, CancelJobIDs: []string{}}
+	hb := Heartbeat{Node: n.n, Version: n.version, ServerTime: d.now().UTC(), Interval: d.opts.HeartbeatInterval, CancelJobIDs: []string{}}
 	for _, id := range running {
 		e := d.jobs[id]
 		switch {

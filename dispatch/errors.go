@@ -24,6 +24,9 @@ func (e *SlowConsumerError) Error() string {
 	return fmt.Sprintf("the agent fell %d jobs behind its feed; subscribe again from the last cursor received", e.Behind)
 }
 
+// Is makes errors.Is(err, domain.ErrConflict) true.
+func (e *SlowConsumerError) Is(target error) bool { return target == domain.ErrConflict }
+
 // NodeGoneError refuses an agent whose node was decommissioned.
 type NodeGoneError struct {
 	NodeID string

@@ -36,7 +36,7 @@ const MaxPollItems = 100
 const MaxPollWait = 60 * time.Second
 
 func item(e *jobEntry, cancel bool) AgentJob {
-	it := AgentJob{Cursor: e.leaseCursor, Job: e.j, Attempt: e.j.Attempt, LeaseUntil: e.j.LeaseUntil}
+	it := AgentJob{Cursor: e.leaseCursor, Job: e.j, Attempt: e.j.Attempt, LeaseUntil: e.leaseUntil}
 	if cancel {
 		it.Cursor, it.CancelRequested = e.cancelCursor, true
 	}
@@ -167,24 +167,37 @@ func (d *Dispatcher) seen(n *nodeEntry) {
 	}
 }
 
+// Pop returns the next item if one is waiting, or the error that ended the
+// stream once nothing is left. With neither, wait on Ready.
+func (s *Stream) Pop() (AgentJob, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 {
+		it := s.queue[0]
+		s.queue[0] = AgentJob{}
+		s.queue = s.queue[1:]
+		if len(s.queue) == 0 {
+			s.queue = nil // let a long backlog's array go
+		}
+		return it, true, nil
+	}
+	return AgentJob{}, false, s.err
+}
+
+// Ready receives when an item (or the end) may be waiting. A single
+// goroutine can select on it alongside its own channels, which keeps a
+// connection's cost to that goroutine.
+func (s *Stream) Ready() <-chan struct{} { return s.wake }
+
 // Next returns the next item, waiting for one. It fails once the stream was
 // ended (a slow consumer, a decommissioned node, the dispatcher stopping) or
 // ctx ends.
 func (s *Stream) Next(ctx context.Context) (AgentJob, error) {
 	for {
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			it := s.queue[0]
-			s.queue[0] = AgentJob{}
-			s.queue = s.queue[1:]
-			if len(s.queue) == 0 {
-				s.queue = nil // let a long backlog's array go
-			}
-			s.mu.Unlock()
+		it, ok, err := s.Pop()
+		if ok {
 			return it, nil
 		}
-		err := s.err
-		s.mu.Unlock()
 		if err != nil {
 			return AgentJob{}, err
 		}

@@ -26,6 +26,9 @@ type jobEntry struct {
 	// feed (see feed.go).
 	leaseCursor  eventstore.Cursor
 	cancelCursor eventstore.Cursor
+	// leaseUntil is the lease's deadline as granted (the job's own is
+	// cleared once it starts).
+	leaseUntil time.Time
 
 	// pending is set while a command the dispatcher issued for the job is
 	// in flight, and until the events it appended have been applied
@@ -151,7 +154,7 @@ func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 	}
 	switch ev := ev.(type) {
 	case *job.Leased:
-		e.leaseCursor, e.cancelCursor = rec.Cursor(), eventstore.Cursor{}
+		e.leaseCursor, e.cancelCursor, e.leaseUntil = rec.Cursor(), eventstore.Cursor{}, ev.LeaseUntil
 		n := d.node(ev.NodeID)
 		if e.node != n {
 			d.release(e)

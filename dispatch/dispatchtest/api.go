@@ -1,0 +1,55 @@
+package dispatchtest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/rs/zerolog"
+
+	"cairn/eventstore"
+	"cairn/graph"
+)
+
+// visibility stands in for the projection runner: the job side reads
+// streams, not read models, so an event is consistent once readers see it.
+type visibility struct{ store *eventstore.Store }
+
+func (v visibility) WaitFor(ctx context.Context, c eventstore.Cursor) error {
+	return v.store.WaitVisible(ctx, c)
+}
+
+// API is the GraphQL API over the environment, served on a real HTTP
+// listener, as cairnd serves it.
+type API struct {
+	Server *httptest.Server
+	URL    string // base URL; the API is at URL + "/graphql"
+	stop   context.CancelFunc
+	done   chan error
+}
+
+// Serve starts the GraphQL API over e on a local listener.
+func (e *Env) Serve(cfg graph.Config, log zerolog.Logger) (*API, error) {
+	api, err := graph.New(cfg, graph.Deps{
+		Log: log, Store: e.Store, Auth: e.Auth, Projections: visibility{e.Store},
+		Access: e.Access, Nodes: e.Nodes, Jobs: e.Jobs, Dispatch: e.Dispatcher, Logs: e.Logs, Stats: e.Stats,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", api.Handler())
+	srv := httptest.NewServer(mux)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &API{Server: srv, URL: srv.URL, stop: cancel, done: make(chan error, 1)}
+	go func() { a.done <- api.Run(ctx) }()
+	return a, nil
+}
+
+// Close stops the API and its listener, ending open connections.
+func (a *API) Close() error {
+	a.Server.CloseClientConnections()
+	a.Server.Close()
+	a.stop()
+	return <-a.done
+}
