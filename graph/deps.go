@@ -9,7 +9,9 @@ import (
 
 	"cairn/auth"
 	"cairn/commands/access"
+	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/dispatch"
 	"cairn/eventstore"
 )
 
@@ -37,6 +39,13 @@ type Deps struct {
 	Projections Projections
 	Access      *access.Handlers
 	Nodes       *nodes.Handlers
+	// Jobs, Dispatch, Logs and Stats serve jobs, agents, job output and
+	// node statistics; without them those fields answer that this server
+	// runs no jobs.
+	Jobs     *jobs.Handlers
+	Dispatch *dispatch.Dispatcher
+	Logs     *dispatch.Logs
+	Stats    *dispatch.Stats
 	// RequestID returns the id the HTTP middleware gave a request, for
 	// logs and INTERNAL errors; nil: no ids.
 	RequestID func(context.Context) string

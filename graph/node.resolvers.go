@@ -11,6 +11,7 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/nodes"
 	"cairn/domain/jointoken"
+	"cairn/graph/generated"
 	"cairn/graph/model"
 	"context"
 	"time"
@@ -100,3 +101,7 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 	return &model.CreateJoinTokenPayload{JoinToken: joinTokenModel(t), Token: out.Token,
 		Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
+
+func (r *Resolver) Node() generated.NodeResolver { return &nodeResolver{r} }
+
+type nodeResolver struct{ *Resolver }

@@ -22,7 +22,9 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Job() JobResolver
 	Mutation() MutationResolver
+	Node() NodeResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 	Viewer() ViewerResolver
@@ -32,6 +34,14 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AgentJob struct {
+		Attempt         func(childComplexity int) int
+		CancelRequested func(childComplexity int) int
+		Cursor          func(childComplexity int) int
+		Job             func(childComplexity int) int
+		LeaseUntil      func(childComplexity int) int
+	}
+
 	ApiToken struct {
 		ExpiresAt    func(childComplexity int) int
 		ID           func(childComplexity int) int
@@ -48,6 +58,11 @@ type ComplexityRoot struct {
 		APIToken  func(childComplexity int) int
 		Cursor    func(childComplexity int) int
 		Duplicate func(childComplexity int) int
+	}
+
+	AppendJobLogPayload struct {
+		Accepted func(childComplexity int) int
+		LastSeq  func(childComplexity int) int
 	}
 
 	CPUFacts struct {
@@ -92,6 +107,18 @@ type ComplexityRoot struct {
 		SizeBytes  func(childComplexity int) int
 	}
 
+	DiskUsage struct {
+		FreeBytes  func(childComplexity int) int
+		Mountpoint func(childComplexity int) int
+		UsedBytes  func(childComplexity int) int
+	}
+
+	EnrollAgentPayload struct {
+		Credential func(childComplexity int) int
+		Cursor     func(childComplexity int) int
+		Node       func(childComplexity int) int
+	}
+
 	EntityDiff struct {
 		Changes func(childComplexity int) int
 		Events  func(childComplexity int) int
@@ -106,6 +133,11 @@ type ComplexityRoot struct {
 		Time    func(childComplexity int) int
 		Type    func(childComplexity int) int
 		Version func(childComplexity int) int
+	}
+
+	EnvVar struct {
+		Name  func(childComplexity int) int
+		Value func(childComplexity int) int
 	}
 
 	Event struct {
@@ -141,10 +173,120 @@ type ComplexityRoot struct {
 		TenantID      func(childComplexity int) int
 	}
 
+	ExecSpec struct {
+		Argv    func(childComplexity int) int
+		Env     func(childComplexity int) int
+		Stdin   func(childComplexity int) int
+		Workdir func(childComplexity int) int
+	}
+
+	FanOutCounts struct {
+		Cancelled func(childComplexity int) int
+		Failed    func(childComplexity int) int
+		Lost      func(childComplexity int) int
+		Succeeded func(childComplexity int) int
+		TimedOut  func(childComplexity int) int
+	}
+
 	FieldChange struct {
 		After  func(childComplexity int) int
 		Before func(childComplexity int) int
 		Path   func(childComplexity int) int
+	}
+
+	HeartbeatPayload struct {
+		CancelJobIds    func(childComplexity int) int
+		IntervalSeconds func(childComplexity int) int
+		Node            func(childComplexity int) int
+		ServerTime      func(childComplexity int) int
+	}
+
+	Job struct {
+		Acknowledged   func(childComplexity int) int
+		AllowedActions func(childComplexity int) int
+		Attempt        func(childComplexity int) int
+		CancelReason   func(childComplexity int) int
+		Children       func(childComplexity int, first *int, after *string) int
+		Counts         func(childComplexity int) int
+		FinishedAt     func(childComplexity int) int
+		GraceSeconds   func(childComplexity int) int
+		ID             func(childComplexity int) int
+		LeaseUntil     func(childComplexity int) int
+		Log            func(childComplexity int, first *int, after *string) int
+		LostReason     func(childComplexity int) int
+		NodeID         func(childComplexity int) int
+		ParentID       func(childComplexity int) int
+		Queue          func(childComplexity int) int
+		Result         func(childComplexity int) int
+		Retry          func(childComplexity int) int
+		Spec           func(childComplexity int) int
+		StartedAt      func(childComplexity int) int
+		Status         func(childComplexity int) int
+		SubmittedAt    func(childComplexity int) int
+		Submitter      func(childComplexity int) int
+		Target         func(childComplexity int) int
+		TenantID       func(childComplexity int) int
+		TimeoutSeconds func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
+		Version        func(childComplexity int) int
+	}
+
+	JobConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	JobEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	JobLogChunk struct {
+		Data   func(childComplexity int) int
+		JobID  func(childComplexity int) int
+		Seq    func(childComplexity int) int
+		Stream func(childComplexity int) int
+		Time   func(childComplexity int) int
+	}
+
+	JobLogConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	JobLogEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	JobPayload struct {
+		Cursor    func(childComplexity int) int
+		Duplicate func(childComplexity int) int
+		Job       func(childComplexity int) int
+	}
+
+	JobResult struct {
+		CPUTimeMs       func(childComplexity int) int
+		Error           func(childComplexity int) int
+		ExitCode        func(childComplexity int) int
+		Output          func(childComplexity int) int
+		PeakMemoryBytes func(childComplexity int) int
+	}
+
+	JobSpec struct {
+		Action func(childComplexity int) int
+		Args   func(childComplexity int) int
+		Exec   func(childComplexity int) int
+		Kind   func(childComplexity int) int
+		Script func(childComplexity int) int
+	}
+
+	JobTarget struct {
+		MaxParallel func(childComplexity int) int
+		Mode        func(childComplexity int) int
+		NodeID      func(childComplexity int) int
+		Selector    func(childComplexity int) int
 	}
 
 	JoinToken struct {
@@ -179,6 +321,9 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		AcknowledgeJob   func(childComplexity int, input model.AgentJobInput) int
+		AppendJobLog     func(childComplexity int, input model.AppendJobLogInput) int
+		CancelJob        func(childComplexity int, input model.CancelJobInput) int
 		CreateAPIToken   func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateJoinToken  func(childComplexity int, input model.CreateJoinTokenInput) int
 		CreateLocation   func(childComplexity int, input model.CreateLocationInput) int
@@ -188,15 +333,33 @@ type ComplexityRoot struct {
 		DisableUser      func(childComplexity int, input model.DisableUserInput) int
 		DrainNode        func(childComplexity int, input model.DrainNodeInput) int
 		EnableUser       func(childComplexity int, input model.EnableUserInput) int
+		EnrollAgent      func(childComplexity int, input model.EnrollAgentInput) int
+		FinishJob        func(childComplexity int, input model.FinishJobInput) int
+		Heartbeat        func(childComplexity int, input model.HeartbeatInput) int
+		PollAgentJobs    func(childComplexity int, input model.PollAgentJobsInput) int
 		RenameTenant     func(childComplexity int, input model.RenameTenantInput) int
+		ReportFacts      func(childComplexity int, input model.ReportFactsInput) int
+		ReportStats      func(childComplexity int, input model.ReportStatsInput) int
 		ResumeTenant     func(childComplexity int, input model.ResumeTenantInput) int
 		RetireLocation   func(childComplexity int, input model.RetireLocationInput) int
 		RevokeAPIToken   func(childComplexity int, input model.RevokeAPITokenInput) int
 		SetNodeLabels    func(childComplexity int, input model.SetNodeLabelsInput) int
 		SetNodeLocation  func(childComplexity int, input model.SetNodeLocationInput) int
+		StartJob         func(childComplexity int, input model.AgentJobInput) int
+		SubmitJob        func(childComplexity int, input model.SubmitJobInput) int
 		SuspendTenant    func(childComplexity int, input model.SuspendTenantInput) int
 		UndrainNode      func(childComplexity int, input model.UndrainNodeInput) int
 		UpdateLocation   func(childComplexity int, input model.UpdateLocationInput) int
+	}
+
+	NetworkCounters struct {
+		BytesReceived   func(childComplexity int) int
+		BytesSent       func(childComplexity int) int
+		ErrorsIn        func(childComplexity int) int
+		ErrorsOut       func(childComplexity int) int
+		Name            func(childComplexity int) int
+		PacketsReceived func(childComplexity int) int
+		PacketsSent     func(childComplexity int) int
 	}
 
 	NetworkInterface struct {
@@ -219,6 +382,7 @@ type ComplexityRoot struct {
 		ID             func(childComplexity int) int
 		Labels         func(childComplexity int) int
 		LocationID     func(childComplexity int) int
+		Statistics     func(childComplexity int, rangeArg *model.TimeRange, maxPoints *int) int
 		Status         func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
@@ -238,6 +402,19 @@ type ComplexityRoot struct {
 		Node      func(childComplexity int) int
 	}
 
+	NodeStatSample struct {
+		CPUPercent           func(childComplexity int) int
+		Disks                func(childComplexity int) int
+		Load1                func(childComplexity int) int
+		Load15               func(childComplexity int) int
+		Load5                func(childComplexity int) int
+		MemoryAvailableBytes func(childComplexity int) int
+		MemoryUsedBytes      func(childComplexity int) int
+		Network              func(childComplexity int) int
+		SwapUsedBytes        func(childComplexity int) int
+		Time                 func(childComplexity int) int
+	}
+
 	OSFacts struct {
 		Arch    func(childComplexity int) int
 		Kernel  func(childComplexity int) int
@@ -252,18 +429,40 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	PollAgentJobsPayload struct {
+		Cursor func(childComplexity int) int
+		Jobs   func(childComplexity int) int
+	}
+
 	Query struct {
 		EntityAsOf  func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
 		EntityDiff  func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
 		Event       func(childComplexity int, cursor model.Cursor) int
 		Events      func(childComplexity int, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
 		Head        func(childComplexity int) int
+		Job         func(childComplexity int, id string) int
 		VerifyChain func(childComplexity int, streamID *string) int
 		Viewer      func(childComplexity int) int
 	}
 
+	ReportStatsPayload struct {
+		Accepted func(childComplexity int) int
+	}
+
+	RetryPolicy struct {
+		BackoffSeconds func(childComplexity int) int
+		Max            func(childComplexity int) int
+	}
+
+	ScriptSpec struct {
+		Body        func(childComplexity int) int
+		Interpreter func(childComplexity int) int
+	}
+
 	Subscription struct {
-		Events func(childComplexity int, filter *model.EventFilter, after *model.Cursor) int
+		AgentJobs func(childComplexity int, nodeID string, after *model.Cursor) int
+		Events    func(childComplexity int, filter *model.EventFilter, after *model.Cursor) int
+		JobLog    func(childComplexity int, jobID string, afterSeq *int) int
 	}
 
 	Tenant struct {
@@ -327,6 +526,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AgentJob.attempt":
+		if e.ComplexityRoot.AgentJob.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentJob.Attempt(childComplexity), true
+	case "AgentJob.cancelRequested":
+		if e.ComplexityRoot.AgentJob.CancelRequested == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentJob.CancelRequested(childComplexity), true
+	case "AgentJob.cursor":
+		if e.ComplexityRoot.AgentJob.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentJob.Cursor(childComplexity), true
+	case "AgentJob.job":
+		if e.ComplexityRoot.AgentJob.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentJob.Job(childComplexity), true
+	case "AgentJob.leaseUntil":
+		if e.ComplexityRoot.AgentJob.LeaseUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentJob.LeaseUntil(childComplexity), true
 
 	case "ApiToken.expiresAt":
 		if e.ComplexityRoot.ApiToken.ExpiresAt == nil {
@@ -401,6 +631,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiTokenPayload.Duplicate(childComplexity), true
+
+	case "AppendJobLogPayload.accepted":
+		if e.ComplexityRoot.AppendJobLogPayload.Accepted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppendJobLogPayload.Accepted(childComplexity), true
+	case "AppendJobLogPayload.lastSeq":
+		if e.ComplexityRoot.AppendJobLogPayload.LastSeq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppendJobLogPayload.LastSeq(childComplexity), true
 
 	case "CPUFacts.cores":
 		if e.ComplexityRoot.CPUFacts.Cores == nil {
@@ -552,6 +795,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DiskFacts.SizeBytes(childComplexity), true
 
+	case "DiskUsage.freeBytes":
+		if e.ComplexityRoot.DiskUsage.FreeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DiskUsage.FreeBytes(childComplexity), true
+	case "DiskUsage.mountpoint":
+		if e.ComplexityRoot.DiskUsage.Mountpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DiskUsage.Mountpoint(childComplexity), true
+	case "DiskUsage.usedBytes":
+		if e.ComplexityRoot.DiskUsage.UsedBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DiskUsage.UsedBytes(childComplexity), true
+
+	case "EnrollAgentPayload.credential":
+		if e.ComplexityRoot.EnrollAgentPayload.Credential == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EnrollAgentPayload.Credential(childComplexity), true
+	case "EnrollAgentPayload.cursor":
+		if e.ComplexityRoot.EnrollAgentPayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EnrollAgentPayload.Cursor(childComplexity), true
+	case "EnrollAgentPayload.node":
+		if e.ComplexityRoot.EnrollAgentPayload.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EnrollAgentPayload.Node(childComplexity), true
+
 	case "EntityDiff.changes":
 		if e.ComplexityRoot.EntityDiff.Changes == nil {
 			break
@@ -613,6 +894,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EntityState.Version(childComplexity), true
+
+	case "EnvVar.name":
+		if e.ComplexityRoot.EnvVar.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EnvVar.Name(childComplexity), true
+	case "EnvVar.value":
+		if e.ComplexityRoot.EnvVar.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EnvVar.Value(childComplexity), true
 
 	case "Event.cursor":
 		if e.ComplexityRoot.Event.Cursor == nil {
@@ -744,6 +1038,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EventMetadata.TenantID(childComplexity), true
 
+	case "ExecSpec.argv":
+		if e.ComplexityRoot.ExecSpec.Argv == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecSpec.Argv(childComplexity), true
+	case "ExecSpec.env":
+		if e.ComplexityRoot.ExecSpec.Env == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecSpec.Env(childComplexity), true
+	case "ExecSpec.stdin":
+		if e.ComplexityRoot.ExecSpec.Stdin == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecSpec.Stdin(childComplexity), true
+	case "ExecSpec.workdir":
+		if e.ComplexityRoot.ExecSpec.Workdir == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecSpec.Workdir(childComplexity), true
+
+	case "FanOutCounts.cancelled":
+		if e.ComplexityRoot.FanOutCounts.Cancelled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FanOutCounts.Cancelled(childComplexity), true
+	case "FanOutCounts.failed":
+		if e.ComplexityRoot.FanOutCounts.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FanOutCounts.Failed(childComplexity), true
+	case "FanOutCounts.lost":
+		if e.ComplexityRoot.FanOutCounts.Lost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FanOutCounts.Lost(childComplexity), true
+	case "FanOutCounts.succeeded":
+		if e.ComplexityRoot.FanOutCounts.Succeeded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FanOutCounts.Succeeded(childComplexity), true
+	case "FanOutCounts.timedOut":
+		if e.ComplexityRoot.FanOutCounts.TimedOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FanOutCounts.TimedOut(childComplexity), true
+
 	case "FieldChange.after":
 		if e.ComplexityRoot.FieldChange.After == nil {
 			break
@@ -762,6 +1112,399 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FieldChange.Path(childComplexity), true
+
+	case "HeartbeatPayload.cancelJobIds":
+		if e.ComplexityRoot.HeartbeatPayload.CancelJobIds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HeartbeatPayload.CancelJobIds(childComplexity), true
+	case "HeartbeatPayload.intervalSeconds":
+		if e.ComplexityRoot.HeartbeatPayload.IntervalSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HeartbeatPayload.IntervalSeconds(childComplexity), true
+	case "HeartbeatPayload.node":
+		if e.ComplexityRoot.HeartbeatPayload.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HeartbeatPayload.Node(childComplexity), true
+	case "HeartbeatPayload.serverTime":
+		if e.ComplexityRoot.HeartbeatPayload.ServerTime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HeartbeatPayload.ServerTime(childComplexity), true
+
+	case "Job.acknowledged":
+		if e.ComplexityRoot.Job.Acknowledged == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Acknowledged(childComplexity), true
+	case "Job.allowedActions":
+		if e.ComplexityRoot.Job.AllowedActions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.AllowedActions(childComplexity), true
+	case "Job.attempt":
+		if e.ComplexityRoot.Job.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Attempt(childComplexity), true
+	case "Job.cancelReason":
+		if e.ComplexityRoot.Job.CancelReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.CancelReason(childComplexity), true
+	case "Job.children":
+		if e.ComplexityRoot.Job.Children == nil {
+			break
+		}
+
+		args, err := ec.field_Job_children_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Job.Children(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Job.counts":
+		if e.ComplexityRoot.Job.Counts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Counts(childComplexity), true
+	case "Job.finishedAt":
+		if e.ComplexityRoot.Job.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.FinishedAt(childComplexity), true
+	case "Job.graceSeconds":
+		if e.ComplexityRoot.Job.GraceSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.GraceSeconds(childComplexity), true
+	case "Job.id":
+		if e.ComplexityRoot.Job.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.ID(childComplexity), true
+	case "Job.leaseUntil":
+		if e.ComplexityRoot.Job.LeaseUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.LeaseUntil(childComplexity), true
+	case "Job.log":
+		if e.ComplexityRoot.Job.Log == nil {
+			break
+		}
+
+		args, err := ec.field_Job_log_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Job.Log(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Job.lostReason":
+		if e.ComplexityRoot.Job.LostReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.LostReason(childComplexity), true
+	case "Job.nodeId":
+		if e.ComplexityRoot.Job.NodeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.NodeID(childComplexity), true
+	case "Job.parentId":
+		if e.ComplexityRoot.Job.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.ParentID(childComplexity), true
+	case "Job.queue":
+		if e.ComplexityRoot.Job.Queue == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Queue(childComplexity), true
+	case "Job.result":
+		if e.ComplexityRoot.Job.Result == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Result(childComplexity), true
+	case "Job.retry":
+		if e.ComplexityRoot.Job.Retry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Retry(childComplexity), true
+	case "Job.spec":
+		if e.ComplexityRoot.Job.Spec == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Spec(childComplexity), true
+	case "Job.startedAt":
+		if e.ComplexityRoot.Job.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.StartedAt(childComplexity), true
+	case "Job.status":
+		if e.ComplexityRoot.Job.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Status(childComplexity), true
+	case "Job.submittedAt":
+		if e.ComplexityRoot.Job.SubmittedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.SubmittedAt(childComplexity), true
+	case "Job.submitter":
+		if e.ComplexityRoot.Job.Submitter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Submitter(childComplexity), true
+	case "Job.target":
+		if e.ComplexityRoot.Job.Target == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Target(childComplexity), true
+	case "Job.tenantId":
+		if e.ComplexityRoot.Job.TenantID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.TenantID(childComplexity), true
+	case "Job.timeoutSeconds":
+		if e.ComplexityRoot.Job.TimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.TimeoutSeconds(childComplexity), true
+	case "Job.updatedAt":
+		if e.ComplexityRoot.Job.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.UpdatedAt(childComplexity), true
+	case "Job.version":
+		if e.ComplexityRoot.Job.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Version(childComplexity), true
+
+	case "JobConnection.edges":
+		if e.ComplexityRoot.JobConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobConnection.Edges(childComplexity), true
+	case "JobConnection.pageInfo":
+		if e.ComplexityRoot.JobConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobConnection.PageInfo(childComplexity), true
+	case "JobConnection.totalCount":
+		if e.ComplexityRoot.JobConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobConnection.TotalCount(childComplexity), true
+
+	case "JobEdge.cursor":
+		if e.ComplexityRoot.JobEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobEdge.Cursor(childComplexity), true
+	case "JobEdge.node":
+		if e.ComplexityRoot.JobEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobEdge.Node(childComplexity), true
+
+	case "JobLogChunk.data":
+		if e.ComplexityRoot.JobLogChunk.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogChunk.Data(childComplexity), true
+	case "JobLogChunk.jobId":
+		if e.ComplexityRoot.JobLogChunk.JobID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogChunk.JobID(childComplexity), true
+	case "JobLogChunk.seq":
+		if e.ComplexityRoot.JobLogChunk.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogChunk.Seq(childComplexity), true
+	case "JobLogChunk.stream":
+		if e.ComplexityRoot.JobLogChunk.Stream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogChunk.Stream(childComplexity), true
+	case "JobLogChunk.time":
+		if e.ComplexityRoot.JobLogChunk.Time == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogChunk.Time(childComplexity), true
+
+	case "JobLogConnection.edges":
+		if e.ComplexityRoot.JobLogConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogConnection.Edges(childComplexity), true
+	case "JobLogConnection.pageInfo":
+		if e.ComplexityRoot.JobLogConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogConnection.PageInfo(childComplexity), true
+
+	case "JobLogEdge.cursor":
+		if e.ComplexityRoot.JobLogEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogEdge.Cursor(childComplexity), true
+	case "JobLogEdge.node":
+		if e.ComplexityRoot.JobLogEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobLogEdge.Node(childComplexity), true
+
+	case "JobPayload.cursor":
+		if e.ComplexityRoot.JobPayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobPayload.Cursor(childComplexity), true
+	case "JobPayload.duplicate":
+		if e.ComplexityRoot.JobPayload.Duplicate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobPayload.Duplicate(childComplexity), true
+	case "JobPayload.job":
+		if e.ComplexityRoot.JobPayload.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobPayload.Job(childComplexity), true
+
+	case "JobResult.cpuTimeMs":
+		if e.ComplexityRoot.JobResult.CPUTimeMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobResult.CPUTimeMs(childComplexity), true
+	case "JobResult.error":
+		if e.ComplexityRoot.JobResult.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobResult.Error(childComplexity), true
+	case "JobResult.exitCode":
+		if e.ComplexityRoot.JobResult.ExitCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobResult.ExitCode(childComplexity), true
+	case "JobResult.output":
+		if e.ComplexityRoot.JobResult.Output == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobResult.Output(childComplexity), true
+	case "JobResult.peakMemoryBytes":
+		if e.ComplexityRoot.JobResult.PeakMemoryBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobResult.PeakMemoryBytes(childComplexity), true
+
+	case "JobSpec.action":
+		if e.ComplexityRoot.JobSpec.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobSpec.Action(childComplexity), true
+	case "JobSpec.args":
+		if e.ComplexityRoot.JobSpec.Args == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobSpec.Args(childComplexity), true
+	case "JobSpec.exec":
+		if e.ComplexityRoot.JobSpec.Exec == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobSpec.Exec(childComplexity), true
+	case "JobSpec.kind":
+		if e.ComplexityRoot.JobSpec.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobSpec.Kind(childComplexity), true
+	case "JobSpec.script":
+		if e.ComplexityRoot.JobSpec.Script == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobSpec.Script(childComplexity), true
+
+	case "JobTarget.maxParallel":
+		if e.ComplexityRoot.JobTarget.MaxParallel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.MaxParallel(childComplexity), true
+	case "JobTarget.mode":
+		if e.ComplexityRoot.JobTarget.Mode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.Mode(childComplexity), true
+	case "JobTarget.nodeId":
+		if e.ComplexityRoot.JobTarget.NodeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.NodeID(childComplexity), true
+	case "JobTarget.selector":
+		if e.ComplexityRoot.JobTarget.Selector == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.Selector(childComplexity), true
 
 	case "JoinToken.createdAt":
 		if e.ComplexityRoot.JoinToken.CreatedAt == nil {
@@ -881,6 +1624,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LocationPayload.Location(childComplexity), true
 
+	case "Mutation.acknowledgeJob":
+		if e.ComplexityRoot.Mutation.AcknowledgeJob == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_acknowledgeJob_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AcknowledgeJob(childComplexity, args["input"].(model.AgentJobInput)), true
+	case "Mutation.appendJobLog":
+		if e.ComplexityRoot.Mutation.AppendJobLog == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appendJobLog_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppendJobLog(childComplexity, args["input"].(model.AppendJobLogInput)), true
+	case "Mutation.cancelJob":
+		if e.ComplexityRoot.Mutation.CancelJob == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelJob_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelJob(childComplexity, args["input"].(model.CancelJobInput)), true
 	case "Mutation.createApiToken":
 		if e.ComplexityRoot.Mutation.CreateAPIToken == nil {
 			break
@@ -980,6 +1756,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EnableUser(childComplexity, args["input"].(model.EnableUserInput)), true
+	case "Mutation.enrollAgent":
+		if e.ComplexityRoot.Mutation.EnrollAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_enrollAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EnrollAgent(childComplexity, args["input"].(model.EnrollAgentInput)), true
+	case "Mutation.finishJob":
+		if e.ComplexityRoot.Mutation.FinishJob == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishJob_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishJob(childComplexity, args["input"].(model.FinishJobInput)), true
+	case "Mutation.heartbeat":
+		if e.ComplexityRoot.Mutation.Heartbeat == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_heartbeat_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.Heartbeat(childComplexity, args["input"].(model.HeartbeatInput)), true
+	case "Mutation.pollAgentJobs":
+		if e.ComplexityRoot.Mutation.PollAgentJobs == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pollAgentJobs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PollAgentJobs(childComplexity, args["input"].(model.PollAgentJobsInput)), true
 	case "Mutation.renameTenant":
 		if e.ComplexityRoot.Mutation.RenameTenant == nil {
 			break
@@ -991,6 +1811,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RenameTenant(childComplexity, args["input"].(model.RenameTenantInput)), true
+	case "Mutation.reportFacts":
+		if e.ComplexityRoot.Mutation.ReportFacts == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reportFacts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReportFacts(childComplexity, args["input"].(model.ReportFactsInput)), true
+	case "Mutation.reportStats":
+		if e.ComplexityRoot.Mutation.ReportStats == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reportStats_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReportStats(childComplexity, args["input"].(model.ReportStatsInput)), true
 	case "Mutation.resumeTenant":
 		if e.ComplexityRoot.Mutation.ResumeTenant == nil {
 			break
@@ -1046,6 +1888,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetNodeLocation(childComplexity, args["input"].(model.SetNodeLocationInput)), true
+	case "Mutation.startJob":
+		if e.ComplexityRoot.Mutation.StartJob == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_startJob_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StartJob(childComplexity, args["input"].(model.AgentJobInput)), true
+	case "Mutation.submitJob":
+		if e.ComplexityRoot.Mutation.SubmitJob == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_submitJob_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SubmitJob(childComplexity, args["input"].(model.SubmitJobInput)), true
 	case "Mutation.suspendTenant":
 		if e.ComplexityRoot.Mutation.SuspendTenant == nil {
 			break
@@ -1079,6 +1943,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateLocation(childComplexity, args["input"].(model.UpdateLocationInput)), true
+
+	case "NetworkCounters.bytesReceived":
+		if e.ComplexityRoot.NetworkCounters.BytesReceived == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.BytesReceived(childComplexity), true
+	case "NetworkCounters.bytesSent":
+		if e.ComplexityRoot.NetworkCounters.BytesSent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.BytesSent(childComplexity), true
+	case "NetworkCounters.errorsIn":
+		if e.ComplexityRoot.NetworkCounters.ErrorsIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.ErrorsIn(childComplexity), true
+	case "NetworkCounters.errorsOut":
+		if e.ComplexityRoot.NetworkCounters.ErrorsOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.ErrorsOut(childComplexity), true
+	case "NetworkCounters.name":
+		if e.ComplexityRoot.NetworkCounters.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.Name(childComplexity), true
+	case "NetworkCounters.packetsReceived":
+		if e.ComplexityRoot.NetworkCounters.PacketsReceived == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.PacketsReceived(childComplexity), true
+	case "NetworkCounters.packetsSent":
+		if e.ComplexityRoot.NetworkCounters.PacketsSent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkCounters.PacketsSent(childComplexity), true
 
 	case "NetworkInterface.addresses":
 		if e.ComplexityRoot.NetworkInterface.Addresses == nil {
@@ -1177,6 +2084,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Node.LocationID(childComplexity), true
+	case "Node.statistics":
+		if e.ComplexityRoot.Node.Statistics == nil {
+			break
+		}
+
+		args, err := ec.field_Node_statistics_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Node.Statistics(childComplexity, args["range"].(*model.TimeRange), args["maxPoints"].(*int)), true
 	case "Node.status":
 		if e.ComplexityRoot.Node.Status == nil {
 			break
@@ -1246,6 +2164,67 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NodePayload.Node(childComplexity), true
 
+	case "NodeStatSample.cpuPercent":
+		if e.ComplexityRoot.NodeStatSample.CPUPercent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.CPUPercent(childComplexity), true
+	case "NodeStatSample.disks":
+		if e.ComplexityRoot.NodeStatSample.Disks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.Disks(childComplexity), true
+	case "NodeStatSample.load1":
+		if e.ComplexityRoot.NodeStatSample.Load1 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.Load1(childComplexity), true
+	case "NodeStatSample.load15":
+		if e.ComplexityRoot.NodeStatSample.Load15 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.Load15(childComplexity), true
+	case "NodeStatSample.load5":
+		if e.ComplexityRoot.NodeStatSample.Load5 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.Load5(childComplexity), true
+	case "NodeStatSample.memoryAvailableBytes":
+		if e.ComplexityRoot.NodeStatSample.MemoryAvailableBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.MemoryAvailableBytes(childComplexity), true
+	case "NodeStatSample.memoryUsedBytes":
+		if e.ComplexityRoot.NodeStatSample.MemoryUsedBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.MemoryUsedBytes(childComplexity), true
+	case "NodeStatSample.network":
+		if e.ComplexityRoot.NodeStatSample.Network == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.Network(childComplexity), true
+	case "NodeStatSample.swapUsedBytes":
+		if e.ComplexityRoot.NodeStatSample.SwapUsedBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.SwapUsedBytes(childComplexity), true
+	case "NodeStatSample.time":
+		if e.ComplexityRoot.NodeStatSample.Time == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeStatSample.Time(childComplexity), true
+
 	case "OSFacts.arch":
 		if e.ComplexityRoot.OSFacts.Arch == nil {
 			break
@@ -1295,6 +2274,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "PollAgentJobsPayload.cursor":
+		if e.ComplexityRoot.PollAgentJobsPayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PollAgentJobsPayload.Cursor(childComplexity), true
+	case "PollAgentJobsPayload.jobs":
+		if e.ComplexityRoot.PollAgentJobsPayload.Jobs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PollAgentJobsPayload.Jobs(childComplexity), true
 
 	case "Query.entityAsOf":
 		if e.ComplexityRoot.Query.EntityAsOf == nil {
@@ -1347,6 +2339,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Head(childComplexity), true
 
+	case "Query.job":
+		if e.ComplexityRoot.Query.Job == nil {
+			break
+		}
+
+		args, err := ec.field_Query_job_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Job(childComplexity, args["id"].(string)), true
 	case "Query.verifyChain":
 		if e.ComplexityRoot.Query.VerifyChain == nil {
 			break
@@ -1365,6 +2368,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 
+	case "ReportStatsPayload.accepted":
+		if e.ComplexityRoot.ReportStatsPayload.Accepted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReportStatsPayload.Accepted(childComplexity), true
+
+	case "RetryPolicy.backoffSeconds":
+		if e.ComplexityRoot.RetryPolicy.BackoffSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetryPolicy.BackoffSeconds(childComplexity), true
+	case "RetryPolicy.max":
+		if e.ComplexityRoot.RetryPolicy.Max == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RetryPolicy.Max(childComplexity), true
+
+	case "ScriptSpec.body":
+		if e.ComplexityRoot.ScriptSpec.Body == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScriptSpec.Body(childComplexity), true
+	case "ScriptSpec.interpreter":
+		if e.ComplexityRoot.ScriptSpec.Interpreter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScriptSpec.Interpreter(childComplexity), true
+
+	case "Subscription.agentJobs":
+		if e.ComplexityRoot.Subscription.AgentJobs == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_agentJobs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.AgentJobs(childComplexity, args["nodeId"].(string), args["after"].(*model.Cursor)), true
 	case "Subscription.events":
 		if e.ComplexityRoot.Subscription.Events == nil {
 			break
@@ -1376,6 +2423,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.Events(childComplexity, args["filter"].(*model.EventFilter), args["after"].(*model.Cursor)), true
+	case "Subscription.jobLog":
+		if e.ComplexityRoot.Subscription.JobLog == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_jobLog_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.JobLog(childComplexity, args["jobId"].(string), args["afterSeq"].(*int)), true
 
 	case "Tenant.allowedActions":
 		if e.ComplexityRoot.Tenant.AllowedActions == nil {
@@ -1582,7 +2640,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputAgentJobInput,
+		ec.unmarshalInputAppendJobLogInput,
 		ec.unmarshalInputAsOf,
+		ec.unmarshalInputCPUFactsInput,
+		ec.unmarshalInputCancelJobInput,
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateJoinTokenInput,
 		ec.unmarshalInputCreateLocationInput,
@@ -1590,17 +2652,39 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputCreateUserInput,
 		ec.unmarshalInputDecommissionNodeInput,
 		ec.unmarshalInputDisableUserInput,
+		ec.unmarshalInputDiskFactsInput,
+		ec.unmarshalInputDiskUsageInput,
 		ec.unmarshalInputDrainNodeInput,
 		ec.unmarshalInputEnableUserInput,
+		ec.unmarshalInputEnrollAgentInput,
 		ec.unmarshalInputEntityRef,
+		ec.unmarshalInputEnvVarInput,
 		ec.unmarshalInputEventFilter,
+		ec.unmarshalInputExecSpecInput,
+		ec.unmarshalInputFinishJobInput,
+		ec.unmarshalInputHeartbeatInput,
+		ec.unmarshalInputJobLogChunkInput,
+		ec.unmarshalInputJobResultInput,
+		ec.unmarshalInputJobSpecInput,
+		ec.unmarshalInputJobTargetInput,
 		ec.unmarshalInputLabelInput,
+		ec.unmarshalInputNetworkCountersInput,
+		ec.unmarshalInputNetworkInterfaceInput,
+		ec.unmarshalInputNodeFactsInput,
+		ec.unmarshalInputNodeStatSampleInput,
+		ec.unmarshalInputOSFactsInput,
+		ec.unmarshalInputPollAgentJobsInput,
 		ec.unmarshalInputRenameTenantInput,
+		ec.unmarshalInputReportFactsInput,
+		ec.unmarshalInputReportStatsInput,
 		ec.unmarshalInputResumeTenantInput,
 		ec.unmarshalInputRetireLocationInput,
+		ec.unmarshalInputRetryPolicyInput,
 		ec.unmarshalInputRevokeApiTokenInput,
+		ec.unmarshalInputScriptSpecInput,
 		ec.unmarshalInputSetNodeLabelsInput,
 		ec.unmarshalInputSetNodeLocationInput,
+		ec.unmarshalInputSubmitJobInput,
 		ec.unmarshalInputSuspendTenantInput,
 		ec.unmarshalInputTimeRange,
 		ec.unmarshalInputUndrainNodeInput,
@@ -1909,6 +2993,261 @@ extend type Mutation {
   retireLocation(input: RetireLocationInput!): LocationPayload!
 }
 `, BuiltIn: false},
+	{Name: "../schema/agent.graphqls", Input: `# The agent-facing operations. An agent authenticates with the node credential
+# enrollAgent returned and acts only for its own node: every nodeId below must
+# be that node.
+
+input EnrollAgentInput {
+  "The single-use join token an operator issued (createJoinToken)."
+  joinToken: String!
+  hostname: String!
+  "Labels the agent adds to those of the join token."
+  labels: [LabelInput!]
+  commandId: String
+}
+
+type EnrollAgentPayload {
+  node: Node!
+  "The node credential (bearer token). Keep it secret (mode 0600): it is shown once."
+  credential: String!
+  cursor: Cursor!
+}
+
+"A job leased to the calling agent."
+type AgentJob {
+  "Cursor of the lease event; pass it as ` + "`" + `after` + "`" + ` to resume after a reconnect."
+  cursor: Cursor!
+  job: Job!
+  "Lease number of this attempt; report it back with acknowledgeJob."
+  attempt: Int!
+  "Acknowledge before this, or the job goes back to the queue."
+  leaseUntil: Time!
+  "Set when the job was asked to stop while running: the agent stops it."
+  cancelRequested: Boolean!
+}
+
+input AgentJobInput {
+  nodeId: ID!
+  jobId: ID!
+  commandId: String
+}
+
+input JobLogChunkInput {
+  "Numbers the job's chunks from 1; a chunk sent again with a known seq is ignored."
+  seq: Int!
+  stream: LogStream!
+  data: String!
+  time: Time!
+}
+
+input AppendJobLogInput {
+  nodeId: ID!
+  jobId: ID!
+  chunks: [JobLogChunkInput!]!
+}
+
+type AppendJobLogPayload {
+  "Chunks stored by this call (resent ones are not counted)."
+  accepted: Int!
+  "Highest seq stored for the job."
+  lastSeq: Int!
+}
+
+enum JobOutcome {
+  SUCCEEDED
+  FAILED
+  TIMED_OUT
+  "Only after a cancel request."
+  CANCELLED
+}
+
+input JobResultInput {
+  outcome: JobOutcome!
+  exitCode: Int!
+  output: JSON
+  error: String
+  cpuTimeMs: Int64!
+  peakMemoryBytes: Int64!
+}
+
+input FinishJobInput {
+  nodeId: ID!
+  jobId: ID!
+  result: JobResultInput!
+  commandId: String
+}
+
+input HeartbeatInput {
+  nodeId: ID!
+  "Jobs the agent is running now, so the control plane can spot strays."
+  runningJobIds: [ID!]
+}
+
+type HeartbeatPayload {
+  node: Node!
+  serverTime: Time!
+  "Send the next heartbeat within this many seconds."
+  intervalSeconds: Int!
+  "Jobs of runningJobIds the agent should stop (cancelled, or leased elsewhere)."
+  cancelJobIds: [ID!]!
+}
+
+input CPUFactsInput {
+  model: String!
+  cores: Int!
+  threads: Int!
+}
+
+input DiskFactsInput {
+  device: String!
+  mountpoint: String!
+  filesystem: String!
+  sizeBytes: Int64!
+}
+
+input NetworkInterfaceInput {
+  name: String!
+  mac: String!
+  addresses: [String!]!
+  mtu: Int!
+}
+
+input OSFactsInput {
+  name: String!
+  version: String!
+  kernel: String!
+  arch: String!
+}
+
+input NodeFactsInput {
+  cpu: CPUFactsInput!
+  memoryBytes: Int64!
+  disks: [DiskFactsInput!]!
+  network: [NetworkInterfaceInput!]!
+  os: OSFactsInput!
+}
+
+input ReportFactsInput {
+  nodeId: ID!
+  facts: NodeFactsInput!
+  commandId: String
+}
+
+input DiskUsageInput {
+  mountpoint: String!
+  usedBytes: Int64!
+  freeBytes: Int64!
+}
+
+input NetworkCountersInput {
+  name: String!
+  bytesReceived: Int64!
+  bytesSent: Int64!
+  packetsReceived: Int64!
+  packetsSent: Int64!
+  errorsIn: Int64!
+  errorsOut: Int64!
+}
+
+input NodeStatSampleInput {
+  time: Time!
+  cpuPercent: Float!
+  memoryUsedBytes: Int64!
+  memoryAvailableBytes: Int64!
+  swapUsedBytes: Int64!
+  load1: Float!
+  load5: Float!
+  load15: Float!
+  disks: [DiskUsageInput!]
+  network: [NetworkCountersInput!]
+}
+
+input ReportStatsInput {
+  nodeId: ID!
+  "Samples in any order; a sample for a time already stored is ignored."
+  samples: [NodeStatSampleInput!]!
+}
+
+type ReportStatsPayload {
+  accepted: Int!
+}
+
+input PollAgentJobsInput {
+  nodeId: ID!
+  "Cursor of the last AgentJob received; null: from the oldest lease still open."
+  after: Cursor
+  "How long to wait for a job when none is ready; 0 to 60, default 25."
+  waitSeconds: Int
+}
+
+type PollAgentJobsPayload {
+  "Leased jobs after ` + "`" + `after` + "`" + `, oldest first; empty when waitSeconds passed without one."
+  jobs: [AgentJob!]!
+  "Pass as ` + "`" + `after` + "`" + ` on the next poll."
+  cursor: Cursor!
+}
+
+extend type Mutation {
+  "Trade a join token for a node credential. Needs no bearer token."
+  enrollAgent(input: EnrollAgentInput!): EnrollAgentPayload!
+  "Confirm receipt of a leased job."
+  acknowledgeJob(input: AgentJobInput!): JobPayload!
+  "Report that the job began. Run it only once this succeeded: a cancelled or re-leased job is refused with CONFLICT."
+  startJob(input: AgentJobInput!): JobPayload!
+  appendJobLog(input: AppendJobLogInput!): AppendJobLogPayload!
+  finishJob(input: FinishJobInput!): JobPayload!
+  heartbeat(input: HeartbeatInput!): HeartbeatPayload!
+  reportFacts(input: ReportFactsInput!): NodePayload!
+  reportStats(input: ReportStatsInput!): ReportStatsPayload!
+  """
+  Long-poll alternative to the agentJobs subscription over plain HTTP: waits
+  up to waitSeconds for jobs leased to the node after ` + "`" + `after` + "`" + `. Also counts as
+  a heartbeat.
+  """
+  pollAgentJobs(input: PollAgentJobsInput!): PollAgentJobsPayload!
+}
+
+extend type Subscription {
+  "Jobs leased to the node, after ` + "`" + `after` + "`" + ` (null: every lease still open), then live. The connection counts as the node's heartbeat."
+  agentJobs(nodeId: ID!, after: Cursor): AgentJob!
+}
+
+"One statistics sample of a node."
+type NodeStatSample {
+  time: Time!
+  cpuPercent: Float!
+  memoryUsedBytes: Int64!
+  memoryAvailableBytes: Int64!
+  swapUsedBytes: Int64!
+  load1: Float!
+  load5: Float!
+  load15: Float!
+  disks: [DiskUsage!]!
+  network: [NetworkCounters!]!
+}
+
+type DiskUsage {
+  mountpoint: String!
+  usedBytes: Int64!
+  freeBytes: Int64!
+}
+
+"An interface's counters since boot; rates come from consecutive samples."
+type NetworkCounters {
+  name: String!
+  bytesReceived: Int64!
+  bytesSent: Int64!
+  packetsReceived: Int64!
+  packetsSent: Int64!
+  errorsIn: Int64!
+  errorsOut: Int64!
+}
+
+extend type Node {
+  "Statistics the agent reported, oldest first, downsampled to at most maxPoints samples."
+  statistics(range: TimeRange, maxPoints: Int = 500): [NodeStatSample!]!
+}
+`, BuiltIn: false},
 	{Name: "../schema/audit.graphqls", Input: `# Auditing: entities at any past moment, what changed between two moments,
 # and verification of the hash chains.
 
@@ -2162,6 +3501,259 @@ extend type Subscription {
   events(filter: EventFilter, after: Cursor): Event!
 }
 `, BuiltIn: false},
+	{Name: "../schema/job.graphqls", Input: `# Jobs: typed SAL actions, programs and scripts run by agents, their logs and
+# results.
+
+enum JobStatus {
+  "Waiting for a lease."
+  QUEUED
+  "Leased to one agent, not started."
+  DISPATCHED
+  "Running on its node; for a fan-out, its children run."
+  RUNNING
+  "Running, asked to stop."
+  CANCELLING
+  SUCCEEDED
+  FAILED
+  TIMED_OUT
+  CANCELLED
+  "Nobody will report how it ended (its node went away)."
+  LOST
+}
+
+enum JobKind {
+  "A typed SAL action with JSON arguments."
+  ACTION
+  "A program with arguments, environment and stdin, run without a shell."
+  EXEC
+  "An inline script run by an interpreter."
+  SCRIPT
+}
+
+enum TargetMode {
+  "One matching node runs the job."
+  ANY
+  "Every matching node runs it, through child jobs."
+  ALL
+}
+
+type Job {
+  id: ID!
+  "Set on the child jobs of a fan-out."
+  parentId: ID
+  "Child jobs of a fan-out (target mode ALL), one per node, in the order they were spawned."
+  children(first: Int = 50, after: String): JobConnection!
+  spec: JobSpec!
+  target: JobTarget!
+  timeoutSeconds: Int!
+  "How long a process gets between the stop signal and the kill."
+  graceSeconds: Int!
+  retry: RetryPolicy!
+  "Serial queue: jobs of one queue run one at a time per node."
+  queue: String
+  "Who submitted the job: a user or token id, or a process manager."
+  submitter: String!
+  "The tenant the job was submitted for, when a tenant's service submitted it."
+  tenantId: ID
+  status: JobStatus!
+  "Leases so far."
+  attempt: Int!
+  "Node of the current or last lease."
+  nodeId: ID
+  leaseUntil: Time
+  acknowledged: Boolean!
+  "How the last attempt ended, when an agent reported it."
+  result: JobResult
+  cancelReason: String
+  lostReason: String
+  "How a fan-out's children ended, once it completed."
+  counts: FanOutCounts
+  submittedAt: Time!
+  startedAt: Time
+  finishedAt: Time
+  updatedAt: Time!
+  version: Int!
+  allowedActions: [String!]!
+  "Output lines in order. ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + ` of an earlier page."
+  log(first: Int = 500, after: String): JobLogConnection!
+}
+
+type JobSpec {
+  kind: JobKind!
+  "ACTION: the SAL action, e.g. files.write."
+  action: String
+  "ACTION: its arguments."
+  args: JSON
+  exec: ExecSpec
+  script: ScriptSpec
+}
+
+type ExecSpec {
+  argv: [String!]!
+  env: [EnvVar!]!
+  stdin: String
+  workdir: String
+}
+
+type EnvVar {
+  name: String!
+  value: String!
+}
+
+type ScriptSpec {
+  "sh, bash, python3, ..."
+  interpreter: String!
+  body: String!
+}
+
+type JobTarget {
+  nodeId: ID
+  selector: [Label!]!
+  mode: TargetMode
+  "ALL only: children running at once; 0 is no limit."
+  maxParallel: Int!
+}
+
+type RetryPolicy {
+  max: Int!
+  "Retry n waits backoffSeconds·2^(n-1)."
+  backoffSeconds: Float!
+}
+
+type JobResult {
+  exitCode: Int!
+  "The action's structured output."
+  output: JSON
+  error: String
+  cpuTimeMs: Int64!
+  peakMemoryBytes: Int64!
+}
+
+type FanOutCounts {
+  succeeded: Int!
+  failed: Int!
+  timedOut: Int!
+  cancelled: Int!
+  lost: Int!
+}
+
+enum LogStream {
+  STDOUT
+  STDERR
+  "Lines the agent itself adds (start, kill, retry)."
+  SYSTEM
+}
+
+"A chunk of a job's output. seq numbers a job's chunks from 1 without gaps."
+type JobLogChunk {
+  jobId: ID!
+  seq: Int!
+  stream: LogStream!
+  data: String!
+  time: Time!
+}
+
+type JobLogConnection {
+  edges: [JobLogEdge!]!
+  pageInfo: PageInfo!
+}
+
+type JobLogEdge {
+  cursor: String!
+  node: JobLogChunk!
+}
+
+type JobConnection {
+  edges: [JobEdge!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type JobEdge {
+  cursor: String!
+  node: Job!
+}
+
+input JobSpecInput {
+  kind: JobKind!
+  action: String
+  args: JSON
+  exec: ExecSpecInput
+  script: ScriptSpecInput
+}
+
+input ExecSpecInput {
+  argv: [String!]!
+  env: [EnvVarInput!]
+  stdin: String
+  workdir: String
+}
+
+input EnvVarInput {
+  name: String!
+  value: String!
+}
+
+input ScriptSpecInput {
+  interpreter: String!
+  body: String!
+}
+
+"Exactly one of nodeId and selector."
+input JobTargetInput {
+  nodeId: ID
+  selector: [LabelInput!]
+  "With a selector: ANY (default) or ALL."
+  mode: TargetMode
+  maxParallel: Int
+}
+
+input RetryPolicyInput {
+  max: Int!
+  backoffSeconds: Float
+}
+
+input SubmitJobInput {
+  "Optional caller-chosen id; a job id that exists already is reported as a duplicate, not run again."
+  jobId: ID
+  spec: JobSpecInput!
+  target: JobTargetInput!
+  "Default 3600."
+  timeoutSeconds: Int
+  "Default 10."
+  graceSeconds: Int
+  retry: RetryPolicyInput
+  queue: String
+  commandId: String
+}
+
+input CancelJobInput {
+  jobId: ID!
+  reason: String
+  commandId: String
+}
+
+type JobPayload {
+  job: Job!
+  cursor: Cursor!
+  duplicate: Boolean!
+}
+
+extend type Query {
+  "A job as its own event stream shows it now (always current: no consistentWith needed)."
+  job(id: ID!): Job
+}
+
+extend type Mutation {
+  submitJob(input: SubmitJobInput!): JobPayload!
+  cancelJob(input: CancelJobInput!): JobPayload!
+}
+
+extend type Subscription {
+  "A job's output as it arrives, after the chunk with seq afterSeq (0: from the start). Completes when the job has ended and all its output was sent."
+  jobLog(jobId: ID!, afterSeq: Int = 0): JobLogChunk!
+}
+`, BuiltIn: false},
 	{Name: "../schema/node.graphqls", Input: `# Nodes: the machines agents run on, and their enrollment.
 
 enum NodeStatus {
@@ -2358,6 +3950,22 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_AgentJob(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AgentJob_cursor(ctx, field)
+	case "job":
+		return ec.fieldContext_AgentJob_job(ctx, field)
+	case "attempt":
+		return ec.fieldContext_AgentJob_attempt(ctx, field)
+	case "leaseUntil":
+		return ec.fieldContext_AgentJob_leaseUntil(ctx, field)
+	case "cancelRequested":
+		return ec.fieldContext_AgentJob_cancelRequested(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AgentJob", field.Name)
+}
+
 func (ec *executionContext) childFields_ApiToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2392,6 +4000,16 @@ func (ec *executionContext) childFields_ApiTokenPayload(ctx context.Context, fie
 		return ec.fieldContext_ApiTokenPayload_duplicate(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiTokenPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_AppendJobLogPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "accepted":
+		return ec.fieldContext_AppendJobLogPayload_accepted(ctx, field)
+	case "lastSeq":
+		return ec.fieldContext_AppendJobLogPayload_lastSeq(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AppendJobLogPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_CPUFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2478,6 +4096,30 @@ func (ec *executionContext) childFields_DiskFacts(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type DiskFacts", field.Name)
 }
 
+func (ec *executionContext) childFields_DiskUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "mountpoint":
+		return ec.fieldContext_DiskUsage_mountpoint(ctx, field)
+	case "usedBytes":
+		return ec.fieldContext_DiskUsage_usedBytes(ctx, field)
+	case "freeBytes":
+		return ec.fieldContext_DiskUsage_freeBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DiskUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_EnrollAgentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_EnrollAgentPayload_node(ctx, field)
+	case "credential":
+		return ec.fieldContext_EnrollAgentPayload_credential(ctx, field)
+	case "cursor":
+		return ec.fieldContext_EnrollAgentPayload_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EnrollAgentPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_EntityDiff(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "from":
@@ -2508,6 +4150,16 @@ func (ec *executionContext) childFields_EntityState(ctx context.Context, field g
 		return ec.fieldContext_EntityState_state(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EntityState", field.Name)
+}
+
+func (ec *executionContext) childFields_EnvVar(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_EnvVar_name(ctx, field)
+	case "value":
+		return ec.fieldContext_EnvVar_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EnvVar", field.Name)
 }
 
 func (ec *executionContext) childFields_Event(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2576,6 +4228,36 @@ func (ec *executionContext) childFields_EventMetadata(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type EventMetadata", field.Name)
 }
 
+func (ec *executionContext) childFields_ExecSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "argv":
+		return ec.fieldContext_ExecSpec_argv(ctx, field)
+	case "env":
+		return ec.fieldContext_ExecSpec_env(ctx, field)
+	case "stdin":
+		return ec.fieldContext_ExecSpec_stdin(ctx, field)
+	case "workdir":
+		return ec.fieldContext_ExecSpec_workdir(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ExecSpec", field.Name)
+}
+
+func (ec *executionContext) childFields_FanOutCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "succeeded":
+		return ec.fieldContext_FanOutCounts_succeeded(ctx, field)
+	case "failed":
+		return ec.fieldContext_FanOutCounts_failed(ctx, field)
+	case "timedOut":
+		return ec.fieldContext_FanOutCounts_timedOut(ctx, field)
+	case "cancelled":
+		return ec.fieldContext_FanOutCounts_cancelled(ctx, field)
+	case "lost":
+		return ec.fieldContext_FanOutCounts_lost(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FanOutCounts", field.Name)
+}
+
 func (ec *executionContext) childFields_FieldChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "path":
@@ -2586,6 +4268,196 @@ func (ec *executionContext) childFields_FieldChange(ctx context.Context, field g
 		return ec.fieldContext_FieldChange_after(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FieldChange", field.Name)
+}
+
+func (ec *executionContext) childFields_HeartbeatPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_HeartbeatPayload_node(ctx, field)
+	case "serverTime":
+		return ec.fieldContext_HeartbeatPayload_serverTime(ctx, field)
+	case "intervalSeconds":
+		return ec.fieldContext_HeartbeatPayload_intervalSeconds(ctx, field)
+	case "cancelJobIds":
+		return ec.fieldContext_HeartbeatPayload_cancelJobIds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HeartbeatPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Job_id(ctx, field)
+	case "parentId":
+		return ec.fieldContext_Job_parentId(ctx, field)
+	case "children":
+		return ec.fieldContext_Job_children(ctx, field)
+	case "spec":
+		return ec.fieldContext_Job_spec(ctx, field)
+	case "target":
+		return ec.fieldContext_Job_target(ctx, field)
+	case "timeoutSeconds":
+		return ec.fieldContext_Job_timeoutSeconds(ctx, field)
+	case "graceSeconds":
+		return ec.fieldContext_Job_graceSeconds(ctx, field)
+	case "retry":
+		return ec.fieldContext_Job_retry(ctx, field)
+	case "queue":
+		return ec.fieldContext_Job_queue(ctx, field)
+	case "submitter":
+		return ec.fieldContext_Job_submitter(ctx, field)
+	case "tenantId":
+		return ec.fieldContext_Job_tenantId(ctx, field)
+	case "status":
+		return ec.fieldContext_Job_status(ctx, field)
+	case "attempt":
+		return ec.fieldContext_Job_attempt(ctx, field)
+	case "nodeId":
+		return ec.fieldContext_Job_nodeId(ctx, field)
+	case "leaseUntil":
+		return ec.fieldContext_Job_leaseUntil(ctx, field)
+	case "acknowledged":
+		return ec.fieldContext_Job_acknowledged(ctx, field)
+	case "result":
+		return ec.fieldContext_Job_result(ctx, field)
+	case "cancelReason":
+		return ec.fieldContext_Job_cancelReason(ctx, field)
+	case "lostReason":
+		return ec.fieldContext_Job_lostReason(ctx, field)
+	case "counts":
+		return ec.fieldContext_Job_counts(ctx, field)
+	case "submittedAt":
+		return ec.fieldContext_Job_submittedAt(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_Job_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_Job_finishedAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Job_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_Job_version(ctx, field)
+	case "allowedActions":
+		return ec.fieldContext_Job_allowedActions(ctx, field)
+	case "log":
+		return ec.fieldContext_Job_log(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Job", field.Name)
+}
+
+func (ec *executionContext) childFields_JobConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_JobConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_JobConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_JobConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_JobEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_JobEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_JobEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_JobLogChunk(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "jobId":
+		return ec.fieldContext_JobLogChunk_jobId(ctx, field)
+	case "seq":
+		return ec.fieldContext_JobLogChunk_seq(ctx, field)
+	case "stream":
+		return ec.fieldContext_JobLogChunk_stream(ctx, field)
+	case "data":
+		return ec.fieldContext_JobLogChunk_data(ctx, field)
+	case "time":
+		return ec.fieldContext_JobLogChunk_time(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobLogChunk", field.Name)
+}
+
+func (ec *executionContext) childFields_JobLogConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_JobLogConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_JobLogConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobLogConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_JobLogEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_JobLogEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_JobLogEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobLogEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_JobPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "job":
+		return ec.fieldContext_JobPayload_job(ctx, field)
+	case "cursor":
+		return ec.fieldContext_JobPayload_cursor(ctx, field)
+	case "duplicate":
+		return ec.fieldContext_JobPayload_duplicate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_JobResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "exitCode":
+		return ec.fieldContext_JobResult_exitCode(ctx, field)
+	case "output":
+		return ec.fieldContext_JobResult_output(ctx, field)
+	case "error":
+		return ec.fieldContext_JobResult_error(ctx, field)
+	case "cpuTimeMs":
+		return ec.fieldContext_JobResult_cpuTimeMs(ctx, field)
+	case "peakMemoryBytes":
+		return ec.fieldContext_JobResult_peakMemoryBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobResult", field.Name)
+}
+
+func (ec *executionContext) childFields_JobSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_JobSpec_kind(ctx, field)
+	case "action":
+		return ec.fieldContext_JobSpec_action(ctx, field)
+	case "args":
+		return ec.fieldContext_JobSpec_args(ctx, field)
+	case "exec":
+		return ec.fieldContext_JobSpec_exec(ctx, field)
+	case "script":
+		return ec.fieldContext_JobSpec_script(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobSpec", field.Name)
+}
+
+func (ec *executionContext) childFields_JobTarget(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodeId":
+		return ec.fieldContext_JobTarget_nodeId(ctx, field)
+	case "selector":
+		return ec.fieldContext_JobTarget_selector(ctx, field)
+	case "mode":
+		return ec.fieldContext_JobTarget_mode(ctx, field)
+	case "maxParallel":
+		return ec.fieldContext_JobTarget_maxParallel(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobTarget", field.Name)
 }
 
 func (ec *executionContext) childFields_JoinToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2650,6 +4522,26 @@ func (ec *executionContext) childFields_LocationPayload(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type LocationPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_NetworkCounters(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_NetworkCounters_name(ctx, field)
+	case "bytesReceived":
+		return ec.fieldContext_NetworkCounters_bytesReceived(ctx, field)
+	case "bytesSent":
+		return ec.fieldContext_NetworkCounters_bytesSent(ctx, field)
+	case "packetsReceived":
+		return ec.fieldContext_NetworkCounters_packetsReceived(ctx, field)
+	case "packetsSent":
+		return ec.fieldContext_NetworkCounters_packetsSent(ctx, field)
+	case "errorsIn":
+		return ec.fieldContext_NetworkCounters_errorsIn(ctx, field)
+	case "errorsOut":
+		return ec.fieldContext_NetworkCounters_errorsOut(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NetworkCounters", field.Name)
+}
+
 func (ec *executionContext) childFields_NetworkInterface(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -2696,6 +4588,8 @@ func (ec *executionContext) childFields_Node(ctx context.Context, field graphql.
 		return ec.fieldContext_Node_version(ctx, field)
 	case "allowedActions":
 		return ec.fieldContext_Node_allowedActions(ctx, field)
+	case "statistics":
+		return ec.fieldContext_Node_statistics(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Node", field.Name)
 }
@@ -2728,6 +4622,32 @@ func (ec *executionContext) childFields_NodePayload(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type NodePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_NodeStatSample(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "time":
+		return ec.fieldContext_NodeStatSample_time(ctx, field)
+	case "cpuPercent":
+		return ec.fieldContext_NodeStatSample_cpuPercent(ctx, field)
+	case "memoryUsedBytes":
+		return ec.fieldContext_NodeStatSample_memoryUsedBytes(ctx, field)
+	case "memoryAvailableBytes":
+		return ec.fieldContext_NodeStatSample_memoryAvailableBytes(ctx, field)
+	case "swapUsedBytes":
+		return ec.fieldContext_NodeStatSample_swapUsedBytes(ctx, field)
+	case "load1":
+		return ec.fieldContext_NodeStatSample_load1(ctx, field)
+	case "load5":
+		return ec.fieldContext_NodeStatSample_load5(ctx, field)
+	case "load15":
+		return ec.fieldContext_NodeStatSample_load15(ctx, field)
+	case "disks":
+		return ec.fieldContext_NodeStatSample_disks(ctx, field)
+	case "network":
+		return ec.fieldContext_NodeStatSample_network(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeStatSample", field.Name)
+}
+
 func (ec *executionContext) childFields_OSFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -2754,6 +4674,44 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_PollAgentJobsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "jobs":
+		return ec.fieldContext_PollAgentJobsPayload_jobs(ctx, field)
+	case "cursor":
+		return ec.fieldContext_PollAgentJobsPayload_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PollAgentJobsPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ReportStatsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "accepted":
+		return ec.fieldContext_ReportStatsPayload_accepted(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReportStatsPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RetryPolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "max":
+		return ec.fieldContext_RetryPolicy_max(ctx, field)
+	case "backoffSeconds":
+		return ec.fieldContext_RetryPolicy_backoffSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RetryPolicy", field.Name)
+}
+
+func (ec *executionContext) childFields_ScriptSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "interpreter":
+		return ec.fieldContext_ScriptSpec_interpreter(ctx, field)
+	case "body":
+		return ec.fieldContext_ScriptSpec_body(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ScriptSpec", field.Name)
 }
 
 func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -10,6 +10,25 @@ import (
 	"time"
 )
 
+// A job leased to the calling agent.
+type AgentJob struct {
+	// Cursor of the lease event; pass it as `after` to resume after a reconnect.
+	Cursor Cursor `json:"cursor"`
+	Job    *Job   `json:"job"`
+	// Lease number of this attempt; report it back with acknowledgeJob.
+	Attempt int `json:"attempt"`
+	// Acknowledge before this, or the job goes back to the queue.
+	LeaseUntil time.Time `json:"leaseUntil"`
+	// Set when the job was asked to stop while running: the agent stops it.
+	CancelRequested bool `json:"cancelRequested"`
+}
+
+type AgentJobInput struct {
+	NodeID    string  `json:"nodeId"`
+	JobID     string  `json:"jobId"`
+	CommandID *string `json:"commandId,omitempty"`
+}
+
 // An API token. Its secret is shown once, when it is created; only a hash is kept.
 type APIToken struct {
 	ID     string `json:"id"`
@@ -30,6 +49,19 @@ type APITokenPayload struct {
 	Duplicate bool      `json:"duplicate"`
 }
 
+type AppendJobLogInput struct {
+	NodeID string             `json:"nodeId"`
+	JobID  string             `json:"jobId"`
+	Chunks []JobLogChunkInput `json:"chunks"`
+}
+
+type AppendJobLogPayload struct {
+	// Chunks stored by this call (resent ones are not counted).
+	Accepted int `json:"accepted"`
+	// Highest seq stored for the job.
+	LastSeq int `json:"lastSeq"`
+}
+
 // A past moment to read an entity at: exactly one of `time` (the last event
 // recorded at or before it) or `cursor` (the last event at or before it).
 type AsOf struct {
@@ -41,6 +73,18 @@ type CPUFacts struct {
 	Model   string `json:"model"`
 	Cores   int    `json:"cores"`
 	Threads int    `json:"threads"`
+}
+
+type CPUFactsInput struct {
+	Model   string `json:"model"`
+	Cores   int    `json:"cores"`
+	Threads int    `json:"threads"`
+}
+
+type CancelJobInput struct {
+	JobID     string  `json:"jobId"`
+	Reason    *string `json:"reason,omitempty"`
+	CommandID *string `json:"commandId,omitempty"`
 }
 
 type ChainBreak struct {
@@ -136,6 +180,25 @@ type DiskFacts struct {
 	SizeBytes  int64  `json:"sizeBytes"`
 }
 
+type DiskFactsInput struct {
+	Device     string `json:"device"`
+	Mountpoint string `json:"mountpoint"`
+	Filesystem string `json:"filesystem"`
+	SizeBytes  int64  `json:"sizeBytes"`
+}
+
+type DiskUsage struct {
+	Mountpoint string `json:"mountpoint"`
+	UsedBytes  int64  `json:"usedBytes"`
+	FreeBytes  int64  `json:"freeBytes"`
+}
+
+type DiskUsageInput struct {
+	Mountpoint string `json:"mountpoint"`
+	UsedBytes  int64  `json:"usedBytes"`
+	FreeBytes  int64  `json:"freeBytes"`
+}
+
 type DrainNodeInput struct {
 	NodeID    string  `json:"nodeId"`
 	Reason    *string `json:"reason,omitempty"`
@@ -145,6 +208,22 @@ type DrainNodeInput struct {
 type EnableUserInput struct {
 	UserID    string  `json:"userId"`
 	CommandID *string `json:"commandId,omitempty"`
+}
+
+type EnrollAgentInput struct {
+	// The single-use join token an operator issued (createJoinToken).
+	JoinToken string `json:"joinToken"`
+	Hostname  string `json:"hostname"`
+	// Labels the agent adds to those of the join token.
+	Labels    []LabelInput `json:"labels,omitempty"`
+	CommandID *string      `json:"commandId,omitempty"`
+}
+
+type EnrollAgentPayload struct {
+	Node *Node `json:"node"`
+	// The node credential (bearer token). Keep it secret (mode 0600): it is shown once.
+	Credential string `json:"credential"`
+	Cursor     Cursor `json:"cursor"`
 }
 
 type EntityDiff struct {
@@ -172,6 +251,16 @@ type EntityState struct {
 	Time   *time.Time `json:"time,omitempty"`
 	// The folded state as JSON; null when the entity did not exist yet. Secrets are left out.
 	State JSON `json:"state,omitempty"`
+}
+
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+type EnvVarInput struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // One immutable event of the log.
@@ -233,11 +322,193 @@ type EventMetadata struct {
 	TenantID *string `json:"tenantId,omitempty"`
 }
 
+type ExecSpec struct {
+	Argv    []string `json:"argv"`
+	Env     []EnvVar `json:"env"`
+	Stdin   *string  `json:"stdin,omitempty"`
+	Workdir *string  `json:"workdir,omitempty"`
+}
+
+type ExecSpecInput struct {
+	Argv    []string      `json:"argv"`
+	Env     []EnvVarInput `json:"env,omitempty"`
+	Stdin   *string       `json:"stdin,omitempty"`
+	Workdir *string       `json:"workdir,omitempty"`
+}
+
+type FanOutCounts struct {
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	TimedOut  int `json:"timedOut"`
+	Cancelled int `json:"cancelled"`
+	Lost      int `json:"lost"`
+}
+
 type FieldChange struct {
 	// Dotted path of the field, e.g. labels.zone.
 	Path   string `json:"path"`
 	Before JSON   `json:"before,omitempty"`
 	After  JSON   `json:"after,omitempty"`
+}
+
+type FinishJobInput struct {
+	NodeID    string          `json:"nodeId"`
+	JobID     string          `json:"jobId"`
+	Result    *JobResultInput `json:"result"`
+	CommandID *string         `json:"commandId,omitempty"`
+}
+
+type HeartbeatInput struct {
+	NodeID string `json:"nodeId"`
+	// Jobs the agent is running now, so the control plane can spot strays.
+	RunningJobIds []string `json:"runningJobIds,omitempty"`
+}
+
+type HeartbeatPayload struct {
+	Node       *Node     `json:"node"`
+	ServerTime time.Time `json:"serverTime"`
+	// Send the next heartbeat within this many seconds.
+	IntervalSeconds int `json:"intervalSeconds"`
+	// Jobs of runningJobIds the agent should stop (cancelled, or leased elsewhere).
+	CancelJobIds []string `json:"cancelJobIds"`
+}
+
+type Job struct {
+	ID string `json:"id"`
+	// Set on the child jobs of a fan-out.
+	ParentID *string `json:"parentId,omitempty"`
+	// Child jobs of a fan-out (target mode ALL), one per node, in the order they were spawned.
+	Children       *JobConnection `json:"children"`
+	Spec           *JobSpec       `json:"spec"`
+	Target         *JobTarget     `json:"target"`
+	TimeoutSeconds int            `json:"timeoutSeconds"`
+	// How long a process gets between the stop signal and the kill.
+	GraceSeconds int          `json:"graceSeconds"`
+	Retry        *RetryPolicy `json:"retry"`
+	// Serial queue: jobs of one queue run one at a time per node.
+	Queue *string `json:"queue,omitempty"`
+	// Who submitted the job: a user or token id, or a process manager.
+	Submitter string `json:"submitter"`
+	// The tenant the job was submitted for, when a tenant's service submitted it.
+	TenantID *string   `json:"tenantId,omitempty"`
+	Status   JobStatus `json:"status"`
+	// Leases so far.
+	Attempt int `json:"attempt"`
+	// Node of the current or last lease.
+	NodeID       *string    `json:"nodeId,omitempty"`
+	LeaseUntil   *time.Time `json:"leaseUntil,omitempty"`
+	Acknowledged bool       `json:"acknowledged"`
+	// How the last attempt ended, when an agent reported it.
+	Result       *JobResult `json:"result,omitempty"`
+	CancelReason *string    `json:"cancelReason,omitempty"`
+	LostReason   *string    `json:"lostReason,omitempty"`
+	// How a fan-out's children ended, once it completed.
+	Counts         *FanOutCounts `json:"counts,omitempty"`
+	SubmittedAt    time.Time     `json:"submittedAt"`
+	StartedAt      *time.Time    `json:"startedAt,omitempty"`
+	FinishedAt     *time.Time    `json:"finishedAt,omitempty"`
+	UpdatedAt      time.Time     `json:"updatedAt"`
+	Version        int           `json:"version"`
+	AllowedActions []string      `json:"allowedActions"`
+	// Output lines in order. `after` is an `endCursor` of an earlier page.
+	Log *JobLogConnection `json:"log"`
+}
+
+type JobConnection struct {
+	Edges      []JobEdge `json:"edges"`
+	PageInfo   *PageInfo `json:"pageInfo"`
+	TotalCount int       `json:"totalCount"`
+}
+
+type JobEdge struct {
+	Cursor string `json:"cursor"`
+	Node   *Job   `json:"node"`
+}
+
+// A chunk of a job's output. seq numbers a job's chunks from 1 without gaps.
+type JobLogChunk struct {
+	JobID  string    `json:"jobId"`
+	Seq    int       `json:"seq"`
+	Stream LogStream `json:"stream"`
+	Data   string    `json:"data"`
+	Time   time.Time `json:"time"`
+}
+
+type JobLogChunkInput struct {
+	// Numbers the job's chunks from 1; a chunk sent again with a known seq is ignored.
+	Seq    int       `json:"seq"`
+	Stream LogStream `json:"stream"`
+	Data   string    `json:"data"`
+	Time   time.Time `json:"time"`
+}
+
+type JobLogConnection struct {
+	Edges    []JobLogEdge `json:"edges"`
+	PageInfo *PageInfo    `json:"pageInfo"`
+}
+
+type JobLogEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   *JobLogChunk `json:"node"`
+}
+
+type JobPayload struct {
+	Job       *Job   `json:"job"`
+	Cursor    Cursor `json:"cursor"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+type JobResult struct {
+	ExitCode int `json:"exitCode"`
+	// The action's structured output.
+	Output          JSON    `json:"output,omitempty"`
+	Error           *string `json:"error,omitempty"`
+	CPUTimeMs       int64   `json:"cpuTimeMs"`
+	PeakMemoryBytes int64   `json:"peakMemoryBytes"`
+}
+
+type JobResultInput struct {
+	Outcome         JobOutcome `json:"outcome"`
+	ExitCode        int        `json:"exitCode"`
+	Output          JSON       `json:"output,omitempty"`
+	Error           *string    `json:"error,omitempty"`
+	CPUTimeMs       int64      `json:"cpuTimeMs"`
+	PeakMemoryBytes int64      `json:"peakMemoryBytes"`
+}
+
+type JobSpec struct {
+	Kind JobKind `json:"kind"`
+	// ACTION: the SAL action, e.g. files.write.
+	Action *string `json:"action,omitempty"`
+	// ACTION: its arguments.
+	Args   JSON        `json:"args,omitempty"`
+	Exec   *ExecSpec   `json:"exec,omitempty"`
+	Script *ScriptSpec `json:"script,omitempty"`
+}
+
+type JobSpecInput struct {
+	Kind   JobKind          `json:"kind"`
+	Action *string          `json:"action,omitempty"`
+	Args   JSON             `json:"args,omitempty"`
+	Exec   *ExecSpecInput   `json:"exec,omitempty"`
+	Script *ScriptSpecInput `json:"script,omitempty"`
+}
+
+type JobTarget struct {
+	NodeID   *string     `json:"nodeId,omitempty"`
+	Selector []Label     `json:"selector"`
+	Mode     *TargetMode `json:"mode,omitempty"`
+	// ALL only: children running at once; 0 is no limit.
+	MaxParallel int `json:"maxParallel"`
+}
+
+// Exactly one of nodeId and selector.
+type JobTargetInput struct {
+	NodeID   *string      `json:"nodeId,omitempty"`
+	Selector []LabelInput `json:"selector,omitempty"`
+	// With a selector: ANY (default) or ALL.
+	Mode        *TargetMode `json:"mode,omitempty"`
+	MaxParallel *int        `json:"maxParallel,omitempty"`
 }
 
 // A short-lived, single-use secret an agent trades for a node credential
@@ -287,7 +558,35 @@ type LocationPayload struct {
 type Mutation struct {
 }
 
+// An interface's counters since boot; rates come from consecutive samples.
+type NetworkCounters struct {
+	Name            string `json:"name"`
+	BytesReceived   int64  `json:"bytesReceived"`
+	BytesSent       int64  `json:"bytesSent"`
+	PacketsReceived int64  `json:"packetsReceived"`
+	PacketsSent     int64  `json:"packetsSent"`
+	ErrorsIn        int64  `json:"errorsIn"`
+	ErrorsOut       int64  `json:"errorsOut"`
+}
+
+type NetworkCountersInput struct {
+	Name            string `json:"name"`
+	BytesReceived   int64  `json:"bytesReceived"`
+	BytesSent       int64  `json:"bytesSent"`
+	PacketsReceived int64  `json:"packetsReceived"`
+	PacketsSent     int64  `json:"packetsSent"`
+	ErrorsIn        int64  `json:"errorsIn"`
+	ErrorsOut       int64  `json:"errorsOut"`
+}
+
 type NetworkInterface struct {
+	Name      string   `json:"name"`
+	Mac       string   `json:"mac"`
+	Addresses []string `json:"addresses"`
+	Mtu       int      `json:"mtu"`
+}
+
+type NetworkInterfaceInput struct {
 	Name      string   `json:"name"`
 	Mac       string   `json:"mac"`
 	Addresses []string `json:"addresses"`
@@ -314,6 +613,8 @@ type Node struct {
 	Version int `json:"version"`
 	// The commands the node accepts in its current state (drain, undrain, decommission, ...).
 	AllowedActions []string `json:"allowedActions"`
+	// Statistics the agent reported, oldest first, downsampled to at most maxPoints samples.
+	Statistics []NodeStatSample `json:"statistics"`
 }
 
 type NodeFacts struct {
@@ -324,6 +625,14 @@ type NodeFacts struct {
 	Os          *OSFacts           `json:"os"`
 }
 
+type NodeFactsInput struct {
+	CPU         *CPUFactsInput          `json:"cpu"`
+	MemoryBytes int64                   `json:"memoryBytes"`
+	Disks       []DiskFactsInput        `json:"disks"`
+	Network     []NetworkInterfaceInput `json:"network"`
+	Os          *OSFactsInput           `json:"os"`
+}
+
 type NodePayload struct {
 	Node *Node `json:"node"`
 	// Cursor of the command's last event; empty-log cursor "0" when nothing changed.
@@ -332,7 +641,41 @@ type NodePayload struct {
 	Duplicate bool `json:"duplicate"`
 }
 
+// One statistics sample of a node.
+type NodeStatSample struct {
+	Time                 time.Time         `json:"time"`
+	CPUPercent           float64           `json:"cpuPercent"`
+	MemoryUsedBytes      int64             `json:"memoryUsedBytes"`
+	MemoryAvailableBytes int64             `json:"memoryAvailableBytes"`
+	SwapUsedBytes        int64             `json:"swapUsedBytes"`
+	Load1                float64           `json:"load1"`
+	Load5                float64           `json:"load5"`
+	Load15               float64           `json:"load15"`
+	Disks                []DiskUsage       `json:"disks"`
+	Network              []NetworkCounters `json:"network"`
+}
+
+type NodeStatSampleInput struct {
+	Time                 time.Time              `json:"time"`
+	CPUPercent           float64                `json:"cpuPercent"`
+	MemoryUsedBytes      int64                  `json:"memoryUsedBytes"`
+	MemoryAvailableBytes int64                  `json:"memoryAvailableBytes"`
+	SwapUsedBytes        int64                  `json:"swapUsedBytes"`
+	Load1                float64                `json:"load1"`
+	Load5                float64                `json:"load5"`
+	Load15               float64                `json:"load15"`
+	Disks                []DiskUsageInput       `json:"disks,omitempty"`
+	Network              []NetworkCountersInput `json:"network,omitempty"`
+}
+
 type OSFacts struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Kernel  string `json:"kernel"`
+	Arch    string `json:"arch"`
+}
+
+type OSFactsInput struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 	Kernel  string `json:"kernel"`
@@ -349,6 +692,21 @@ type PageInfo struct {
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
+type PollAgentJobsInput struct {
+	NodeID string `json:"nodeId"`
+	// Cursor of the last AgentJob received; null: from the oldest lease still open.
+	After *Cursor `json:"after,omitempty"`
+	// How long to wait for a job when none is ready; 0 to 60, default 25.
+	WaitSeconds *int `json:"waitSeconds,omitempty"`
+}
+
+type PollAgentJobsPayload struct {
+	// Leased jobs after `after`, oldest first; empty when waitSeconds passed without one.
+	Jobs []AgentJob `json:"jobs"`
+	// Pass as `after` on the next poll.
+	Cursor Cursor `json:"cursor"`
+}
+
 // Reads. Every query that reads the read models takes an optional
 // `consistentWith` cursor: the query waits (at most 2 s, then fails with
 // CONFLICT and `extensions.cursor`) until the read models have applied the event
@@ -362,6 +720,22 @@ type RenameTenantInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+type ReportFactsInput struct {
+	NodeID    string          `json:"nodeId"`
+	Facts     *NodeFactsInput `json:"facts"`
+	CommandID *string         `json:"commandId,omitempty"`
+}
+
+type ReportStatsInput struct {
+	NodeID string `json:"nodeId"`
+	// Samples in any order; a sample for a time already stored is ignored.
+	Samples []NodeStatSampleInput `json:"samples"`
+}
+
+type ReportStatsPayload struct {
+	Accepted int `json:"accepted"`
+}
+
 type ResumeTenantInput struct {
 	TenantID  string  `json:"tenantId"`
 	CommandID *string `json:"commandId,omitempty"`
@@ -372,10 +746,32 @@ type RetireLocationInput struct {
 	CommandID  *string `json:"commandId,omitempty"`
 }
 
+type RetryPolicy struct {
+	Max int `json:"max"`
+	// Retry n waits backoffSeconds·2^(n-1).
+	BackoffSeconds float64 `json:"backoffSeconds"`
+}
+
+type RetryPolicyInput struct {
+	Max            int      `json:"max"`
+	BackoffSeconds *float64 `json:"backoffSeconds,omitempty"`
+}
+
 type RevokeAPITokenInput struct {
 	TokenID   string  `json:"tokenId"`
 	Reason    *string `json:"reason,omitempty"`
 	CommandID *string `json:"commandId,omitempty"`
+}
+
+type ScriptSpec struct {
+	// sh, bash, python3, ...
+	Interpreter string `json:"interpreter"`
+	Body        string `json:"body"`
+}
+
+type ScriptSpecInput struct {
+	Interpreter string `json:"interpreter"`
+	Body        string `json:"body"`
 }
 
 type SetNodeLabelsInput struct {
@@ -390,6 +786,20 @@ type SetNodeLocationInput struct {
 	// Null or absent unassigns the node.
 	LocationID *string `json:"locationId,omitempty"`
 	CommandID  *string `json:"commandId,omitempty"`
+}
+
+type SubmitJobInput struct {
+	// Optional caller-chosen id; a job id that exists already is reported as a duplicate, not run again.
+	JobID  *string         `json:"jobId,omitempty"`
+	Spec   *JobSpecInput   `json:"spec"`
+	Target *JobTargetInput `json:"target"`
+	// Default 3600.
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+	// Default 10.
+	GraceSeconds *int              `json:"graceSeconds,omitempty"`
+	Retry        *RetryPolicyInput `json:"retry,omitempty"`
+	Queue        *string           `json:"queue,omitempty"`
+	CommandID    *string           `json:"commandId,omitempty"`
 }
 
 // Live updates over WebSocket (graphql-transport-ws or graphql-ws) or SSE.
@@ -545,6 +955,200 @@ func (e EntityType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type JobKind string
+
+const (
+	// A typed SAL action with JSON arguments.
+	JobKindAction JobKind = "ACTION"
+	// A program with arguments, environment and stdin, run without a shell.
+	JobKindExec JobKind = "EXEC"
+	// An inline script run by an interpreter.
+	JobKindScript JobKind = "SCRIPT"
+)
+
+var AllJobKind = []JobKind{
+	JobKindAction,
+	JobKindExec,
+	JobKindScript,
+}
+
+func (e JobKind) IsValid() bool {
+	switch e {
+	case JobKindAction, JobKindExec, JobKindScript:
+		return true
+	}
+	return false
+}
+
+func (e JobKind) String() string {
+	return string(e)
+}
+
+func (e *JobKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = JobKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid JobKind", str)
+	}
+	return nil
+}
+
+func (e JobKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *JobKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e JobKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type JobOutcome string
+
+const (
+	JobOutcomeSucceeded JobOutcome = "SUCCEEDED"
+	JobOutcomeFailed    JobOutcome = "FAILED"
+	JobOutcomeTimedOut  JobOutcome = "TIMED_OUT"
+	// Only after a cancel request.
+	JobOutcomeCancelled JobOutcome = "CANCELLED"
+)
+
+var AllJobOutcome = []JobOutcome{
+	JobOutcomeSucceeded,
+	JobOutcomeFailed,
+	JobOutcomeTimedOut,
+	JobOutcomeCancelled,
+}
+
+func (e JobOutcome) IsValid() bool {
+	switch e {
+	case JobOutcomeSucceeded, JobOutcomeFailed, JobOutcomeTimedOut, JobOutcomeCancelled:
+		return true
+	}
+	return false
+}
+
+func (e JobOutcome) String() string {
+	return string(e)
+}
+
+func (e *JobOutcome) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = JobOutcome(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid JobOutcome", str)
+	}
+	return nil
+}
+
+func (e JobOutcome) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *JobOutcome) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e JobOutcome) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type JobStatus string
+
+const (
+	// Waiting for a lease.
+	JobStatusQueued JobStatus = "QUEUED"
+	// Leased to one agent, not started.
+	JobStatusDispatched JobStatus = "DISPATCHED"
+	// Running on its node; for a fan-out, its children run.
+	JobStatusRunning JobStatus = "RUNNING"
+	// Running, asked to stop.
+	JobStatusCancelling JobStatus = "CANCELLING"
+	JobStatusSucceeded  JobStatus = "SUCCEEDED"
+	JobStatusFailed     JobStatus = "FAILED"
+	JobStatusTimedOut   JobStatus = "TIMED_OUT"
+	JobStatusCancelled  JobStatus = "CANCELLED"
+	// Nobody will report how it ended (its node went away).
+	JobStatusLost JobStatus = "LOST"
+)
+
+var AllJobStatus = []JobStatus{
+	JobStatusQueued,
+	JobStatusDispatched,
+	JobStatusRunning,
+	JobStatusCancelling,
+	JobStatusSucceeded,
+	JobStatusFailed,
+	JobStatusTimedOut,
+	JobStatusCancelled,
+	JobStatusLost,
+}
+
+func (e JobStatus) IsValid() bool {
+	switch e {
+	case JobStatusQueued, JobStatusDispatched, JobStatusRunning, JobStatusCancelling, JobStatusSucceeded, JobStatusFailed, JobStatusTimedOut, JobStatusCancelled, JobStatusLost:
+		return true
+	}
+	return false
+}
+
+func (e JobStatus) String() string {
+	return string(e)
+}
+
+func (e *JobStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = JobStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid JobStatus", str)
+	}
+	return nil
+}
+
+func (e JobStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *JobStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e JobStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type LocationStatus string
 
 const (
@@ -596,6 +1200,64 @@ func (e *LocationStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e LocationStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type LogStream string
+
+const (
+	LogStreamStdout LogStream = "STDOUT"
+	LogStreamStderr LogStream = "STDERR"
+	// Lines the agent itself adds (start, kill, retry).
+	LogStreamSystem LogStream = "SYSTEM"
+)
+
+var AllLogStream = []LogStream{
+	LogStreamStdout,
+	LogStreamStderr,
+	LogStreamSystem,
+}
+
+func (e LogStream) IsValid() bool {
+	switch e {
+	case LogStreamStdout, LogStreamStderr, LogStreamSystem:
+		return true
+	}
+	return false
+}
+
+func (e LogStream) String() string {
+	return string(e)
+}
+
+func (e *LogStream) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = LogStream(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid LogStream", str)
+	}
+	return nil
+}
+
+func (e LogStream) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *LogStream) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e LogStream) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -735,6 +1397,63 @@ func (e *Role) UnmarshalJSON(b []byte) error {
 }
 
 func (e Role) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type TargetMode string
+
+const (
+	// One matching node runs the job.
+	TargetModeAny TargetMode = "ANY"
+	// Every matching node runs it, through child jobs.
+	TargetModeAll TargetMode = "ALL"
+)
+
+var AllTargetMode = []TargetMode{
+	TargetModeAny,
+	TargetModeAll,
+}
+
+func (e TargetMode) IsValid() bool {
+	switch e {
+	case TargetModeAny, TargetModeAll:
+		return true
+	}
+	return false
+}
+
+func (e TargetMode) String() string {
+	return string(e)
+}
+
+func (e *TargetMode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TargetMode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TargetMode", str)
+	}
+	return nil
+}
+
+func (e TargetMode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TargetMode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TargetMode) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,334 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"cairn/auth"
+	"cairn/commands"
+	"cairn/commands/jobs"
+	"cairn/dispatch"
+	"cairn/domain/job"
+	"cairn/domain/node"
+	"cairn/eventstore"
+	"cairn/graph/model"
+)
+
+// Jobs, job output, node statistics and the agent operations are served
+// from the job streams and the dispatcher, not from read models: a job is
+// read from its own stream, so it is always current.
+
+// errNoJobs answers when the server was built without the job side.
+var errNoJobs = apiError(CodeInternal, "this server does not run jobs")
+
+func (s *Server) jobsReady() error {
+	if s.deps.Jobs == nil || s.deps.Dispatch == nil || s.deps.Logs == nil || s.deps.Stats == nil {
+		return errNoJobs
+	}
+	return nil
+}
+
+// loadedJob is a job with what its stream says beyond the domain state.
+type loadedJob struct {
+	job.Job
+	version int64
+	tenant  string // the tenant its submitter acted for
+}
+
+// loadJob folds a job's stream; the tenant comes from its first event.
+func (s *Server) loadJob(ctx context.Context, id string) (loadedJob, error) {
+	if id == "" {
+		return loadedJob{}, invalidInput("jobId", "is required")
+	}
+	evs, err := s.deps.Store.ReadStream(ctx, commands.StreamID(commands.JobStream, id), eventstore.ReadStreamOptions{})
+	var nf *eventstore.StreamNotFoundError
+	if errors.As(err, &nf) {
+		return loadedJob{}, notFound("job", id)
+	}
+	if err != nil {
+		return loadedJob{}, err
+	}
+	var out loadedJob
+	for i, rec := range evs {
+		ev, err := s.deps.Store.Decode(rec)
+		if err != nil {
+			return loadedJob{}, err
+		}
+		if i == 0 {
+			out.tenant = rec.Metadata.Tenant
+		}
+		out.Apply(ev)
+	}
+	out.version = int64(len(evs))
+	return out, nil
+}
+
+// visibleJob loads a job the caller may read: to a tenant role another
+// tenant's job, and to an agent another node's job, does not exist.
+func (s *Server) visibleJob(ctx context.Context, id string) (loadedJob, error) {
+	if err := s.jobsReady(); err != nil {
+		return loadedJob{}, err
+	}
+	p, err := s.authorizeOwn(ctx, auth.JobRead)
+	if err != nil {
+		return loadedJob{}, err
+	}
+	j, err := s.loadJob(ctx, id)
+	if err != nil {
+		return j, err
+	}
+	if auth.Can(p, auth.JobRead, auth.Resource{TenantID: j.tenant, NodeID: j.NodeID}) != nil {
+		return j, notFound("job", id)
+	}
+	return j, nil
+}
+
+func (s *Server) jobPayload(ctx context.Context, out commands.Outcome) (*model.JobPayload, error) {
+	j, err := s.loadJob(ctx, out.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.JobPayload{Job: jobModel(j), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+}
+
+func jobModel(j loadedJob) *model.Job {
+	out := &model.Job{
+		ID: j.ID, ParentID: optional(j.ParentID), Spec: specModel(j.Spec), Target: targetModel(j.Target),
+		TimeoutSeconds: seconds(j.Timeout), GraceSeconds: seconds(j.Grace),
+		Retry:     &model.RetryPolicy{Max: j.Retries.Max, BackoffSeconds: j.Retries.Backoff.Seconds()},
+		Queue:     optional(j.Queue),
+		Submitter: j.Submitter, TenantID: optional(j.tenant), Status: model.JobStatus(upper(j.Status)),
+		Attempt: j.Attempt, NodeID: optional(j.NodeID), LeaseUntil: timePtr(j.LeaseUntil), Acknowledged: j.Acknowledged,
+		CancelReason: optional(j.CancelReason), LostReason: optional(j.LostReason),
+		SubmittedAt: j.SubmittedAt, StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt),
+		UpdatedAt: j.UpdatedAt, Version: int(j.version), AllowedActions: j.AllowedCommands(),
+	}
+	if out.AllowedActions == nil {
+		out.AllowedActions = []string{}
+	}
+	if r := j.Result; r != nil {
+		out.Result = &model.JobResult{ExitCode: r.ExitCode, Output: model.JSON(r.Output), Error: optional(r.Error),
+			CPUTimeMs: r.CPUTimeMS, PeakMemoryBytes: r.PeakMemoryBytes}
+	}
+	if j.Status == job.StatusSucceeded || j.Status == job.StatusFailed || j.Status == job.StatusCancelled {
+		if j.IsFanOut() {
+			c := j.Counts
+			out.Counts = &model.FanOutCounts{Succeeded: c.Succeeded, Failed: c.Failed, TimedOut: c.TimedOut, Cancelled: c.Cancelled, Lost: c.Lost}
+		}
+	}
+	return out
+}
+
+func seconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
+
+func specModel(s job.Spec) *model.JobSpec {
+	out := &model.JobSpec{Kind: model.JobKind(upper(s.Kind)), Action: optional(s.Action), Args: model.JSON(s.Args)}
+	if x := s.Exec; x != nil {
+		e := &model.ExecSpec{Argv: slices.Clone(x.Argv), Env: []model.EnvVar{}, Stdin: optional(x.Stdin), Workdir: optional(x.Workdir)}
+		for _, k := range slices.Sorted(maps.Keys(x.Env)) {
+			e.Env = append(e.Env, model.EnvVar{Name: k, Value: x.Env[k]})
+		}
+		out.Exec = e
+	}
+	if x := s.Script; x != nil {
+		out.Script = &model.ScriptSpec{Interpreter: x.Interpreter, Body: x.Body}
+	}
+	return out
+}
+
+func targetModel(t job.Target) *model.JobTarget {
+	out := &model.JobTarget{NodeID: optional(t.NodeID), Selector: labels(t.Selector), MaxParallel: t.MaxParallel}
+	if t.Mode != "" {
+		m := model.TargetMode(upper(t.Mode))
+		out.Mode = &m
+	}
+	return out
+}
+
+// submitInput turns the API's submission into the command's.
+func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
+	out := jobs.Submit{JobID: deref(in.JobID), Queue: deref(in.Queue), Timeout: time.Hour, Grace: 10 * time.Second}
+	if in.Spec == nil || in.Target == nil {
+		return out, invalidInput("spec", "spec and target are required")
+	}
+	sp := in.Spec
+	out.Spec = job.Spec{Kind: job.Kind(strings.ToLower(string(sp.Kind))), Action: deref(sp.Action), Args: json.RawMessage(sp.Args)}
+	if x := sp.Exec; x != nil {
+		e := &job.Exec{Argv: x.Argv, Stdin: deref(x.Stdin), Workdir: deref(x.Workdir)}
+		if len(x.Env) > 0 {
+			e.Env = make(map[string]string, len(x.Env))
+			for _, v := range x.Env {
+				e.Env[v.Name] = v.Value
+			}
+		}
+		out.Spec.Exec = e
+	}
+	if x := sp.Script; x != nil {
+		out.Spec.Script = &job.Script{Interpreter: x.Interpreter, Body: x.Body}
+	}
+	t := in.Target
+	out.Target = job.Target{NodeID: deref(t.NodeID), Selector: labelMap(t.Selector)}
+	if len(t.Selector) > 0 {
+		out.Target.Mode = job.ModeAny
+	}
+	if t.Mode != nil {
+		out.Target.Mode = job.Mode(strings.ToLower(string(*t.Mode)))
+	}
+	if t.MaxParallel != nil {
+		out.Target.MaxParallel = *t.MaxParallel
+	}
+	if in.TimeoutSeconds != nil {
+		if *in.TimeoutSeconds <= 0 {
+			return out, invalidInput("timeoutSeconds", "must be positive")
+		}
+		out.Timeout = time.Duration(*in.TimeoutSeconds) * time.Second
+	}
+	if in.GraceSeconds != nil {
+		if *in.GraceSeconds < 0 {
+			return out, invalidInput("graceSeconds", "must not be negative")
+		}
+		// Zero means no grace: the command takes zero as "the default", so
+		// ask for the least it can tell apart.
+		out.Grace = max(time.Duration(*in.GraceSeconds)*time.Second, time.Millisecond)
+	}
+	if r := in.Retry; r != nil {
+		out.Retry.Max = r.Max
+		if r.BackoffSeconds != nil {
+			if *r.BackoffSeconds < 0 || math.IsNaN(*r.BackoffSeconds) {
+				return out, invalidInput("retry.backoffSeconds", "must not be negative")
+			}
+			out.Retry.Backoff = time.Duration(*r.BackoffSeconds * float64(time.Second))
+		}
+	}
+	return out, nil
+}
+
+func agentJobModel(it dispatch.AgentJob, tenant string) *model.AgentJob {
+	return &model.AgentJob{
+		Cursor: model.Cursor(it.Cursor), Job: jobModel(loadedJob{Job: it.Job, tenant: tenant}),
+		Attempt: it.Attempt, LeaseUntil: it.LeaseUntil, CancelRequested: it.CancelRequested,
+	}
+}
+
+func logChunkModel(c dispatch.LogChunk) *model.JobLogChunk {
+	return &model.JobLogChunk{JobID: c.JobID, Seq: int(c.Seq), Stream: model.LogStream(upper(c.Stream)), Data: c.Data, Time: c.Time}
+}
+
+func factsInput(f *model.NodeFactsInput) node.Facts {
+	if f == nil {
+		return node.Facts{}
+	}
+	out := node.Facts{MemoryBytes: uint64(max(f.MemoryBytes, 0))}
+	if f.CPU != nil {
+		out.CPU = node.CPU{Model: f.CPU.Model, Cores: f.CPU.Cores, Threads: f.CPU.Threads}
+	}
+	if f.Os != nil {
+		out.OS = node.OS{Name: f.Os.Name, Version: f.Os.Version, Kernel: f.Os.Kernel, Arch: f.Os.Arch}
+	}
+	for _, d := range f.Disks {
+		out.Disks = append(out.Disks, node.Disk{Device: d.Device, Mountpoint: d.Mountpoint, Filesystem: d.Filesystem, SizeBytes: uint64(max(d.SizeBytes, 0))})
+	}
+	for _, n := range f.Network {
+		out.Network = append(out.Network, node.Interface{Name: n.Name, MAC: n.Mac, Addresses: n.Addresses, MTU: n.Mtu})
+	}
+	return out
+}
+
+func statsInput(in []model.NodeStatSampleInput) []dispatch.StatSample {
+	out := make([]dispatch.StatSample, len(in))
+	for i, x := range in {
+		s := dispatch.StatSample{
+			Time: x.Time, CPUPercent: x.CPUPercent, MemoryUsedBytes: x.MemoryUsedBytes, MemoryAvailableBytes: x.MemoryAvailableBytes,
+			SwapUsedBytes: x.SwapUsedBytes, Load1: x.Load1, Load5: x.Load5, Load15: x.Load15,
+		}
+		for _, d := range x.Disks {
+			s.Disks = append(s.Disks, dispatch.DiskUsage{Mountpoint: d.Mountpoint, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes})
+		}
+		for _, n := range x.Network {
+			s.Network = append(s.Network, dispatch.NetworkCounters{Name: n.Name, BytesReceived: n.BytesReceived, BytesSent: n.BytesSent,
+				PacketsReceived: n.PacketsReceived, PacketsSent: n.PacketsSent, ErrorsIn: n.ErrorsIn, ErrorsOut: n.ErrorsOut})
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func statModel(x dispatch.StatSample) model.NodeStatSample {
+	out := model.NodeStatSample{
+		Time: x.Time, CPUPercent: x.CPUPercent, MemoryUsedBytes: x.MemoryUsedBytes, MemoryAvailableBytes: x.MemoryAvailableBytes,
+		SwapUsedBytes: x.SwapUsedBytes, Load1: x.Load1, Load5: x.Load5, Load15: x.Load15,
+		Disks: []model.DiskUsage{}, Network: []model.NetworkCounters{},
+	}
+	for _, d := range x.Disks {
+		out.Disks = append(out.Disks, model.DiskUsage{Mountpoint: d.Mountpoint, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes})
+	}
+	for _, n := range x.Network {
+		out.Network = append(out.Network, model.NetworkCounters{Name: n.Name, BytesReceived: n.BytesReceived, BytesSent: n.BytesSent,
+			PacketsReceived: n.PacketsReceived, PacketsSent: n.PacketsSent, ErrorsIn: n.ErrorsIn, ErrorsOut: n.ErrorsOut})
+	}
+	return out
+}
+
+// seqCursor pages job output: the page cursor is the seq of the last chunk.
+func seqCursor(after *string) (int64, error) {
+	if after == nil || *after == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(*after, 10, 64)
+	if err != nil || n < 0 {
+		return 0, invalidInput("after", "%q is not a cursor of this log: pass an endCursor it returned", *after)
+	}
+	return n, nil
+}
+
+// pump delivers a stream's items to a subscription from one goroutine: it
+// ends, telling the client why, when the stream ends, the session's token
+// stops working, or the client goes away.
+func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bool, error), done func()) <-chan *T {
+	out := make(chan *T)
+	sess := sessionFrom(ctx)
+	var ended <-chan struct{}
+	if sess != nil {
+		ended = sess.Ended()
+	}
+	go func() {
+		defer close(out)
+		defer done()
+		for {
+			v, ok, err := next()
+			switch {
+			case ok:
+				select {
+				case out <- v:
+				case <-ended:
+					endWith(ctx, sess.Err())
+					return
+				case <-ctx.Done():
+					return
+				}
+				continue
+			case err != nil:
+				if !errors.Is(err, context.Canceled) {
+					endWith(ctx, err)
+				}
+				return
+			}
+			select {
+			case <-ready:
+			case <-ended:
+				endWith(ctx, sess.Err())
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
