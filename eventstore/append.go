@@ -278,6 +278,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		live                                []*appendOp
 		rows                                []row
 		sid, styp, etyp, payload, meta, cmd []string
+		actor, tenant, corr                 []string
 		ver, sver                           []int64
 		at                                  []time.Time
 		prev, hash                          [][]byte
@@ -310,6 +311,8 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 			payload, meta, cmd = append(payload, string(e.payload)), append(meta, string(op.metadata)), append(cmd, op.req.CommandID)
 			at, prev, hash = append(at, now), append(prev, in.PrevHash), append(hash, sum)
 			seq = append(seq, int64(i))
+			md := op.req.Metadata
+			actor, tenant, corr = append(actor, md.Actor), append(tenant, md.Tenant), append(corr, md.CorrelationID)
 		}
 		for _, st := range op.req.Streams {
 			res.Streams = append(res.Streams, StreamVersion{StreamID: st.StreamID, Version: heads[st.StreamID].version})
@@ -319,7 +322,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		return nil, false
 	}
 
-	positions, txID, err := a.insert(ctx, sid, styp, ver, etyp, sver, payload, meta, cmd, seq, at, prev, hash)
+	positions, txID, err := a.insert(ctx, sid, styp, ver, etyp, sver, payload, meta, cmd, seq, at, prev, hash, actor, tenant, corr)
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
@@ -380,11 +383,13 @@ func checkExpected(op *appendOp, heads map[string]head) error {
 func (a *appender) insert(ctx context.Context, args ...any) ([]int64, uint64, error) {
 	rows, err := a.s.pool.Query(ctx, `
 		INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata,
-		                    command_id, command_seq, recorded_at, prev_hash, hash)
-		SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), CASE WHEN c = '' THEN NULL ELSE cs END, a, ph, h
+		                    command_id, command_seq, recorded_at, prev_hash, hash, actor, tenant, correlation_id)
+		SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), CASE WHEN c = '' THEN NULL ELSE cs END, a, ph, h,
+		       NULLIF(ac, ''), NULLIF(tn, ''), NULLIF(co, '')
 		FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::json[], $7::json[],
-		            $8::text[], $9::int[], $10::timestamptz[], $11::bytea[], $12::bytea[])
-		  AS u(s, t, v, e, sv, p, m, c, cs, a, ph, h)
+		            $8::text[], $9::int[], $10::timestamptz[], $11::bytea[], $12::bytea[],
+		            $13::text[], $14::text[], $15::text[])
+		  AS u(s, t, v, e, sv, p, m, c, cs, a, ph, h, ac, tn, co)
 		RETURNING position, tx_id`, args...)
 	if err != nil {
 		return nil, 0, err

@@ -53,12 +53,13 @@ func (s *Store) AppendInTx(ctx context.Context, tx pgx.Tx, req AppendRequest) (A
 		var c Cursor
 		err := tx.QueryRow(ctx, `
 			INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata,
-			                    command_id, command_seq, recorded_at, prev_hash, hash)
+			                    command_id, command_seq, recorded_at, prev_hash, hash, actor, tenant, correlation_id)
 			VALUES ($1, $2, $3, $4, $5, $6::text::json, $7::text::json,
-			        NULLIF($8, ''), CASE WHEN $8 = '' THEN NULL ELSE $9::int END, $10, $11, $12)
+			        NULLIF($8, ''), CASE WHEN $8 = '' THEN NULL ELSE $9::int END, $10, $11, $12,
+			        NULLIF($13, ''), NULLIF($14, ''), NULLIF($15, ''))
 			RETURNING tx_id, position`,
 			st.StreamID, st.StreamType, in.Version, e.typ, e.schemaVersion, string(e.payload), string(op.metadata),
-			req.CommandID, i, now, in.PrevHash, sum).Scan(&c.TxID, &c.Position)
+			req.CommandID, i, now, in.PrevHash, sum, req.Metadata.Actor, req.Metadata.Tenant, req.Metadata.CorrelationID).Scan(&c.TxID, &c.Position)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_command" {
 			// The same command committed concurrently in another transaction.

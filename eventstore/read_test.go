@@ -205,4 +205,24 @@ func TestVerifyNamesTamperedEvent(t *testing.T) {
 	if rep, _ := e.store.Verify(c, "w-a"); !rep.OK() {
 		t.Fatalf("untouched stream reported broken: %+v", rep.Breaks)
 	}
+
+	// Changing only the indexed copy of a metadata field is caught too.
+	evsA, _ := e.store.ReadStream(c, "w-a", eventstore.ReadStreamOptions{})
+	other := evsA[0]
+	if _, err := conn.Exec(c, `SET session_replication_role = replica`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(c, `UPDATE events SET actor = 'someone-else' WHERE position = $1`, other.Position); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(c, `RESET session_replication_role`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = e.store.Verify(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Breaks) != 2 || rep.Breaks[0].Position != other.Position || rep.Breaks[1].Position != target.Position {
+		t.Fatalf("altered actor column not named: %+v", rep.Breaks)
+	}
 }

@@ -58,13 +58,13 @@ func (f eventFilter) where(args *[]any) string {
 		fmt.Fprintf(&b, " AND event_type = ANY(%s)", arg(f.Types))
 	}
 	if f.Actor != "" {
-		fmt.Fprintf(&b, " AND metadata->>'actor' = %s", arg(f.Actor))
+		fmt.Fprintf(&b, " AND actor = %s", arg(f.Actor))
 	}
 	if f.CorrelationID != "" {
-		fmt.Fprintf(&b, " AND metadata->>'correlationId' = %s", arg(f.CorrelationID))
+		fmt.Fprintf(&b, " AND correlation_id = %s", arg(f.CorrelationID))
 	}
 	if f.Tenant != "" {
-		fmt.Fprintf(&b, " AND metadata->>'tenant' = %s", arg(f.Tenant))
+		fmt.Fprintf(&b, " AND tenant = %s", arg(f.Tenant))
 	}
 	if !f.From.IsZero() {
 		fmt.Fprintf(&b, " AND recorded_at >= %s", arg(f.From))

@@ -34,6 +34,12 @@ CREATE TABLE events (
     -- (command_id, command_seq) refuses a second append of the same command.
     command_id      text,
     command_seq     integer,
+    -- Copies of metadata fields the event history is filtered by, as plain
+    -- columns so indexing them needs no JSON parsing on every append.
+    -- Verify checks that they match the (hashed) metadata.
+    actor           text,
+    tenant          text,
+    correlation_id  text,
     recorded_at     timestamptz NOT NULL,
     prev_hash       bytea       NOT NULL,
     hash            bytea       NOT NULL,

@@ -27,8 +27,8 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 	var seq atomic.Int64
 	rawOp := func(ctx context.Context, w int) (int, error) {
 		n := seq.Add(1)
-		_, err := e.app.Exec(ctx, `INSERT INTO bench_raw (stream_id, stream_type, version, event_type, schema_version, payload, metadata, command_id, command_seq, recorded_at, prev_hash, hash)
-			VALUES ($1, 'node', $2, 'bench.node_reported', 1, $3, $4, $5, 0, now(), $6, $7)`,
+		_, err := e.app.Exec(ctx, `INSERT INTO bench_raw (stream_id, stream_type, version, event_type, schema_version, payload, metadata, command_id, command_seq, recorded_at, prev_hash, hash, actor)
+			VALUES ($1, 'node', $2, 'bench.node_reported', 1, $3, $4, $5, 0, now(), $6, $7, 'bench')`,
 			"raw-"+strconv.Itoa(w), n, string(payload), string(meta), "raw-cmd-"+strconv.FormatInt(n, 10), hash, hash)
 		return 1, err
 	}

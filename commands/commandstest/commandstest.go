@@ -112,7 +112,7 @@ func CountCorrelated(t *testing.T, s *eventstore.Store, correlationID string) in
 	t.Helper()
 	var n int
 	err := s.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM events WHERE metadata->>'correlationId' = $1`, correlationID).Scan(&n)
+		`SELECT count(*) FROM events WHERE correlation_id = $1`, correlationID).Scan(&n)
 	if err != nil {
 		t.Fatalf("count events: %v", err)
 	}
