@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -167,7 +168,7 @@ export async function tokenFor(server, adminToken, { name, role, tenantId }) {
     server,
     adminToken,
     'mutation ($input: CreateApiTokenInput!) { createApiToken(input: $input) { token } }',
-    { input: { userId: u.createUser.user.id, name: `${name} e2e` } },
+    { input: { userId: u.createUser.user.id } },
   );
   return t.createApiToken.token;
 }
@@ -244,4 +245,55 @@ export async function signIn(page, server, token) {
   await page.getByLabel('API token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByTestId('viewer').waitFor();
+}
+
+export function trackErrors(page) {
+  const errors = [];
+  page.on('pageerror', (e) => {
+    if (process.env.CAIRN_E2E_DEBUG) console.error(e.stack);
+    errors.push(e.message);
+  });
+  return errors;
+}
+
+/**
+ * Starts one cairnd and one browser for a test file (before/after hooks),
+ * reads which root fields the server's API serves, and offers requires(),
+ * which skips a test, naming what is missing, unless the server serves every
+ * operation it needs and every binary it starts exists.
+ */
+export function useServer() {
+  const ctx = {
+    server: undefined,
+    browser: undefined,
+    roots: { query: new Set(), mutation: new Set(), subscription: new Set() },
+    requires(t, { query = [], mutation = [], subscription = [], bins = [] }) {
+      const missing = [
+        ...query.filter((q) => !ctx.roots.query.has(q)).map((q) => `query ${q}`),
+        ...mutation.filter((m) => !ctx.roots.mutation.has(m)).map((m) => `mutation ${m}`),
+        ...subscription.filter((s) => !ctx.roots.subscription.has(s)).map((s) => `subscription ${s}`),
+        ...bins.filter((b) => !existsSync(b)).map((b) => `binary ${b}`),
+      ];
+      if (missing.length) t.skip(`waiting for: ${missing.join(', ')}`);
+      return missing.length === 0;
+    },
+  };
+  before(async () => {
+    ctx.server = await startCairnd();
+    if (!ctx.server.adminToken) throw new Error(`cairnd printed no administrator token on its first start:\n${ctx.server.output()}`);
+    if (!(await apiReady(ctx.server, ctx.server.adminToken))) throw new Error('the administrator token does not work');
+    const d = await gql(
+      ctx.server,
+      ctx.server.adminToken,
+      '{ __schema { queryType { fields { name } } mutationType { fields { name } } subscriptionType { fields { name } } } }',
+    );
+    const names = (t) => new Set((t?.fields ?? []).map((f) => f.name));
+    ctx.roots = { query: names(d.__schema.queryType), mutation: names(d.__schema.mutationType), subscription: names(d.__schema.subscriptionType) };
+    ctx.browser = await openBrowser();
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    await ctx.server?.stop();
+  });
+  return ctx;
 }

@@ -109,7 +109,10 @@ function EventView({ e }: { e: EventDetail }) {
       <h2>Payload</h2>
       <Json value={e.payload} label="payload" />
       <h2>Metadata</h2>
-      <Json value={e.metadata} label="metadata" />
+      <Json
+        value={{ commandId: m.commandId, correlationId: m.correlationId, causationId: m.causationId, actor: m.actor, tenantId: m.tenantId }}
+        label="metadata"
+      />
     </>
   );
 }
