@@ -57,6 +57,9 @@ const (
 	LocationUpdate Action = "location.update" // update, retire
 
 	EventRead Action = "event.read" // the log itself: history, audit, replay
+
+	ProjectionRead    Action = "projection.read" // read models' lag and errors
+	ProjectionRebuild Action = "projection.rebuild"
 )
 
 // Actions lists every action.
@@ -70,6 +73,7 @@ var Actions = []Action{
 	TokenRead, TokenIssue, TokenRevoke,
 	LocationRead, LocationCreate, LocationUpdate,
 	EventRead,
+	ProjectionRead, ProjectionRebuild,
 }
 
 // Scope says on which entities a role may take an action.
@@ -106,7 +110,7 @@ var Table = map[Role]map[Action]Scope{
 		TenantRead: Anywhere, TenantCreate: Anywhere, TenantUpdate: Anywhere,
 		UserRead: Anywhere, UserCreate: Anywhere, UserUpdate: Anywhere,
 		LocationRead: Anywhere, LocationCreate: Anywhere, LocationUpdate: Anywhere,
-		EventRead: Anywhere,
+		EventRead: Anywhere, ProjectionRead: Anywhere,
 	},
 	RoleTenantAdmin: {
 		ServiceRead: OwnTenant, ServiceCreate: OwnTenant, ServiceStart: OwnTenant, ServiceStop: OwnTenant, ServiceRemove: OwnTenant,

@@ -53,6 +53,8 @@ location.read      A A A A - A -
 location.create    A A - - - - -
 location.update    A A - - - - -
 event.read         A A T T - A -
+projection.read    A A - - - - -
+projection.rebuild A - - - - - -
 `
 
 var columns = []auth.Role{auth.RoleAdmin, auth.RoleOperator, auth.RoleTenantAdmin, auth.RoleTenantMember, auth.RoleVendor, auth.RoleAuditor, auth.RoleAgent}

@@ -11,6 +11,7 @@ import (
 	"cairn/commands/access"
 	"cairn/domain/tenant"
 	"cairn/graph/model"
+	"cairn/projections/readmodel"
 	"context"
 	"time"
 )
@@ -194,4 +195,175 @@ func (r *mutationResolver) RetireLocation(ctx context.Context, input model.Retir
 		return nil, err
 	}
 	return r.locationPayload(ctx, out)
+}
+
+func (r *queryResolver) Tenant(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Tenant, error) {
+	p, err := r.authorizeOwn(ctx, auth.TenantRead)
+	if err != nil {
+		return nil, err
+	}
+	if !sees(p, id) {
+		return nil, nil
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	t, err := visibleOne(r.reader.Tenant(ctx, id))
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return tenantRowModel(*t), nil
+}
+
+func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) (*model.TenantConnection, error) {
+	p, err := r.authorizeOwn(ctx, auth.TenantRead)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := page(first, after)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	var f readmodel.TenantFilter
+	if filter != nil {
+		f = readmodel.TenantFilter{Status: lowerAll[tenant.TenantStatus](filter.Status), Name: deref(filter.Name)}
+	}
+	if tenantScoped(p) {
+		t, err := visibleOne(r.reader.Tenant(ctx, p.TenantID))
+		if err != nil {
+			return nil, err
+		}
+		ok := t != nil && pg.After == "" && pg.First > 0
+		var e model.TenantEdge
+		if ok {
+			e = model.TenantEdge{Cursor: t.ID, Node: tenantRowModel(*t)}
+		}
+		edges, info := single(e, ok, p.TenantID)
+		return &model.TenantConnection{Edges: edges, PageInfo: info}, nil
+	}
+	c, err := r.reader.ListTenants(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.TenantConnection{Edges: make([]model.TenantEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	for _, e := range c.Edges {
+		out.Edges = append(out.Edges, model.TenantEdge{Cursor: e.Cursor, Node: tenantRowModel(e.Node)})
+	}
+	return out, nil
+}
+
+func (r *queryResolver) User(ctx context.Context, id string, consistentWith *model.Cursor) (*model.User, error) {
+	p, err := r.authorizeOwn(ctx, auth.UserRead)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	u, err := visibleOne(r.reader.User(ctx, id))
+	if err != nil || u == nil || !sees(p, u.TenantID) {
+		return nil, err
+	}
+	return userRowModel(*u), nil
+}
+
+func (r *queryResolver) Users(ctx context.Context, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) (*model.UserConnection, error) {
+	p, err := r.authorizeOwn(ctx, auth.UserRead)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := page(first, after)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	f := readmodel.UserFilter{TenantID: scopedTenant(p, nil)}
+	if filter != nil {
+		f = readmodel.UserFilter{TenantID: scopedTenant(p, filter.TenantID), Status: lowerAll[tenant.UserStatus](filter.Status)}
+		for _, role := range filter.Role {
+			f.Role = append(f.Role, fromRole(role))
+		}
+	}
+	c, err := r.reader.ListUsers(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.UserConnection{Edges: make([]model.UserEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	for _, e := range c.Edges {
+		out.Edges = append(out.Edges, model.UserEdge{Cursor: e.Cursor, Node: userRowModel(e.Node)})
+	}
+	return out, nil
+}
+
+func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) (*model.APITokenConnection, error) {
+	p, err := r.authorizeOwn(ctx, auth.TokenRead)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := page(first, after)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	f := readmodel.APITokenFilter{TenantID: scopedTenant(p, nil)}
+	if filter != nil {
+		f = readmodel.APITokenFilter{UserID: deref(filter.UserID), TenantID: scopedTenant(p, filter.TenantID),
+			IncludeRevoked: filter.IncludeRevoked != nil && *filter.IncludeRevoked}
+	}
+	c, err := r.reader.ListAPITokens(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.APITokenConnection{Edges: make([]model.APITokenEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	for _, e := range c.Edges {
+		out.Edges = append(out.Edges, model.APITokenEdge{Cursor: e.Cursor, Node: tokenRowModel(e.Node, r.deps.Now())})
+	}
+	return out, nil
+}
+
+func (r *queryResolver) Location(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Location, error) {
+	if _, err := r.authorize(ctx, auth.LocationRead, auth.Resource{}); err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	l, err := visibleOne(r.reader.Location(ctx, id))
+	if err != nil || l == nil {
+		return nil, err
+	}
+	return locationRowModel(*l), nil
+}
+
+func (r *queryResolver) Locations(ctx context.Context, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) (*model.LocationConnection, error) {
+	if _, err := r.authorize(ctx, auth.LocationRead, auth.Resource{}); err != nil {
+		return nil, err
+	}
+	pg, err := page(first, after)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	var f readmodel.LocationFilter
+	if filter != nil {
+		f.Status = lowerAll[tenant.LocationStatus](filter.Status)
+	}
+	c, err := r.reader.ListLocations(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.LocationConnection{Edges: make([]model.LocationEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	for _, e := range c.Edges {
+		out.Edges = append(out.Edges, model.LocationEdge{Cursor: e.Cursor, Node: locationRowModel(e.Node)})
+	}
+	return out, nil
 }

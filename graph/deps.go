@@ -11,8 +11,12 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/commands/services"
+	"cairn/commands/templates"
 	"cairn/dispatch"
 	"cairn/eventstore"
+	"cairn/projections"
+	"cairn/projections/readmodel"
 )
 
 // Principal is who a request acts as.
@@ -31,6 +35,13 @@ type Projections interface {
 	WaitFor(ctx context.Context, c eventstore.Cursor) error
 }
 
+// ProjectionAdmin is the part of the projection runner administrators
+// reach: every projection's lag, and rebuilds.
+type ProjectionAdmin interface {
+	Status(ctx context.Context) ([]projections.Status, error)
+	Rebuild(ctx context.Context, name string) error
+}
+
 // Deps are the API's collaborators.
 type Deps struct {
 	Log         zerolog.Logger
@@ -39,6 +50,16 @@ type Deps struct {
 	Projections Projections
 	Access      *access.Handlers
 	Nodes       *nodes.Handlers
+	// Reader queries the read models; nil: the live read models of Store's
+	// database.
+	Reader *readmodel.Reader
+	// Templates and Services run catalog and service commands; without
+	// them those mutations answer that this server does not run them.
+	Templates *templates.Handlers
+	Services  *services.Handlers
+	// ProjectionAdmin serves projection status and rebuilds; nil: those
+	// fields answer that this server runs no projections.
+	ProjectionAdmin ProjectionAdmin
 	// Jobs, Dispatch, Logs and Stats serve jobs, agents, job output and
 	// node statistics; without them those fields answer that this server
 	// runs no jobs.
@@ -59,6 +80,9 @@ func (d *Deps) check() error {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.Reader == nil {
+		d.Reader = readmodel.New(d.Store.Pool())
 	}
 	return nil
 }

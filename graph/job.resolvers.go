@@ -8,8 +8,10 @@ package graph
 import (
 	"cairn/auth"
 	"cairn/commands/jobs"
+	"cairn/domain/job"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/projections/readmodel"
 	"context"
 	"errors"
 	"strconv"
@@ -132,6 +134,63 @@ func (r *queryResolver) Job(ctx context.Context, id string) (*model.Job, error) 
 		return nil, err
 	}
 	return jobModel(j), nil
+}
+
+func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) (*model.JobConnection, error) {
+	p, err := r.authorizeOwn(ctx, auth.JobRead)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := page(first, after)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	f := readmodel.JobFilter{TenantID: scopedTenant(p, nil)}
+	if filter != nil {
+		f.TenantID = scopedTenant(p, filter.TenantID)
+		f.NodeID, f.ParentID = deref(filter.NodeID), deref(filter.ParentID)
+		f.Status = lowerAll[job.Status](filter.Status)
+		f.TopLevel = filter.TopLevel != nil && *filter.TopLevel
+		if t := filter.Submitted; t != nil {
+			if t.From != nil {
+				f.SubmittedFrom = *t.From
+			}
+			if t.To != nil {
+				f.SubmittedTo = *t.To
+			}
+		}
+	}
+	if p.Role == auth.RoleAgent {
+		f.NodeID = p.NodeID
+	}
+	c, err := r.reader.ListJobs(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.JobConnection{Edges: make([]model.JobEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	for _, e := range c.Edges {
+		out.Edges = append(out.Edges, model.JobEdge{Cursor: e.Cursor, Node: jobRowModel(e.Node)})
+	}
+	out.TotalCount = len(out.Edges)
+	return out, nil
+}
+
+func (r *subscriptionResolver) JobChanged(ctx context.Context, id *string, nodeID *string, after *model.Cursor) (<-chan *model.JobChange, error) {
+	p, err := r.authorizeOwn(ctx, auth.JobRead)
+	if err != nil {
+		return nil, err
+	}
+	if p.Role == auth.RoleAgent {
+		own := p.NodeID
+		if nodeID != nil && *nodeID != own {
+			return nil, forbidden("an agent follows its own node's jobs only")
+		}
+		nodeID = &own
+	}
+	return r.jobChanges(ctx, p, id, nodeID, after)
 }
 
 func (r *subscriptionResolver) JobLog(ctx context.Context, jobID string, afterSeq *int) (<-chan *model.JobLogChunk, error) {

@@ -102,6 +102,77 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 		Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
+func (r *queryResolver) Node(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Node, error) {
+	p, err := r.authorizeOwn(ctx, auth.NodeRead)
+	if err != nil {
+		return nil, err
+	}
+	if auth.Can(p, auth.NodeRead, auth.Resource{NodeID: id}) != nil {
+		// To an agent another node does not exist.
+		return nil, nil
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	n, err := visibleOne(r.reader.Node(ctx, id))
+	if err != nil || n == nil {
+		return nil, err
+	}
+	return nodeRowModel(*n), nil
+}
+
+func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) (*model.NodeConnection, error) {
+	p, err := r.authorizeOwn(ctx, auth.NodeRead)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := page(first, after)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitConsistent(ctx, consistentWith); err != nil {
+		return nil, err
+	}
+	f := nodeFilter(filter)
+	if p.Role == auth.RoleAgent {
+		n, err := visibleOne(r.reader.Node(ctx, p.NodeID))
+		if err != nil {
+			return nil, err
+		}
+		ok := n != nil && pg.After == "" && pg.First > 0 && nodeMatches(*n, f)
+		var e model.NodeEdge
+		if ok {
+			e = model.NodeEdge{Cursor: n.ID, Node: nodeRowModel(*n)}
+		}
+		edges, info := single(e, ok, n.ID)
+		return &model.NodeConnection{Edges: edges, PageInfo: info}, nil
+	}
+	c, err := r.reader.ListNodes(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := &model.NodeConnection{Edges: make([]model.NodeEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	for _, e := range c.Edges {
+		out.Edges = append(out.Edges, model.NodeEdge{Cursor: e.Cursor, Node: nodeRowModel(e.Node)})
+	}
+	return out, nil
+}
+
+func (r *subscriptionResolver) NodeChanged(ctx context.Context, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
+	p, err := r.authorizeOwn(ctx, auth.NodeRead)
+	if err != nil {
+		return nil, err
+	}
+	if p.Role == auth.RoleAgent {
+		own := p.NodeID
+		if id != nil && *id != own {
+			return nil, forbidden("an agent follows its own node only")
+		}
+		id = &own
+	}
+	return r.nodeChanges(ctx, p, id, after)
+}
+
 func (r *Resolver) Node() generated.NodeResolver { return &nodeResolver{r} }
 
 type nodeResolver struct{ *Resolver }

@@ -22,6 +22,7 @@ import (
 	"cairn/eventstore"
 	"cairn/graph/generated"
 	"cairn/graph/live"
+	"cairn/projections/readmodel"
 )
 
 // Config tunes the API. The zero value of each field takes the default
@@ -79,9 +80,10 @@ const maxFirst = 500
 // Server is the GraphQL API: its HTTP handler and the background work its
 // subscriptions need (Run).
 type Server struct {
-	cfg  Config
-	deps Deps
-	log  zerolog.Logger
+	cfg    Config
+	deps   Deps
+	log    zerolog.Logger
+	reader *readmodel.Reader
 
 	// events is fed by the one store subscription of the process; projected
 	// follows it, each batch published once the read models applied it.
@@ -98,7 +100,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := deps.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, deps: deps, log: deps.Log}
+	s := &Server{cfg: cfg, deps: deps, log: deps.Log, reader: deps.Reader}
 	hist := history{pool: deps.Store.Pool()}
 	read := func(ctx context.Context, after eventstore.Cursor, limit int) ([]eventstore.RecordedEvent, error) {
 		return hist.read(ctx, after, limit, eventFilter{})

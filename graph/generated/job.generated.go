@@ -1045,6 +1045,70 @@ func (ec *executionContext) fieldContext_Job_log(ctx context.Context, field grap
 	return fc, nil
 }
 
+func (ec *executionContext) _JobChange_event(ctx context.Context, field graphql.CollectedField, obj *model.JobChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobChange_event(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Event, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Event) graphql.Marshaler {
+			return ec.marshalNEvent2ᚖcairnᚋgraphᚋmodelᚐEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobChange_event(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "JobChange",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Event(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _JobChange_job(ctx context.Context, field graphql.CollectedField, obj *model.JobChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobChange_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Job, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Job) graphql.Marshaler {
+			return ec.marshalOJob2ᚖcairnᚋgraphᚋmodelᚐJob(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_JobChange_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "JobChange",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _JobConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.JobConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2076,6 +2140,71 @@ func (ec *executionContext) unmarshalInputExecSpecInput(ctx context.Context, obj
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputJobFilter(ctx context.Context, obj any) (model.JobFilter, error) {
+	var it model.JobFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"nodeId", "status", "submitted", "parentId", "topLevel", "tenantId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "nodeId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nodeId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NodeID = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalOJobStatus2ᚕcairnᚋgraphᚋmodelᚐJobStatusᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
+		case "submitted":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("submitted"))
+			data, err := ec.unmarshalOTimeRange2ᚖcairnᚋgraphᚋmodelᚐTimeRange(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Submitted = data
+		case "parentId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("parentId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParentID = data
+		case "topLevel":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("topLevel"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TopLevel = data
+		case "tenantId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tenantId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TenantID = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputJobSpecInput(ctx context.Context, obj any) (model.JobSpecInput, error) {
 	var it model.JobSpecInput
 	if obj == nil {
@@ -2734,6 +2863,49 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 	return out
 }
 
+var jobChangeImplementors = []string{"JobChange"}
+
+func (ec *executionContext) _JobChange(ctx context.Context, sel ast.SelectionSet, obj *model.JobChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, jobChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("JobChange")
+		case "event":
+			out.Values[i] = ec._JobChange_event(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "job":
+			out.Values[i] = ec._JobChange_job(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var jobConnectionImplementors = []string{"JobConnection"}
 
 func (ec *executionContext) _JobConnection(ctx context.Context, sel ast.SelectionSet, obj *model.JobConnection) graphql.Marshaler {
@@ -3316,6 +3488,16 @@ func (ec *executionContext) marshalNJob2ᚖcairnᚋgraphᚋmodelᚐJob(ctx conte
 	return ec._Job(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNJobChange2ᚖcairnᚋgraphᚋmodelᚐJobChange(ctx context.Context, sel ast.SelectionSet, v *model.JobChange) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._JobChange(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNJobConnection2ᚖcairnᚋgraphᚋmodelᚐJobConnection(ctx context.Context, sel ast.SelectionSet, v *model.JobConnection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -3517,11 +3699,55 @@ func (ec *executionContext) marshalOJob2ᚖcairnᚋgraphᚋmodelᚐJob(ctx conte
 	return ec._Job(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOJobFilter2ᚖcairnᚋgraphᚋmodelᚐJobFilter(ctx context.Context, v any) (*model.JobFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputJobFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalOJobResult2ᚖcairnᚋgraphᚋmodelᚐJobResult(ctx context.Context, sel ast.SelectionSet, v *model.JobResult) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._JobResult(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOJobStatus2ᚕcairnᚋgraphᚋmodelᚐJobStatusᚄ(ctx context.Context, v any) ([]model.JobStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.JobStatus, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNJobStatus2cairnᚋgraphᚋmodelᚐJobStatus(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOJobStatus2ᚕcairnᚋgraphᚋmodelᚐJobStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []model.JobStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNJobStatus2cairnᚋgraphᚋmodelᚐJobStatus(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalORetryPolicyInput2ᚖcairnᚋgraphᚋmodelᚐRetryPolicyInput(ctx context.Context, v any) (*model.RetryPolicyInput, error) {

@@ -54,6 +54,16 @@ type ComplexityRoot struct {
 		UserID       func(childComplexity int) int
 	}
 
+	ApiTokenConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ApiTokenEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	ApiTokenPayload struct {
 		APIToken  func(childComplexity int) int
 		Cursor    func(childComplexity int) int
@@ -231,6 +241,11 @@ type ComplexityRoot struct {
 		Version        func(childComplexity int) int
 	}
 
+	JobChange struct {
+		Event func(childComplexity int) int
+		Job   func(childComplexity int) int
+	}
+
 	JobConnection struct {
 		Edges      func(childComplexity int) int
 		PageInfo   func(childComplexity int) int
@@ -314,6 +329,16 @@ type ComplexityRoot struct {
 		Version     func(childComplexity int) int
 	}
 
+	LocationConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	LocationEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	LocationPayload struct {
 		Cursor    func(childComplexity int) int
 		Duplicate func(childComplexity int) int
@@ -321,35 +346,44 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AcknowledgeJob   func(childComplexity int, input model.AgentJobInput) int
-		AppendJobLog     func(childComplexity int, input model.AppendJobLogInput) int
-		CancelJob        func(childComplexity int, input model.CancelJobInput) int
-		CreateAPIToken   func(childComplexity int, input model.CreateAPITokenInput) int
-		CreateJoinToken  func(childComplexity int, input model.CreateJoinTokenInput) int
-		CreateLocation   func(childComplexity int, input model.CreateLocationInput) int
-		CreateTenant     func(childComplexity int, input model.CreateTenantInput) int
-		CreateUser       func(childComplexity int, input model.CreateUserInput) int
-		DecommissionNode func(childComplexity int, input model.DecommissionNodeInput) int
-		DisableUser      func(childComplexity int, input model.DisableUserInput) int
-		DrainNode        func(childComplexity int, input model.DrainNodeInput) int
-		EnableUser       func(childComplexity int, input model.EnableUserInput) int
-		EnrollAgent      func(childComplexity int, input model.EnrollAgentInput) int
-		FinishJob        func(childComplexity int, input model.FinishJobInput) int
-		Heartbeat        func(childComplexity int, input model.HeartbeatInput) int
-		PollAgentJobs    func(childComplexity int, input model.PollAgentJobsInput) int
-		RenameTenant     func(childComplexity int, input model.RenameTenantInput) int
-		ReportFacts      func(childComplexity int, input model.ReportFactsInput) int
-		ReportStats      func(childComplexity int, input model.ReportStatsInput) int
-		ResumeTenant     func(childComplexity int, input model.ResumeTenantInput) int
-		RetireLocation   func(childComplexity int, input model.RetireLocationInput) int
-		RevokeAPIToken   func(childComplexity int, input model.RevokeAPITokenInput) int
-		SetNodeLabels    func(childComplexity int, input model.SetNodeLabelsInput) int
-		SetNodeLocation  func(childComplexity int, input model.SetNodeLocationInput) int
-		StartJob         func(childComplexity int, input model.AgentJobInput) int
-		SubmitJob        func(childComplexity int, input model.SubmitJobInput) int
-		SuspendTenant    func(childComplexity int, input model.SuspendTenantInput) int
-		UndrainNode      func(childComplexity int, input model.UndrainNodeInput) int
-		UpdateLocation   func(childComplexity int, input model.UpdateLocationInput) int
+		AcknowledgeJob       func(childComplexity int, input model.AgentJobInput) int
+		AppendJobLog         func(childComplexity int, input model.AppendJobLogInput) int
+		CancelJob            func(childComplexity int, input model.CancelJobInput) int
+		CreateAPIToken       func(childComplexity int, input model.CreateAPITokenInput) int
+		CreateJoinToken      func(childComplexity int, input model.CreateJoinTokenInput) int
+		CreateLocation       func(childComplexity int, input model.CreateLocationInput) int
+		CreateService        func(childComplexity int, input model.CreateServiceInput) int
+		CreateTenant         func(childComplexity int, input model.CreateTenantInput) int
+		CreateUser           func(childComplexity int, input model.CreateUserInput) int
+		DecommissionNode     func(childComplexity int, input model.DecommissionNodeInput) int
+		DeprecateTemplate    func(childComplexity int, input model.DeprecateTemplateInput) int
+		DisableUser          func(childComplexity int, input model.DisableUserInput) int
+		DrainNode            func(childComplexity int, input model.DrainNodeInput) int
+		EnableUser           func(childComplexity int, input model.EnableUserInput) int
+		EnrollAgent          func(childComplexity int, input model.EnrollAgentInput) int
+		FinishJob            func(childComplexity int, input model.FinishJobInput) int
+		Heartbeat            func(childComplexity int, input model.HeartbeatInput) int
+		MarkServiceCleanedUp func(childComplexity int, input model.MarkServiceCleanedUpInput) int
+		PollAgentJobs        func(childComplexity int, input model.PollAgentJobsInput) int
+		PublishTemplate      func(childComplexity int, input model.PublishTemplateInput) int
+		RebuildProjection    func(childComplexity int, input model.RebuildProjectionInput) int
+		RegisterTemplate     func(childComplexity int, input model.RegisterTemplateInput) int
+		RemoveService        func(childComplexity int, input model.ServiceCommandInput) int
+		RenameTenant         func(childComplexity int, input model.RenameTenantInput) int
+		ReportFacts          func(childComplexity int, input model.ReportFactsInput) int
+		ReportStats          func(childComplexity int, input model.ReportStatsInput) int
+		ResumeTenant         func(childComplexity int, input model.ResumeTenantInput) int
+		RetireLocation       func(childComplexity int, input model.RetireLocationInput) int
+		RevokeAPIToken       func(childComplexity int, input model.RevokeAPITokenInput) int
+		SetNodeLabels        func(childComplexity int, input model.SetNodeLabelsInput) int
+		SetNodeLocation      func(childComplexity int, input model.SetNodeLocationInput) int
+		StartJob             func(childComplexity int, input model.AgentJobInput) int
+		StartService         func(childComplexity int, input model.ServiceCommandInput) int
+		StopService          func(childComplexity int, input model.ServiceCommandInput) int
+		SubmitJob            func(childComplexity int, input model.SubmitJobInput) int
+		SuspendTenant        func(childComplexity int, input model.SuspendTenantInput) int
+		UndrainNode          func(childComplexity int, input model.UndrainNodeInput) int
+		UpdateLocation       func(childComplexity int, input model.UpdateLocationInput) int
 	}
 
 	NetworkCounters struct {
@@ -386,6 +420,21 @@ type ComplexityRoot struct {
 		Status         func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
+	}
+
+	NodeChange struct {
+		Event func(childComplexity int) int
+		Node  func(childComplexity int) int
+	}
+
+	NodeConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	NodeEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	NodeFacts struct {
@@ -434,19 +483,85 @@ type ComplexityRoot struct {
 		Jobs   func(childComplexity int) int
 	}
 
+	Projection struct {
+		EventsBehind  func(childComplexity int) int
+		LastError     func(childComplexity int) int
+		Name          func(childComplexity int) int
+		ParkedEvents  func(childComplexity int) int
+		Position      func(childComplexity int) int
+		Rebuild       func(childComplexity int) int
+		SecondsBehind func(childComplexity int) int
+		State         func(childComplexity int) int
+		Version       func(childComplexity int) int
+	}
+
+	ProjectionRebuild struct {
+		EventsBehind func(childComplexity int) int
+		Position     func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		Version      func(childComplexity int) int
+	}
+
 	Query struct {
+		APITokens   func(childComplexity int, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
 		EntityAsOf  func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
 		EntityDiff  func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
 		Event       func(childComplexity int, cursor model.Cursor) int
 		Events      func(childComplexity int, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
 		Head        func(childComplexity int) int
 		Job         func(childComplexity int, id string) int
+		Jobs        func(childComplexity int, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) int
+		Location    func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Locations   func(childComplexity int, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
+		Node        func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Nodes       func(childComplexity int, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
+		Projections func(childComplexity int) int
+		Resource    func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Resources   func(childComplexity int, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
+		Service     func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Services    func(childComplexity int, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
+		Template    func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
+		Templates   func(childComplexity int, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
+		Tenant      func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Tenants     func(childComplexity int, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
+		User        func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Users       func(childComplexity int, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) int
 		VerifyChain func(childComplexity int, streamID *string) int
 		Viewer      func(childComplexity int) int
 	}
 
+	RebuildProjectionPayload struct {
+		Projection func(childComplexity int) int
+	}
+
 	ReportStatsPayload struct {
 		Accepted func(childComplexity int) int
+	}
+
+	Resource struct {
+		DependsOn  func(childComplexity int) int
+		Error      func(childComplexity int) int
+		FailedIn   func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Outputs    func(childComplexity int) int
+		PlannedAt  func(childComplexity int) int
+		Plugin     func(childComplexity int) int
+		Properties func(childComplexity int) int
+		ServiceID  func(childComplexity int) int
+		Status     func(childComplexity int) int
+		Type       func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+		Version    func(childComplexity int) int
+	}
+
+	ResourceConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ResourceEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	RetryPolicy struct {
@@ -459,10 +574,110 @@ type ComplexityRoot struct {
 		Interpreter func(childComplexity int) int
 	}
 
+	Service struct {
+		AllowedActions  func(childComplexity int) int
+		Cause           func(childComplexity int) int
+		FailedIn        func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Outputs         func(childComplexity int) int
+		Remaining       func(childComplexity int) int
+		RequestedAt     func(childComplexity int) int
+		Resources       func(childComplexity int) int
+		Status          func(childComplexity int) int
+		TemplateName    func(childComplexity int) int
+		TemplateVersion func(childComplexity int) int
+		TenantID        func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+		Variables       func(childComplexity int) int
+		Version         func(childComplexity int) int
+	}
+
+	ServiceChange struct {
+		Event   func(childComplexity int) int
+		Service func(childComplexity int) int
+	}
+
+	ServiceConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ServiceEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	ServicePayload struct {
+		Cursor    func(childComplexity int) int
+		Duplicate func(childComplexity int) int
+		Service   func(childComplexity int) int
+	}
+
 	Subscription struct {
-		AgentJobs func(childComplexity int, nodeID string, after *model.Cursor) int
-		Events    func(childComplexity int, filter *model.EventFilter, after *model.Cursor) int
-		JobLog    func(childComplexity int, jobID string, afterSeq *int) int
+		AgentJobs      func(childComplexity int, nodeID string, after *model.Cursor) int
+		Events         func(childComplexity int, filter *model.EventFilter, after *model.Cursor) int
+		JobChanged     func(childComplexity int, id *string, nodeID *string, after *model.Cursor) int
+		JobLog         func(childComplexity int, jobID string, afterSeq *int) int
+		NodeChanged    func(childComplexity int, id *string, after *model.Cursor) int
+		ServiceChanged func(childComplexity int, id *string, after *model.Cursor) int
+	}
+
+	TemplateFlavor struct {
+		Description func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Variables   func(childComplexity int) int
+	}
+
+	TemplatePayload struct {
+		Cursor    func(childComplexity int) int
+		Duplicate func(childComplexity int) int
+		Template  func(childComplexity int) int
+	}
+
+	TemplateVariable struct {
+		Default     func(childComplexity int) int
+		Description func(childComplexity int) int
+		Enum        func(childComplexity int) int
+		MaxLength   func(childComplexity int) int
+		Maximum     func(childComplexity int) int
+		MinLength   func(childComplexity int) int
+		Minimum     func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Pattern     func(childComplexity int) int
+		Required    func(childComplexity int) int
+		Sensitive   func(childComplexity int) int
+		Type        func(childComplexity int) int
+	}
+
+	TemplateVersion struct {
+		AllowedActions    func(childComplexity int) int
+		Category          func(childComplexity int) int
+		DeprecatedAt      func(childComplexity int) int
+		DeprecationReason func(childComplexity int) int
+		Description       func(childComplexity int) int
+		Descriptor        func(childComplexity int) int
+		Digest            func(childComplexity int) int
+		Flavors           func(childComplexity int) int
+		ID                func(childComplexity int) int
+		Name              func(childComplexity int) int
+		PublishedAt       func(childComplexity int) int
+		RegisteredAt      func(childComplexity int) int
+		Status            func(childComplexity int) int
+		StreamVersion     func(childComplexity int) int
+		Variables         func(childComplexity int) int
+		Vendor            func(childComplexity int) int
+		Version           func(childComplexity int) int
+	}
+
+	TemplateVersionConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	TemplateVersionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Tenant struct {
@@ -474,6 +689,16 @@ type ComplexityRoot struct {
 		SuspendReason  func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
+	}
+
+	TenantConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	TenantEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	TenantPayload struct {
@@ -493,6 +718,16 @@ type ComplexityRoot struct {
 		TenantID       func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
+	}
+
+	UserConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	UserEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	UserPayload struct {
@@ -612,6 +847,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiToken.UserID(childComplexity), true
+
+	case "ApiTokenConnection.edges":
+		if e.ComplexityRoot.ApiTokenConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenConnection.Edges(childComplexity), true
+	case "ApiTokenConnection.pageInfo":
+		if e.ComplexityRoot.ApiTokenConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenConnection.PageInfo(childComplexity), true
+
+	case "ApiTokenEdge.cursor":
+		if e.ComplexityRoot.ApiTokenEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenEdge.Cursor(childComplexity), true
+	case "ApiTokenEdge.node":
+		if e.ComplexityRoot.ApiTokenEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenEdge.Node(childComplexity), true
 
 	case "ApiTokenPayload.apiToken":
 		if e.ComplexityRoot.ApiTokenPayload.APIToken == nil {
@@ -1311,6 +1572,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Job.Version(childComplexity), true
 
+	case "JobChange.event":
+		if e.ComplexityRoot.JobChange.Event == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobChange.Event(childComplexity), true
+	case "JobChange.job":
+		if e.ComplexityRoot.JobChange.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobChange.Job(childComplexity), true
+
 	case "JobConnection.edges":
 		if e.ComplexityRoot.JobConnection.Edges == nil {
 			break
@@ -1605,6 +1879,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Location.Version(childComplexity), true
 
+	case "LocationConnection.edges":
+		if e.ComplexityRoot.LocationConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationConnection.Edges(childComplexity), true
+	case "LocationConnection.pageInfo":
+		if e.ComplexityRoot.LocationConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationConnection.PageInfo(childComplexity), true
+
+	case "LocationEdge.cursor":
+		if e.ComplexityRoot.LocationEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationEdge.Cursor(childComplexity), true
+	case "LocationEdge.node":
+		if e.ComplexityRoot.LocationEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationEdge.Node(childComplexity), true
+
 	case "LocationPayload.cursor":
 		if e.ComplexityRoot.LocationPayload.Cursor == nil {
 			break
@@ -1690,6 +1990,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateLocation(childComplexity, args["input"].(model.CreateLocationInput)), true
+	case "Mutation.createService":
+		if e.ComplexityRoot.Mutation.CreateService == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createService_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateService(childComplexity, args["input"].(model.CreateServiceInput)), true
 	case "Mutation.createTenant":
 		if e.ComplexityRoot.Mutation.CreateTenant == nil {
 			break
@@ -1723,6 +2034,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DecommissionNode(childComplexity, args["input"].(model.DecommissionNodeInput)), true
+	case "Mutation.deprecateTemplate":
+		if e.ComplexityRoot.Mutation.DeprecateTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deprecateTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeprecateTemplate(childComplexity, args["input"].(model.DeprecateTemplateInput)), true
 	case "Mutation.disableUser":
 		if e.ComplexityRoot.Mutation.DisableUser == nil {
 			break
@@ -1789,6 +2111,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Heartbeat(childComplexity, args["input"].(model.HeartbeatInput)), true
+	case "Mutation.markServiceCleanedUp":
+		if e.ComplexityRoot.Mutation.MarkServiceCleanedUp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_markServiceCleanedUp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MarkServiceCleanedUp(childComplexity, args["input"].(model.MarkServiceCleanedUpInput)), true
 	case "Mutation.pollAgentJobs":
 		if e.ComplexityRoot.Mutation.PollAgentJobs == nil {
 			break
@@ -1800,6 +2133,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PollAgentJobs(childComplexity, args["input"].(model.PollAgentJobsInput)), true
+	case "Mutation.publishTemplate":
+		if e.ComplexityRoot.Mutation.PublishTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_publishTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PublishTemplate(childComplexity, args["input"].(model.PublishTemplateInput)), true
+	case "Mutation.rebuildProjection":
+		if e.ComplexityRoot.Mutation.RebuildProjection == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rebuildProjection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RebuildProjection(childComplexity, args["input"].(model.RebuildProjectionInput)), true
+	case "Mutation.registerTemplate":
+		if e.ComplexityRoot.Mutation.RegisterTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_registerTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegisterTemplate(childComplexity, args["input"].(model.RegisterTemplateInput)), true
+	case "Mutation.removeService":
+		if e.ComplexityRoot.Mutation.RemoveService == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeService_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveService(childComplexity, args["input"].(model.ServiceCommandInput)), true
 	case "Mutation.renameTenant":
 		if e.ComplexityRoot.Mutation.RenameTenant == nil {
 			break
@@ -1899,6 +2276,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StartJob(childComplexity, args["input"].(model.AgentJobInput)), true
+	case "Mutation.startService":
+		if e.ComplexityRoot.Mutation.StartService == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_startService_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StartService(childComplexity, args["input"].(model.ServiceCommandInput)), true
+	case "Mutation.stopService":
+		if e.ComplexityRoot.Mutation.StopService == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_stopService_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StopService(childComplexity, args["input"].(model.ServiceCommandInput)), true
 	case "Mutation.submitJob":
 		if e.ComplexityRoot.Mutation.SubmitJob == nil {
 			break
@@ -2114,6 +2513,45 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Node.Version(childComplexity), true
 
+	case "NodeChange.event":
+		if e.ComplexityRoot.NodeChange.Event == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeChange.Event(childComplexity), true
+	case "NodeChange.node":
+		if e.ComplexityRoot.NodeChange.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeChange.Node(childComplexity), true
+
+	case "NodeConnection.edges":
+		if e.ComplexityRoot.NodeConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeConnection.Edges(childComplexity), true
+	case "NodeConnection.pageInfo":
+		if e.ComplexityRoot.NodeConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeConnection.PageInfo(childComplexity), true
+
+	case "NodeEdge.cursor":
+		if e.ComplexityRoot.NodeEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeEdge.Cursor(childComplexity), true
+	case "NodeEdge.node":
+		if e.ComplexityRoot.NodeEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeEdge.Node(childComplexity), true
+
 	case "NodeFacts.cpu":
 		if e.ComplexityRoot.NodeFacts.CPU == nil {
 			break
@@ -2288,6 +2726,97 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PollAgentJobsPayload.Jobs(childComplexity), true
 
+	case "Projection.eventsBehind":
+		if e.ComplexityRoot.Projection.EventsBehind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.EventsBehind(childComplexity), true
+	case "Projection.lastError":
+		if e.ComplexityRoot.Projection.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.LastError(childComplexity), true
+	case "Projection.name":
+		if e.ComplexityRoot.Projection.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.Name(childComplexity), true
+	case "Projection.parkedEvents":
+		if e.ComplexityRoot.Projection.ParkedEvents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.ParkedEvents(childComplexity), true
+	case "Projection.position":
+		if e.ComplexityRoot.Projection.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.Position(childComplexity), true
+	case "Projection.rebuild":
+		if e.ComplexityRoot.Projection.Rebuild == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.Rebuild(childComplexity), true
+	case "Projection.secondsBehind":
+		if e.ComplexityRoot.Projection.SecondsBehind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.SecondsBehind(childComplexity), true
+	case "Projection.state":
+		if e.ComplexityRoot.Projection.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.State(childComplexity), true
+	case "Projection.version":
+		if e.ComplexityRoot.Projection.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Projection.Version(childComplexity), true
+
+	case "ProjectionRebuild.eventsBehind":
+		if e.ComplexityRoot.ProjectionRebuild.EventsBehind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectionRebuild.EventsBehind(childComplexity), true
+	case "ProjectionRebuild.position":
+		if e.ComplexityRoot.ProjectionRebuild.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectionRebuild.Position(childComplexity), true
+	case "ProjectionRebuild.startedAt":
+		if e.ComplexityRoot.ProjectionRebuild.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectionRebuild.StartedAt(childComplexity), true
+	case "ProjectionRebuild.version":
+		if e.ComplexityRoot.ProjectionRebuild.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProjectionRebuild.Version(childComplexity), true
+
+	case "Query.apiTokens":
+		if e.ComplexityRoot.Query.APITokens == nil {
+			break
+		}
+
+		args, err := ec.field_Query_apiTokens_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.APITokens(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.APITokenFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.entityAsOf":
 		if e.ComplexityRoot.Query.EntityAsOf == nil {
 			break
@@ -2350,6 +2879,177 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Job(childComplexity, args["id"].(string)), true
+	case "Query.jobs":
+		if e.ComplexityRoot.Query.Jobs == nil {
+			break
+		}
+
+		args, err := ec.field_Query_jobs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Jobs(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.JobFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.location":
+		if e.ComplexityRoot.Query.Location == nil {
+			break
+		}
+
+		args, err := ec.field_Query_location_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Location(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.locations":
+		if e.ComplexityRoot.Query.Locations == nil {
+			break
+		}
+
+		args, err := ec.field_Query_locations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Locations(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.LocationFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.nodes":
+		if e.ComplexityRoot.Query.Nodes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_nodes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.NodeFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.projections":
+		if e.ComplexityRoot.Query.Projections == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Projections(childComplexity), true
+	case "Query.resource":
+		if e.ComplexityRoot.Query.Resource == nil {
+			break
+		}
+
+		args, err := ec.field_Query_resource_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Resource(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.resources":
+		if e.ComplexityRoot.Query.Resources == nil {
+			break
+		}
+
+		args, err := ec.field_Query_resources_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Resources(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ResourceFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.service":
+		if e.ComplexityRoot.Query.Service == nil {
+			break
+		}
+
+		args, err := ec.field_Query_service_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Service(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.services":
+		if e.ComplexityRoot.Query.Services == nil {
+			break
+		}
+
+		args, err := ec.field_Query_services_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Services(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ServiceFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.template":
+		if e.ComplexityRoot.Query.Template == nil {
+			break
+		}
+
+		args, err := ec.field_Query_template_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Template(childComplexity, args["name"].(string), args["version"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.templates":
+		if e.ComplexityRoot.Query.Templates == nil {
+			break
+		}
+
+		args, err := ec.field_Query_templates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Templates(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TemplateFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.tenant":
+		if e.ComplexityRoot.Query.Tenant == nil {
+			break
+		}
+
+		args, err := ec.field_Query_tenant_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Tenant(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.tenants":
+		if e.ComplexityRoot.Query.Tenants == nil {
+			break
+		}
+
+		args, err := ec.field_Query_tenants_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Tenants(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TenantFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.user":
+		if e.ComplexityRoot.Query.User == nil {
+			break
+		}
+
+		args, err := ec.field_Query_user_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.User(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+	case "Query.users":
+		if e.ComplexityRoot.Query.Users == nil {
+			break
+		}
+
+		args, err := ec.field_Query_users_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Users(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.UserFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.verifyChain":
 		if e.ComplexityRoot.Query.VerifyChain == nil {
 			break
@@ -2368,12 +3068,124 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 
+	case "RebuildProjectionPayload.projection":
+		if e.ComplexityRoot.RebuildProjectionPayload.Projection == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RebuildProjectionPayload.Projection(childComplexity), true
+
 	case "ReportStatsPayload.accepted":
 		if e.ComplexityRoot.ReportStatsPayload.Accepted == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ReportStatsPayload.Accepted(childComplexity), true
+
+	case "Resource.dependsOn":
+		if e.ComplexityRoot.Resource.DependsOn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.DependsOn(childComplexity), true
+	case "Resource.error":
+		if e.ComplexityRoot.Resource.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Error(childComplexity), true
+	case "Resource.failedIn":
+		if e.ComplexityRoot.Resource.FailedIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.FailedIn(childComplexity), true
+	case "Resource.id":
+		if e.ComplexityRoot.Resource.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.ID(childComplexity), true
+	case "Resource.outputs":
+		if e.ComplexityRoot.Resource.Outputs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Outputs(childComplexity), true
+	case "Resource.plannedAt":
+		if e.ComplexityRoot.Resource.PlannedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.PlannedAt(childComplexity), true
+	case "Resource.plugin":
+		if e.ComplexityRoot.Resource.Plugin == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Plugin(childComplexity), true
+	case "Resource.properties":
+		if e.ComplexityRoot.Resource.Properties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Properties(childComplexity), true
+	case "Resource.serviceId":
+		if e.ComplexityRoot.Resource.ServiceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.ServiceID(childComplexity), true
+	case "Resource.status":
+		if e.ComplexityRoot.Resource.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Status(childComplexity), true
+	case "Resource.type":
+		if e.ComplexityRoot.Resource.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Type(childComplexity), true
+	case "Resource.updatedAt":
+		if e.ComplexityRoot.Resource.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.UpdatedAt(childComplexity), true
+	case "Resource.version":
+		if e.ComplexityRoot.Resource.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Version(childComplexity), true
+
+	case "ResourceConnection.edges":
+		if e.ComplexityRoot.ResourceConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceConnection.Edges(childComplexity), true
+	case "ResourceConnection.pageInfo":
+		if e.ComplexityRoot.ResourceConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceConnection.PageInfo(childComplexity), true
+
+	case "ResourceEdge.cursor":
+		if e.ComplexityRoot.ResourceEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceEdge.Cursor(childComplexity), true
+	case "ResourceEdge.node":
+		if e.ComplexityRoot.ResourceEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceEdge.Node(childComplexity), true
 
 	case "RetryPolicy.backoffSeconds":
 		if e.ComplexityRoot.RetryPolicy.BackoffSeconds == nil {
@@ -2401,6 +3213,161 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ScriptSpec.Interpreter(childComplexity), true
 
+	case "Service.allowedActions":
+		if e.ComplexityRoot.Service.AllowedActions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.AllowedActions(childComplexity), true
+	case "Service.cause":
+		if e.ComplexityRoot.Service.Cause == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Cause(childComplexity), true
+	case "Service.failedIn":
+		if e.ComplexityRoot.Service.FailedIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.FailedIn(childComplexity), true
+	case "Service.id":
+		if e.ComplexityRoot.Service.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.ID(childComplexity), true
+	case "Service.name":
+		if e.ComplexityRoot.Service.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Name(childComplexity), true
+	case "Service.outputs":
+		if e.ComplexityRoot.Service.Outputs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Outputs(childComplexity), true
+	case "Service.remaining":
+		if e.ComplexityRoot.Service.Remaining == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Remaining(childComplexity), true
+	case "Service.requestedAt":
+		if e.ComplexityRoot.Service.RequestedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.RequestedAt(childComplexity), true
+	case "Service.resources":
+		if e.ComplexityRoot.Service.Resources == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Resources(childComplexity), true
+	case "Service.status":
+		if e.ComplexityRoot.Service.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Status(childComplexity), true
+	case "Service.templateName":
+		if e.ComplexityRoot.Service.TemplateName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.TemplateName(childComplexity), true
+	case "Service.templateVersion":
+		if e.ComplexityRoot.Service.TemplateVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.TemplateVersion(childComplexity), true
+	case "Service.tenantId":
+		if e.ComplexityRoot.Service.TenantID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.TenantID(childComplexity), true
+	case "Service.updatedAt":
+		if e.ComplexityRoot.Service.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.UpdatedAt(childComplexity), true
+	case "Service.variables":
+		if e.ComplexityRoot.Service.Variables == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Variables(childComplexity), true
+	case "Service.version":
+		if e.ComplexityRoot.Service.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Version(childComplexity), true
+
+	case "ServiceChange.event":
+		if e.ComplexityRoot.ServiceChange.Event == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceChange.Event(childComplexity), true
+	case "ServiceChange.service":
+		if e.ComplexityRoot.ServiceChange.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceChange.Service(childComplexity), true
+
+	case "ServiceConnection.edges":
+		if e.ComplexityRoot.ServiceConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceConnection.Edges(childComplexity), true
+	case "ServiceConnection.pageInfo":
+		if e.ComplexityRoot.ServiceConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceConnection.PageInfo(childComplexity), true
+
+	case "ServiceEdge.cursor":
+		if e.ComplexityRoot.ServiceEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceEdge.Cursor(childComplexity), true
+	case "ServiceEdge.node":
+		if e.ComplexityRoot.ServiceEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceEdge.Node(childComplexity), true
+
+	case "ServicePayload.cursor":
+		if e.ComplexityRoot.ServicePayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServicePayload.Cursor(childComplexity), true
+	case "ServicePayload.duplicate":
+		if e.ComplexityRoot.ServicePayload.Duplicate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServicePayload.Duplicate(childComplexity), true
+	case "ServicePayload.service":
+		if e.ComplexityRoot.ServicePayload.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServicePayload.Service(childComplexity), true
+
 	case "Subscription.agentJobs":
 		if e.ComplexityRoot.Subscription.AgentJobs == nil {
 			break
@@ -2423,6 +3390,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.Events(childComplexity, args["filter"].(*model.EventFilter), args["after"].(*model.Cursor)), true
+	case "Subscription.jobChanged":
+		if e.ComplexityRoot.Subscription.JobChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_jobChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.JobChanged(childComplexity, args["id"].(*string), args["nodeId"].(*string), args["after"].(*model.Cursor)), true
 	case "Subscription.jobLog":
 		if e.ComplexityRoot.Subscription.JobLog == nil {
 			break
@@ -2434,6 +3412,268 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.JobLog(childComplexity, args["jobId"].(string), args["afterSeq"].(*int)), true
+	case "Subscription.nodeChanged":
+		if e.ComplexityRoot.Subscription.NodeChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_nodeChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.NodeChanged(childComplexity, args["id"].(*string), args["after"].(*model.Cursor)), true
+	case "Subscription.serviceChanged":
+		if e.ComplexityRoot.Subscription.ServiceChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_serviceChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ServiceChanged(childComplexity, args["id"].(*string), args["after"].(*model.Cursor)), true
+
+	case "TemplateFlavor.description":
+		if e.ComplexityRoot.TemplateFlavor.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateFlavor.Description(childComplexity), true
+	case "TemplateFlavor.name":
+		if e.ComplexityRoot.TemplateFlavor.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateFlavor.Name(childComplexity), true
+	case "TemplateFlavor.variables":
+		if e.ComplexityRoot.TemplateFlavor.Variables == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateFlavor.Variables(childComplexity), true
+
+	case "TemplatePayload.cursor":
+		if e.ComplexityRoot.TemplatePayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplatePayload.Cursor(childComplexity), true
+	case "TemplatePayload.duplicate":
+		if e.ComplexityRoot.TemplatePayload.Duplicate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplatePayload.Duplicate(childComplexity), true
+	case "TemplatePayload.template":
+		if e.ComplexityRoot.TemplatePayload.Template == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplatePayload.Template(childComplexity), true
+
+	case "TemplateVariable.default":
+		if e.ComplexityRoot.TemplateVariable.Default == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Default(childComplexity), true
+	case "TemplateVariable.description":
+		if e.ComplexityRoot.TemplateVariable.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Description(childComplexity), true
+	case "TemplateVariable.enum":
+		if e.ComplexityRoot.TemplateVariable.Enum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Enum(childComplexity), true
+	case "TemplateVariable.maxLength":
+		if e.ComplexityRoot.TemplateVariable.MaxLength == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.MaxLength(childComplexity), true
+	case "TemplateVariable.maximum":
+		if e.ComplexityRoot.TemplateVariable.Maximum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Maximum(childComplexity), true
+	case "TemplateVariable.minLength":
+		if e.ComplexityRoot.TemplateVariable.MinLength == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.MinLength(childComplexity), true
+	case "TemplateVariable.minimum":
+		if e.ComplexityRoot.TemplateVariable.Minimum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Minimum(childComplexity), true
+	case "TemplateVariable.name":
+		if e.ComplexityRoot.TemplateVariable.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Name(childComplexity), true
+	case "TemplateVariable.pattern":
+		if e.ComplexityRoot.TemplateVariable.Pattern == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Pattern(childComplexity), true
+	case "TemplateVariable.required":
+		if e.ComplexityRoot.TemplateVariable.Required == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Required(childComplexity), true
+	case "TemplateVariable.sensitive":
+		if e.ComplexityRoot.TemplateVariable.Sensitive == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Sensitive(childComplexity), true
+	case "TemplateVariable.type":
+		if e.ComplexityRoot.TemplateVariable.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVariable.Type(childComplexity), true
+
+	case "TemplateVersion.allowedActions":
+		if e.ComplexityRoot.TemplateVersion.AllowedActions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.AllowedActions(childComplexity), true
+	case "TemplateVersion.category":
+		if e.ComplexityRoot.TemplateVersion.Category == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Category(childComplexity), true
+	case "TemplateVersion.deprecatedAt":
+		if e.ComplexityRoot.TemplateVersion.DeprecatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.DeprecatedAt(childComplexity), true
+	case "TemplateVersion.deprecationReason":
+		if e.ComplexityRoot.TemplateVersion.DeprecationReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.DeprecationReason(childComplexity), true
+	case "TemplateVersion.description":
+		if e.ComplexityRoot.TemplateVersion.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Description(childComplexity), true
+	case "TemplateVersion.descriptor":
+		if e.ComplexityRoot.TemplateVersion.Descriptor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Descriptor(childComplexity), true
+	case "TemplateVersion.digest":
+		if e.ComplexityRoot.TemplateVersion.Digest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Digest(childComplexity), true
+	case "TemplateVersion.flavors":
+		if e.ComplexityRoot.TemplateVersion.Flavors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Flavors(childComplexity), true
+	case "TemplateVersion.id":
+		if e.ComplexityRoot.TemplateVersion.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.ID(childComplexity), true
+	case "TemplateVersion.name":
+		if e.ComplexityRoot.TemplateVersion.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Name(childComplexity), true
+	case "TemplateVersion.publishedAt":
+		if e.ComplexityRoot.TemplateVersion.PublishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.PublishedAt(childComplexity), true
+	case "TemplateVersion.registeredAt":
+		if e.ComplexityRoot.TemplateVersion.RegisteredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.RegisteredAt(childComplexity), true
+	case "TemplateVersion.status":
+		if e.ComplexityRoot.TemplateVersion.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Status(childComplexity), true
+	case "TemplateVersion.streamVersion":
+		if e.ComplexityRoot.TemplateVersion.StreamVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.StreamVersion(childComplexity), true
+	case "TemplateVersion.variables":
+		if e.ComplexityRoot.TemplateVersion.Variables == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Variables(childComplexity), true
+	case "TemplateVersion.vendor":
+		if e.ComplexityRoot.TemplateVersion.Vendor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Vendor(childComplexity), true
+	case "TemplateVersion.version":
+		if e.ComplexityRoot.TemplateVersion.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersion.Version(childComplexity), true
+
+	case "TemplateVersionConnection.edges":
+		if e.ComplexityRoot.TemplateVersionConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersionConnection.Edges(childComplexity), true
+	case "TemplateVersionConnection.pageInfo":
+		if e.ComplexityRoot.TemplateVersionConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersionConnection.PageInfo(childComplexity), true
+
+	case "TemplateVersionEdge.cursor":
+		if e.ComplexityRoot.TemplateVersionEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersionEdge.Cursor(childComplexity), true
+	case "TemplateVersionEdge.node":
+		if e.ComplexityRoot.TemplateVersionEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TemplateVersionEdge.Node(childComplexity), true
 
 	case "Tenant.allowedActions":
 		if e.ComplexityRoot.Tenant.AllowedActions == nil {
@@ -2483,6 +3723,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Tenant.Version(childComplexity), true
+
+	case "TenantConnection.edges":
+		if e.ComplexityRoot.TenantConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantConnection.Edges(childComplexity), true
+	case "TenantConnection.pageInfo":
+		if e.ComplexityRoot.TenantConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantConnection.PageInfo(childComplexity), true
+
+	case "TenantEdge.cursor":
+		if e.ComplexityRoot.TenantEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantEdge.Cursor(childComplexity), true
+	case "TenantEdge.node":
+		if e.ComplexityRoot.TenantEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantEdge.Node(childComplexity), true
 
 	case "TenantPayload.cursor":
 		if e.ComplexityRoot.TenantPayload.Cursor == nil {
@@ -2564,6 +3830,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.User.Version(childComplexity), true
 
+	case "UserConnection.edges":
+		if e.ComplexityRoot.UserConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.Edges(childComplexity), true
+	case "UserConnection.pageInfo":
+		if e.ComplexityRoot.UserConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserConnection.PageInfo(childComplexity), true
+
+	case "UserEdge.cursor":
+		if e.ComplexityRoot.UserEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserEdge.Cursor(childComplexity), true
+	case "UserEdge.node":
+		if e.ComplexityRoot.UserEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserEdge.Node(childComplexity), true
+
 	case "UserPayload.cursor":
 		if e.ComplexityRoot.UserPayload.Cursor == nil {
 			break
@@ -2641,6 +3933,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
 		ec.unmarshalInputAgentJobInput,
+		ec.unmarshalInputApiTokenFilter,
 		ec.unmarshalInputAppendJobLogInput,
 		ec.unmarshalInputAsOf,
 		ec.unmarshalInputCPUFactsInput,
@@ -2648,9 +3941,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateJoinTokenInput,
 		ec.unmarshalInputCreateLocationInput,
+		ec.unmarshalInputCreateServiceInput,
 		ec.unmarshalInputCreateTenantInput,
 		ec.unmarshalInputCreateUserInput,
 		ec.unmarshalInputDecommissionNodeInput,
+		ec.unmarshalInputDeprecateTemplateInput,
 		ec.unmarshalInputDisableUserInput,
 		ec.unmarshalInputDiskFactsInput,
 		ec.unmarshalInputDiskUsageInput,
@@ -2663,32 +3958,45 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputExecSpecInput,
 		ec.unmarshalInputFinishJobInput,
 		ec.unmarshalInputHeartbeatInput,
+		ec.unmarshalInputJobFilter,
 		ec.unmarshalInputJobLogChunkInput,
 		ec.unmarshalInputJobResultInput,
 		ec.unmarshalInputJobSpecInput,
 		ec.unmarshalInputJobTargetInput,
 		ec.unmarshalInputLabelInput,
+		ec.unmarshalInputLocationFilter,
+		ec.unmarshalInputMarkServiceCleanedUpInput,
 		ec.unmarshalInputNetworkCountersInput,
 		ec.unmarshalInputNetworkInterfaceInput,
 		ec.unmarshalInputNodeFactsInput,
+		ec.unmarshalInputNodeFilter,
 		ec.unmarshalInputNodeStatSampleInput,
 		ec.unmarshalInputOSFactsInput,
 		ec.unmarshalInputPollAgentJobsInput,
+		ec.unmarshalInputPublishTemplateInput,
+		ec.unmarshalInputRebuildProjectionInput,
+		ec.unmarshalInputRegisterTemplateInput,
 		ec.unmarshalInputRenameTenantInput,
 		ec.unmarshalInputReportFactsInput,
 		ec.unmarshalInputReportStatsInput,
+		ec.unmarshalInputResourceFilter,
 		ec.unmarshalInputResumeTenantInput,
 		ec.unmarshalInputRetireLocationInput,
 		ec.unmarshalInputRetryPolicyInput,
 		ec.unmarshalInputRevokeApiTokenInput,
 		ec.unmarshalInputScriptSpecInput,
+		ec.unmarshalInputServiceCommandInput,
+		ec.unmarshalInputServiceFilter,
 		ec.unmarshalInputSetNodeLabelsInput,
 		ec.unmarshalInputSetNodeLocationInput,
 		ec.unmarshalInputSubmitJobInput,
 		ec.unmarshalInputSuspendTenantInput,
+		ec.unmarshalInputTemplateFilter,
+		ec.unmarshalInputTenantFilter,
 		ec.unmarshalInputTimeRange,
 		ec.unmarshalInputUndrainNodeInput,
 		ec.unmarshalInputUpdateLocationInput,
+		ec.unmarshalInputUserFilter,
 	)
 	first := true
 
@@ -2868,6 +4176,81 @@ type Location {
 
 
 
+
+type TenantConnection {
+  edges: [TenantEdge!]!
+  pageInfo: PageInfo!
+}
+
+type TenantEdge {
+  cursor: String!
+  node: Tenant!
+}
+
+type UserConnection {
+  edges: [UserEdge!]!
+  pageInfo: PageInfo!
+}
+
+type UserEdge {
+  cursor: String!
+  node: User!
+}
+
+type ApiTokenConnection {
+  edges: [ApiTokenEdge!]!
+  pageInfo: PageInfo!
+}
+
+type ApiTokenEdge {
+  cursor: String!
+  node: ApiToken!
+}
+
+type LocationConnection {
+  edges: [LocationEdge!]!
+  pageInfo: PageInfo!
+}
+
+type LocationEdge {
+  cursor: String!
+  node: Location!
+}
+
+input TenantFilter {
+  status: [TenantStatus!]
+  "Case-insensitive substring of the name."
+  name: String
+}
+
+input UserFilter {
+  "Ignored for tenant roles, which see their own tenant only."
+  tenantId: ID
+  role: [Role!]
+  status: [UserStatus!]
+}
+
+input ApiTokenFilter {
+  userId: ID
+  "Ignored for tenant roles, which see their own tenant only."
+  tenantId: ID
+  includeRevoked: Boolean = false
+}
+
+input LocationFilter {
+  status: [LocationStatus!]
+}
+
+extend type Query {
+  tenant(id: ID!, consistentWith: Cursor): Tenant
+  "Tenants by id. A tenant role sees its own tenant only."
+  tenants(first: Int = 50, after: String, filter: TenantFilter, consistentWith: Cursor): TenantConnection!
+  user(id: ID!, consistentWith: Cursor): User
+  users(first: Int = 50, after: String, filter: UserFilter, consistentWith: Cursor): UserConnection!
+  apiTokens(first: Int = 50, after: String, filter: ApiTokenFilter, consistentWith: Cursor): ApiTokenConnection!
+  location(id: ID!, consistentWith: Cursor): Location
+  locations(first: Int = 50, after: String, filter: LocationFilter, consistentWith: Cursor): LocationConnection!
+}
 
 input CreateTenantInput {
   "Optional caller-chosen id (lower-case letters, digits, dashes)."
@@ -3739,9 +5122,23 @@ type JobPayload {
   duplicate: Boolean!
 }
 
+input JobFilter {
+  nodeId: ID
+  status: [JobStatus!]
+  "Submitted in this range."
+  submitted: TimeRange
+  parentId: ID
+  "Only jobs that are not children of a fan-out."
+  topLevel: Boolean
+  "Ignored for tenant roles, which see their own tenant only."
+  tenantId: ID
+}
+
 extend type Query {
   "A job as its own event stream shows it now (always current: no consistentWith needed)."
   job(id: ID!): Job
+  "Jobs from the read models, newest first. Tenant roles see their tenant's jobs, an agent its node's."
+  jobs(first: Int = 50, after: String, filter: JobFilter, consistentWith: Cursor): JobConnection!
 }
 
 extend type Mutation {
@@ -3749,7 +5146,15 @@ extend type Mutation {
   cancelJob(input: CancelJobInput!): JobPayload!
 }
 
+"A change to a job, delivered after the read models applied it."
+type JobChange {
+  event: Event!
+  job: Job
+}
+
 extend type Subscription {
+  "Changes to one job (id), or to the jobs of one node (nodeId), or to every job visible to the caller."
+  jobChanged(id: ID, nodeId: ID, after: Cursor): JobChange!
   "A job's output as it arrives, after the chunk with seq afterSeq (0: from the start). Completes when the job has ended and all its output was sent."
   jobLog(jobId: ID!, afterSeq: Int = 0): JobLogChunk!
 }
@@ -3921,6 +5326,415 @@ extend type Mutation {
 }
 
 
+type NodeConnection {
+  edges: [NodeEdge!]!
+  pageInfo: PageInfo!
+}
+
+type NodeEdge {
+  cursor: String!
+  node: Node!
+}
+
+input NodeFilter {
+  status: [NodeStatus!]
+  "Nodes carrying every one of these labels."
+  labels: [LabelInput!]
+  locationId: ID
+  "Case-insensitive substring of the hostname."
+  hostname: String
+}
+
+extend type Query {
+  "A node by id, as the read models show it."
+  node(id: ID!, consistentWith: Cursor): Node
+  "Nodes by id. An agent sees its own node only."
+  nodes(first: Int = 50, after: String, filter: NodeFilter, consistentWith: Cursor): NodeConnection!
+}
+
+"A change to a node, delivered after the read models applied it."
+type NodeChange {
+  "The event that changed the node; resume from its cursor."
+  event: Event!
+  "The node as the read model shows it after the event."
+  node: Node
+}
+
+extend type Subscription {
+  "Changes to one node (id) or to every node visible to the caller."
+  nodeChanged(id: ID, after: Cursor): NodeChange!
+}
+`, BuiltIn: false},
+	{Name: "../schema/projection.graphqls", Input: `# Projections: the read models behind every query, their lag and rebuilds.
+
+enum ProjectionState {
+  "Applying events as they commit."
+  RUNNING
+  "Catching up from position zero into new tables; the old version keeps serving."
+  REBUILDING
+  "Failing and retried with backoff; see lastError."
+  FAILING
+  STOPPED
+}
+
+type Projection {
+  name: String!
+  version: Int!
+  state: ProjectionState!
+  "Cursor of the last event the projection applied."
+  position: Cursor!
+  eventsBehind: Int64!
+  secondsBehind: Float!
+  lastError: String
+  "Events that failed repeatedly and were set aside; the projection went on."
+  parkedEvents: Int!
+  "Set while a rebuild runs: the version being built and how far it got."
+  rebuild: ProjectionRebuild
+}
+
+type ProjectionRebuild {
+  version: Int!
+  position: Cursor!
+  eventsBehind: Int64!
+  startedAt: Time!
+}
+
+input RebuildProjectionInput {
+  name: String!
+}
+
+type RebuildProjectionPayload {
+  projection: Projection!
+}
+
+extend type Query {
+  "Every projection with its lag (admins and operators)."
+  projections: [Projection!]!
+}
+
+extend type Mutation {
+  "Rebuild a projection from position zero without downtime (admins)."
+  rebuildProjection(input: RebuildProjectionInput!): RebuildProjectionPayload!
+}
+`, BuiltIn: false},
+	{Name: "../schema/resource.graphqls", Input: `# Resources: the parts of a service, created and destroyed by plugins.
+
+enum ResourceStatus {
+  PENDING
+  CREATING
+  CREATED
+  STARTING
+  RUNNING
+  STOPPING
+  STOPPED
+  DESTROYING
+  DESTROYED
+  FAILED
+}
+
+enum ResourcePhase {
+  CREATE
+  START
+  STOP
+  DESTROY
+}
+
+type Resource {
+  "Deterministic: the same service and descriptor resource always get the same id."
+  id: ID!
+  serviceId: ID!
+  "agent, http, terraform, or an out-of-process plugin's name."
+  plugin: String!
+  type: String!
+  properties: JSON
+  "Ids of resources of the same service this one depends on."
+  dependsOn: [ID!]!
+  "The plugin's latest outputs."
+  outputs: JSON
+  status: ResourceStatus!
+  failedIn: ResourcePhase
+  error: String
+  plannedAt: Time!
+  updatedAt: Time!
+  version: Int!
+}
+
+type ResourceConnection {
+  edges: [ResourceEdge!]!
+  pageInfo: PageInfo!
+}
+
+type ResourceEdge {
+  cursor: String!
+  node: Resource!
+}
+
+input ResourceFilter {
+  serviceId: ID
+  status: [ResourceStatus!]
+  plugin: String
+  "Ignored for tenant roles, which see their own tenant only."
+  tenantId: ID
+}
+
+extend type Query {
+  resource(id: ID!, consistentWith: Cursor): Resource
+  resources(first: Int = 50, after: String, filter: ResourceFilter, consistentWith: Cursor): ResourceConnection!
+}
+`, BuiltIn: false},
+	{Name: "../schema/service.graphqls", Input: `# Services: deployments of catalog templates for tenants, driven through
+# register, start, stop and remove by the orchestrator.
+
+enum ServiceStatus {
+  REGISTERING
+  REGISTERED
+  STARTING
+  RUNNING
+  STOPPING
+  STOPPED
+  REMOVING
+  REMOVED
+  "See failedIn and cause."
+  FAILED
+  ROLLING_BACK
+  "A failed registration left resources behind: see remaining."
+  ROLLBACK_FAILED
+  "A removal left resources behind: see remaining."
+  MANUAL_CLEANUP_REQUIRED
+}
+
+enum ServicePhase {
+  REGISTER
+  START
+  STOP
+}
+
+type Service {
+  id: ID!
+  tenantId: ID!
+  name: String!
+  templateName: String!
+  templateVersion: String!
+  "The variables the service was deployed with; sensitive values are replaced by null."
+  variables: JSON
+  status: ServiceStatus!
+  "Set while FAILED: the lifecycle step that failed."
+  failedIn: ServicePhase
+  "Why the last step failed."
+  cause: String
+  "Resources a failed rollback or removal left behind."
+  remaining: [ID!]!
+  "The service's outputs as of its last registration or start."
+  outputs: JSON
+  resources: [Resource!]!
+  requestedAt: Time!
+  updatedAt: Time!
+  version: Int!
+  "The commands the service accepts in its current state (start, stop, remove)."
+  allowedActions: [String!]!
+}
+
+type ServiceConnection {
+  edges: [ServiceEdge!]!
+  pageInfo: PageInfo!
+}
+
+type ServiceEdge {
+  cursor: String!
+  node: Service!
+}
+
+input ServiceFilter {
+  "Ignored for tenant roles, which see their own tenant only."
+  tenantId: ID
+  status: [ServiceStatus!]
+  templateName: String
+  "Case-insensitive substring of the name."
+  name: String
+}
+
+input CreateServiceInput {
+  "Tenant to deploy for; tenant roles may leave it out (their own tenant)."
+  tenantId: ID
+  name: String!
+  templateName: String!
+  templateVersion: String!
+  "Values for the template's variables, as a JSON object."
+  variables: JSON
+  "A flavor of the template whose values fill in the variables not given."
+  flavor: String
+  commandId: String
+}
+
+input ServiceCommandInput {
+  serviceId: ID!
+  commandId: String
+}
+
+input MarkServiceCleanedUpInput {
+  serviceId: ID!
+  "What was removed by hand, for the record."
+  note: String
+  commandId: String
+}
+
+type ServicePayload {
+  service: Service!
+  cursor: Cursor!
+  duplicate: Boolean!
+}
+
+extend type Query {
+  "A service by id, as the read models show it."
+  service(id: ID!, consistentWith: Cursor): Service
+  services(first: Int = 50, after: String, filter: ServiceFilter, consistentWith: Cursor): ServiceConnection!
+}
+
+extend type Mutation {
+  "Deploy a published template version for a tenant: its resources are created (register)."
+  createService(input: CreateServiceInput!): ServicePayload!
+  startService(input: ServiceCommandInput!): ServicePayload!
+  stopService(input: ServiceCommandInput!): ServicePayload!
+  "Destroy every resource of the service."
+  removeService(input: ServiceCommandInput!): ServicePayload!
+  "Record that the resources a failed rollback or removal left behind were removed by hand (operators)."
+  markServiceCleanedUp(input: MarkServiceCleanedUpInput!): ServicePayload!
+}
+
+"A change to a service or one of its resources, delivered after the read models applied it."
+type ServiceChange {
+  event: Event!
+  service: Service
+}
+
+extend type Subscription {
+  "Changes to one service (id) or to every service visible to the caller."
+  serviceChanged(id: ID, after: Cursor): ServiceChange!
+}
+`, BuiltIn: false},
+	{Name: "../schema/template.graphqls", Input: `# The service catalog: versioned service descriptors published by vendors.
+
+enum TemplateStatus {
+  "Registered and validated; the vendor may still replace the descriptor."
+  VALIDATED
+  "Deployable; the descriptor is frozen."
+  PUBLISHED
+  "Frozen; not offered for new deployments."
+  DEPRECATED
+}
+
+"One version of a service descriptor in the catalog. Its id is name@version."
+type TemplateVersion {
+  id: ID!
+  name: String!
+  version: String!
+  vendor: String!
+  category: String
+  description: String
+  status: TemplateStatus!
+  "The descriptor as JSON (YAML is converted on registration)."
+  descriptor: JSON!
+  "sha256:<hex> over the canonical descriptor."
+  digest: String!
+  "The descriptor's input variables, for forms."
+  variables: [TemplateVariable!]!
+  "Named sets of variable values, such as small or ha."
+  flavors: [TemplateFlavor!]!
+  registeredAt: Time!
+  publishedAt: Time
+  deprecatedAt: Time
+  deprecationReason: String
+  "Version of the template version's event stream."
+  streamVersion: Int!
+  allowedActions: [String!]!
+}
+
+enum VariableType {
+  STRING
+  NUMBER
+  INTEGER
+  BOOLEAN
+  OBJECT
+  ARRAY
+}
+
+type TemplateVariable {
+  name: String!
+  type: VariableType!
+  description: String
+  default: JSON
+  required: Boolean!
+  "Never returned by the API once set, never logged, stored encrypted."
+  sensitive: Boolean!
+  pattern: String
+  minLength: Int
+  maxLength: Int
+  minimum: Float
+  maximum: Float
+  enum: [JSON!]
+}
+
+type TemplateFlavor {
+  name: String!
+  description: String
+  variables: JSON!
+}
+
+type TemplateVersionConnection {
+  edges: [TemplateVersionEdge!]!
+  pageInfo: PageInfo!
+}
+
+type TemplateVersionEdge {
+  cursor: String!
+  node: TemplateVersion!
+}
+
+input TemplateFilter {
+  name: String
+  vendor: String
+  category: String
+  status: [TemplateStatus!]
+  "Only the newest published version of each name."
+  latestOnly: Boolean
+}
+
+input RegisterTemplateInput {
+  "The descriptor as JSON or YAML text. Validation errors name the offending path."
+  descriptor: String!
+  commandId: String
+}
+
+input PublishTemplateInput {
+  name: String!
+  version: String!
+  commandId: String
+}
+
+input DeprecateTemplateInput {
+  name: String!
+  version: String!
+  reason: String
+  commandId: String
+}
+
+type TemplatePayload {
+  template: TemplateVersion!
+  cursor: Cursor!
+  duplicate: Boolean!
+}
+
+extend type Query {
+  template(name: String!, version: String!, consistentWith: Cursor): TemplateVersion
+  "Catalog entries by name, newest version first."
+  templates(first: Int = 50, after: String, filter: TemplateFilter, consistentWith: Cursor): TemplateVersionConnection!
+}
+
+extend type Mutation {
+  registerTemplate(input: RegisterTemplateInput!): TemplatePayload!
+  publishTemplate(input: PublishTemplateInput!): TemplatePayload!
+  deprecateTemplate(input: DeprecateTemplateInput!): TemplatePayload!
+}
 `, BuiltIn: false},
 	{Name: "../schema/viewer.graphqls", Input: `# Who is calling.
 
@@ -3988,6 +5802,26 @@ func (ec *executionContext) childFields_ApiToken(ctx context.Context, field grap
 		return ec.fieldContext_ApiToken_revokeReason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiToken", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiTokenConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ApiTokenConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ApiTokenConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiTokenConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiTokenEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ApiTokenEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ApiTokenEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiTokenEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ApiTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4344,6 +6178,16 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 	return nil, fmt.Errorf("no field named %q was found under type Job", field.Name)
 }
 
+func (ec *executionContext) childFields_JobChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "event":
+		return ec.fieldContext_JobChange_event(ctx, field)
+	case "job":
+		return ec.fieldContext_JobChange_job(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobChange", field.Name)
+}
+
 func (ec *executionContext) childFields_JobConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "edges":
@@ -4510,6 +6354,26 @@ func (ec *executionContext) childFields_Location(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Location", field.Name)
 }
 
+func (ec *executionContext) childFields_LocationConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_LocationConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_LocationConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LocationConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_LocationEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_LocationEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_LocationEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LocationEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_LocationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "location":
@@ -4592,6 +6456,36 @@ func (ec *executionContext) childFields_Node(ctx context.Context, field graphql.
 		return ec.fieldContext_Node_statistics(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Node", field.Name)
+}
+
+func (ec *executionContext) childFields_NodeChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "event":
+		return ec.fieldContext_NodeChange_event(ctx, field)
+	case "node":
+		return ec.fieldContext_NodeChange_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeChange", field.Name)
+}
+
+func (ec *executionContext) childFields_NodeConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_NodeConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_NodeConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_NodeEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_NodeEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_NodeEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_NodeFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4686,12 +6580,110 @@ func (ec *executionContext) childFields_PollAgentJobsPayload(ctx context.Context
 	return nil, fmt.Errorf("no field named %q was found under type PollAgentJobsPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Projection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_Projection_name(ctx, field)
+	case "version":
+		return ec.fieldContext_Projection_version(ctx, field)
+	case "state":
+		return ec.fieldContext_Projection_state(ctx, field)
+	case "position":
+		return ec.fieldContext_Projection_position(ctx, field)
+	case "eventsBehind":
+		return ec.fieldContext_Projection_eventsBehind(ctx, field)
+	case "secondsBehind":
+		return ec.fieldContext_Projection_secondsBehind(ctx, field)
+	case "lastError":
+		return ec.fieldContext_Projection_lastError(ctx, field)
+	case "parkedEvents":
+		return ec.fieldContext_Projection_parkedEvents(ctx, field)
+	case "rebuild":
+		return ec.fieldContext_Projection_rebuild(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Projection", field.Name)
+}
+
+func (ec *executionContext) childFields_ProjectionRebuild(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "version":
+		return ec.fieldContext_ProjectionRebuild_version(ctx, field)
+	case "position":
+		return ec.fieldContext_ProjectionRebuild_position(ctx, field)
+	case "eventsBehind":
+		return ec.fieldContext_ProjectionRebuild_eventsBehind(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_ProjectionRebuild_startedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProjectionRebuild", field.Name)
+}
+
+func (ec *executionContext) childFields_RebuildProjectionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "projection":
+		return ec.fieldContext_RebuildProjectionPayload_projection(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RebuildProjectionPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ReportStatsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "accepted":
 		return ec.fieldContext_ReportStatsPayload_accepted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReportStatsPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_Resource(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Resource_id(ctx, field)
+	case "serviceId":
+		return ec.fieldContext_Resource_serviceId(ctx, field)
+	case "plugin":
+		return ec.fieldContext_Resource_plugin(ctx, field)
+	case "type":
+		return ec.fieldContext_Resource_type(ctx, field)
+	case "properties":
+		return ec.fieldContext_Resource_properties(ctx, field)
+	case "dependsOn":
+		return ec.fieldContext_Resource_dependsOn(ctx, field)
+	case "outputs":
+		return ec.fieldContext_Resource_outputs(ctx, field)
+	case "status":
+		return ec.fieldContext_Resource_status(ctx, field)
+	case "failedIn":
+		return ec.fieldContext_Resource_failedIn(ctx, field)
+	case "error":
+		return ec.fieldContext_Resource_error(ctx, field)
+	case "plannedAt":
+		return ec.fieldContext_Resource_plannedAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Resource_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_Resource_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Resource", field.Name)
+}
+
+func (ec *executionContext) childFields_ResourceConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ResourceConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ResourceConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResourceConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ResourceEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ResourceEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ResourceEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResourceEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_RetryPolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4714,6 +6706,200 @@ func (ec *executionContext) childFields_ScriptSpec(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type ScriptSpec", field.Name)
 }
 
+func (ec *executionContext) childFields_Service(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Service_id(ctx, field)
+	case "tenantId":
+		return ec.fieldContext_Service_tenantId(ctx, field)
+	case "name":
+		return ec.fieldContext_Service_name(ctx, field)
+	case "templateName":
+		return ec.fieldContext_Service_templateName(ctx, field)
+	case "templateVersion":
+		return ec.fieldContext_Service_templateVersion(ctx, field)
+	case "variables":
+		return ec.fieldContext_Service_variables(ctx, field)
+	case "status":
+		return ec.fieldContext_Service_status(ctx, field)
+	case "failedIn":
+		return ec.fieldContext_Service_failedIn(ctx, field)
+	case "cause":
+		return ec.fieldContext_Service_cause(ctx, field)
+	case "remaining":
+		return ec.fieldContext_Service_remaining(ctx, field)
+	case "outputs":
+		return ec.fieldContext_Service_outputs(ctx, field)
+	case "resources":
+		return ec.fieldContext_Service_resources(ctx, field)
+	case "requestedAt":
+		return ec.fieldContext_Service_requestedAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Service_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_Service_version(ctx, field)
+	case "allowedActions":
+		return ec.fieldContext_Service_allowedActions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Service", field.Name)
+}
+
+func (ec *executionContext) childFields_ServiceChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "event":
+		return ec.fieldContext_ServiceChange_event(ctx, field)
+	case "service":
+		return ec.fieldContext_ServiceChange_service(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServiceChange", field.Name)
+}
+
+func (ec *executionContext) childFields_ServiceConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ServiceConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ServiceConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServiceConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ServiceEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ServiceEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ServiceEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServiceEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ServicePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "service":
+		return ec.fieldContext_ServicePayload_service(ctx, field)
+	case "cursor":
+		return ec.fieldContext_ServicePayload_cursor(ctx, field)
+	case "duplicate":
+		return ec.fieldContext_ServicePayload_duplicate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServicePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateFlavor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_TemplateFlavor_name(ctx, field)
+	case "description":
+		return ec.fieldContext_TemplateFlavor_description(ctx, field)
+	case "variables":
+		return ec.fieldContext_TemplateFlavor_variables(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateFlavor", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "template":
+		return ec.fieldContext_TemplatePayload_template(ctx, field)
+	case "cursor":
+		return ec.fieldContext_TemplatePayload_cursor(ctx, field)
+	case "duplicate":
+		return ec.fieldContext_TemplatePayload_duplicate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplatePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateVariable(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_TemplateVariable_name(ctx, field)
+	case "type":
+		return ec.fieldContext_TemplateVariable_type(ctx, field)
+	case "description":
+		return ec.fieldContext_TemplateVariable_description(ctx, field)
+	case "default":
+		return ec.fieldContext_TemplateVariable_default(ctx, field)
+	case "required":
+		return ec.fieldContext_TemplateVariable_required(ctx, field)
+	case "sensitive":
+		return ec.fieldContext_TemplateVariable_sensitive(ctx, field)
+	case "pattern":
+		return ec.fieldContext_TemplateVariable_pattern(ctx, field)
+	case "minLength":
+		return ec.fieldContext_TemplateVariable_minLength(ctx, field)
+	case "maxLength":
+		return ec.fieldContext_TemplateVariable_maxLength(ctx, field)
+	case "minimum":
+		return ec.fieldContext_TemplateVariable_minimum(ctx, field)
+	case "maximum":
+		return ec.fieldContext_TemplateVariable_maximum(ctx, field)
+	case "enum":
+		return ec.fieldContext_TemplateVariable_enum(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateVariable", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_TemplateVersion_id(ctx, field)
+	case "name":
+		return ec.fieldContext_TemplateVersion_name(ctx, field)
+	case "version":
+		return ec.fieldContext_TemplateVersion_version(ctx, field)
+	case "vendor":
+		return ec.fieldContext_TemplateVersion_vendor(ctx, field)
+	case "category":
+		return ec.fieldContext_TemplateVersion_category(ctx, field)
+	case "description":
+		return ec.fieldContext_TemplateVersion_description(ctx, field)
+	case "status":
+		return ec.fieldContext_TemplateVersion_status(ctx, field)
+	case "descriptor":
+		return ec.fieldContext_TemplateVersion_descriptor(ctx, field)
+	case "digest":
+		return ec.fieldContext_TemplateVersion_digest(ctx, field)
+	case "variables":
+		return ec.fieldContext_TemplateVersion_variables(ctx, field)
+	case "flavors":
+		return ec.fieldContext_TemplateVersion_flavors(ctx, field)
+	case "registeredAt":
+		return ec.fieldContext_TemplateVersion_registeredAt(ctx, field)
+	case "publishedAt":
+		return ec.fieldContext_TemplateVersion_publishedAt(ctx, field)
+	case "deprecatedAt":
+		return ec.fieldContext_TemplateVersion_deprecatedAt(ctx, field)
+	case "deprecationReason":
+		return ec.fieldContext_TemplateVersion_deprecationReason(ctx, field)
+	case "streamVersion":
+		return ec.fieldContext_TemplateVersion_streamVersion(ctx, field)
+	case "allowedActions":
+		return ec.fieldContext_TemplateVersion_allowedActions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateVersion", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateVersionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TemplateVersionConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_TemplateVersionConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateVersionConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TemplateVersionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TemplateVersionEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TemplateVersionEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TemplateVersionEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4734,6 +6920,26 @@ func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphq
 		return ec.fieldContext_Tenant_allowedActions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Tenant", field.Name)
+}
+
+func (ec *executionContext) childFields_TenantConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TenantConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_TenantConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TenantConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TenantEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TenantEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TenantEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TenantEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_TenantPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4772,6 +6978,26 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_allowedActions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
+}
+
+func (ec *executionContext) childFields_UserConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_UserConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_UserConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_UserEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_UserEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_UserEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_UserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

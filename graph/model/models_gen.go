@@ -43,6 +43,23 @@ type APIToken struct {
 	RevokeReason *string     `json:"revokeReason,omitempty"`
 }
 
+type APITokenConnection struct {
+	Edges    []APITokenEdge `json:"edges"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+}
+
+type APITokenEdge struct {
+	Cursor string    `json:"cursor"`
+	Node   *APIToken `json:"node"`
+}
+
+type APITokenFilter struct {
+	UserID *string `json:"userId,omitempty"`
+	// Ignored for tenant roles, which see their own tenant only.
+	TenantID       *string `json:"tenantId,omitempty"`
+	IncludeRevoked *bool   `json:"includeRevoked,omitempty"`
+}
+
 type APITokenPayload struct {
 	APIToken  *APIToken `json:"apiToken"`
 	Cursor    Cursor    `json:"cursor"`
@@ -145,6 +162,19 @@ type CreateLocationInput struct {
 	CommandID   *string `json:"commandId,omitempty"`
 }
 
+type CreateServiceInput struct {
+	// Tenant to deploy for; tenant roles may leave it out (their own tenant).
+	TenantID        *string `json:"tenantId,omitempty"`
+	Name            string  `json:"name"`
+	TemplateName    string  `json:"templateName"`
+	TemplateVersion string  `json:"templateVersion"`
+	// Values for the template's variables, as a JSON object.
+	Variables JSON `json:"variables,omitempty"`
+	// A flavor of the template whose values fill in the variables not given.
+	Flavor    *string `json:"flavor,omitempty"`
+	CommandID *string `json:"commandId,omitempty"`
+}
+
 type CreateTenantInput struct {
 	// Optional caller-chosen id (lower-case letters, digits, dashes).
 	ID        *string `json:"id,omitempty"`
@@ -163,6 +193,13 @@ type CreateUserInput struct {
 
 type DecommissionNodeInput struct {
 	NodeID    string  `json:"nodeId"`
+	Reason    *string `json:"reason,omitempty"`
+	CommandID *string `json:"commandId,omitempty"`
+}
+
+type DeprecateTemplateInput struct {
+	Name      string  `json:"name"`
+	Version   string  `json:"version"`
 	Reason    *string `json:"reason,omitempty"`
 	CommandID *string `json:"commandId,omitempty"`
 }
@@ -414,6 +451,12 @@ type Job struct {
 	Log *JobLogConnection `json:"log"`
 }
 
+// A change to a job, delivered after the read models applied it.
+type JobChange struct {
+	Event *Event `json:"event"`
+	Job   *Job   `json:"job,omitempty"`
+}
+
 type JobConnection struct {
 	Edges      []JobEdge `json:"edges"`
 	PageInfo   *PageInfo `json:"pageInfo"`
@@ -423,6 +466,18 @@ type JobConnection struct {
 type JobEdge struct {
 	Cursor string `json:"cursor"`
 	Node   *Job   `json:"node"`
+}
+
+type JobFilter struct {
+	NodeID *string     `json:"nodeId,omitempty"`
+	Status []JobStatus `json:"status,omitempty"`
+	// Submitted in this range.
+	Submitted *TimeRange `json:"submitted,omitempty"`
+	ParentID  *string    `json:"parentId,omitempty"`
+	// Only jobs that are not children of a fan-out.
+	TopLevel *bool `json:"topLevel,omitempty"`
+	// Ignored for tenant roles, which see their own tenant only.
+	TenantID *string `json:"tenantId,omitempty"`
 }
 
 // A chunk of a job's output. seq numbers a job's chunks from 1 without gaps.
@@ -545,10 +600,31 @@ type Location struct {
 	Version     int            `json:"version"`
 }
 
+type LocationConnection struct {
+	Edges    []LocationEdge `json:"edges"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+}
+
+type LocationEdge struct {
+	Cursor string    `json:"cursor"`
+	Node   *Location `json:"node"`
+}
+
+type LocationFilter struct {
+	Status []LocationStatus `json:"status,omitempty"`
+}
+
 type LocationPayload struct {
 	Location  *Location `json:"location"`
 	Cursor    Cursor    `json:"cursor"`
 	Duplicate bool      `json:"duplicate"`
+}
+
+type MarkServiceCleanedUpInput struct {
+	ServiceID string `json:"serviceId"`
+	// What was removed by hand, for the record.
+	Note      *string `json:"note,omitempty"`
+	CommandID *string `json:"commandId,omitempty"`
 }
 
 // Writes. Every mutation is one domain command: it takes an optional
@@ -617,6 +693,24 @@ type Node struct {
 	Statistics []NodeStatSample `json:"statistics"`
 }
 
+// A change to a node, delivered after the read models applied it.
+type NodeChange struct {
+	// The event that changed the node; resume from its cursor.
+	Event *Event `json:"event"`
+	// The node as the read model shows it after the event.
+	Node *Node `json:"node,omitempty"`
+}
+
+type NodeConnection struct {
+	Edges    []NodeEdge `json:"edges"`
+	PageInfo *PageInfo  `json:"pageInfo"`
+}
+
+type NodeEdge struct {
+	Cursor string `json:"cursor"`
+	Node   *Node  `json:"node"`
+}
+
 type NodeFacts struct {
 	CPU         *CPUFacts          `json:"cpu"`
 	MemoryBytes int64              `json:"memoryBytes"`
@@ -631,6 +725,15 @@ type NodeFactsInput struct {
 	Disks       []DiskFactsInput        `json:"disks"`
 	Network     []NetworkInterfaceInput `json:"network"`
 	Os          *OSFactsInput           `json:"os"`
+}
+
+type NodeFilter struct {
+	Status []NodeStatus `json:"status,omitempty"`
+	// Nodes carrying every one of these labels.
+	Labels     []LabelInput `json:"labels,omitempty"`
+	LocationID *string      `json:"locationId,omitempty"`
+	// Case-insensitive substring of the hostname.
+	Hostname *string `json:"hostname,omitempty"`
 }
 
 type NodePayload struct {
@@ -707,11 +810,53 @@ type PollAgentJobsPayload struct {
 	Cursor Cursor `json:"cursor"`
 }
 
+type Projection struct {
+	Name    string          `json:"name"`
+	Version int             `json:"version"`
+	State   ProjectionState `json:"state"`
+	// Cursor of the last event the projection applied.
+	Position      Cursor  `json:"position"`
+	EventsBehind  int64   `json:"eventsBehind"`
+	SecondsBehind float64 `json:"secondsBehind"`
+	LastError     *string `json:"lastError,omitempty"`
+	// Events that failed repeatedly and were set aside; the projection went on.
+	ParkedEvents int `json:"parkedEvents"`
+	// Set while a rebuild runs: the version being built and how far it got.
+	Rebuild *ProjectionRebuild `json:"rebuild,omitempty"`
+}
+
+type ProjectionRebuild struct {
+	Version      int       `json:"version"`
+	Position     Cursor    `json:"position"`
+	EventsBehind int64     `json:"eventsBehind"`
+	StartedAt    time.Time `json:"startedAt"`
+}
+
+type PublishTemplateInput struct {
+	Name      string  `json:"name"`
+	Version   string  `json:"version"`
+	CommandID *string `json:"commandId,omitempty"`
+}
+
 // Reads. Every query that reads the read models takes an optional
 // `consistentWith` cursor: the query waits (at most 2 s, then fails with
 // CONFLICT and `extensions.cursor`) until the read models have applied the event
 // at that cursor, so a client reads its own writes.
 type Query struct {
+}
+
+type RebuildProjectionInput struct {
+	Name string `json:"name"`
+}
+
+type RebuildProjectionPayload struct {
+	Projection *Projection `json:"projection"`
+}
+
+type RegisterTemplateInput struct {
+	// The descriptor as JSON or YAML text. Validation errors name the offending path.
+	Descriptor string  `json:"descriptor"`
+	CommandID  *string `json:"commandId,omitempty"`
 }
 
 type RenameTenantInput struct {
@@ -734,6 +879,44 @@ type ReportStatsInput struct {
 
 type ReportStatsPayload struct {
 	Accepted int `json:"accepted"`
+}
+
+type Resource struct {
+	// Deterministic: the same service and descriptor resource always get the same id.
+	ID        string `json:"id"`
+	ServiceID string `json:"serviceId"`
+	// agent, http, terraform, or an out-of-process plugin's name.
+	Plugin     string `json:"plugin"`
+	Type       string `json:"type"`
+	Properties JSON   `json:"properties,omitempty"`
+	// Ids of resources of the same service this one depends on.
+	DependsOn []string `json:"dependsOn"`
+	// The plugin's latest outputs.
+	Outputs   JSON           `json:"outputs,omitempty"`
+	Status    ResourceStatus `json:"status"`
+	FailedIn  *ResourcePhase `json:"failedIn,omitempty"`
+	Error     *string        `json:"error,omitempty"`
+	PlannedAt time.Time      `json:"plannedAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+	Version   int            `json:"version"`
+}
+
+type ResourceConnection struct {
+	Edges    []ResourceEdge `json:"edges"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+}
+
+type ResourceEdge struct {
+	Cursor string    `json:"cursor"`
+	Node   *Resource `json:"node"`
+}
+
+type ResourceFilter struct {
+	ServiceID *string          `json:"serviceId,omitempty"`
+	Status    []ResourceStatus `json:"status,omitempty"`
+	Plugin    *string          `json:"plugin,omitempty"`
+	// Ignored for tenant roles, which see their own tenant only.
+	TenantID *string `json:"tenantId,omitempty"`
 }
 
 type ResumeTenantInput struct {
@@ -772,6 +955,67 @@ type ScriptSpec struct {
 type ScriptSpecInput struct {
 	Interpreter string `json:"interpreter"`
 	Body        string `json:"body"`
+}
+
+type Service struct {
+	ID              string `json:"id"`
+	TenantID        string `json:"tenantId"`
+	Name            string `json:"name"`
+	TemplateName    string `json:"templateName"`
+	TemplateVersion string `json:"templateVersion"`
+	// The variables the service was deployed with; sensitive values are replaced by null.
+	Variables JSON          `json:"variables,omitempty"`
+	Status    ServiceStatus `json:"status"`
+	// Set while FAILED: the lifecycle step that failed.
+	FailedIn *ServicePhase `json:"failedIn,omitempty"`
+	// Why the last step failed.
+	Cause *string `json:"cause,omitempty"`
+	// Resources a failed rollback or removal left behind.
+	Remaining []string `json:"remaining"`
+	// The service's outputs as of its last registration or start.
+	Outputs     JSON       `json:"outputs,omitempty"`
+	Resources   []Resource `json:"resources"`
+	RequestedAt time.Time  `json:"requestedAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+	Version     int        `json:"version"`
+	// The commands the service accepts in its current state (start, stop, remove).
+	AllowedActions []string `json:"allowedActions"`
+}
+
+// A change to a service or one of its resources, delivered after the read models applied it.
+type ServiceChange struct {
+	Event   *Event   `json:"event"`
+	Service *Service `json:"service,omitempty"`
+}
+
+type ServiceCommandInput struct {
+	ServiceID string  `json:"serviceId"`
+	CommandID *string `json:"commandId,omitempty"`
+}
+
+type ServiceConnection struct {
+	Edges    []ServiceEdge `json:"edges"`
+	PageInfo *PageInfo     `json:"pageInfo"`
+}
+
+type ServiceEdge struct {
+	Cursor string   `json:"cursor"`
+	Node   *Service `json:"node"`
+}
+
+type ServiceFilter struct {
+	// Ignored for tenant roles, which see their own tenant only.
+	TenantID     *string         `json:"tenantId,omitempty"`
+	Status       []ServiceStatus `json:"status,omitempty"`
+	TemplateName *string         `json:"templateName,omitempty"`
+	// Case-insensitive substring of the name.
+	Name *string `json:"name,omitempty"`
+}
+
+type ServicePayload struct {
+	Service   *Service `json:"service"`
+	Cursor    Cursor   `json:"cursor"`
+	Duplicate bool     `json:"duplicate"`
 }
 
 type SetNodeLabelsInput struct {
@@ -815,6 +1059,79 @@ type SuspendTenantInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+type TemplateFilter struct {
+	Name     *string          `json:"name,omitempty"`
+	Vendor   *string          `json:"vendor,omitempty"`
+	Category *string          `json:"category,omitempty"`
+	Status   []TemplateStatus `json:"status,omitempty"`
+	// Only the newest published version of each name.
+	LatestOnly *bool `json:"latestOnly,omitempty"`
+}
+
+type TemplateFlavor struct {
+	Name        string  `json:"name"`
+	Description *string `json:"description,omitempty"`
+	Variables   JSON    `json:"variables"`
+}
+
+type TemplatePayload struct {
+	Template  *TemplateVersion `json:"template"`
+	Cursor    Cursor           `json:"cursor"`
+	Duplicate bool             `json:"duplicate"`
+}
+
+type TemplateVariable struct {
+	Name        string       `json:"name"`
+	Type        VariableType `json:"type"`
+	Description *string      `json:"description,omitempty"`
+	Default     JSON         `json:"default,omitempty"`
+	Required    bool         `json:"required"`
+	// Never returned by the API once set, never logged, stored encrypted.
+	Sensitive bool     `json:"sensitive"`
+	Pattern   *string  `json:"pattern,omitempty"`
+	MinLength *int     `json:"minLength,omitempty"`
+	MaxLength *int     `json:"maxLength,omitempty"`
+	Minimum   *float64 `json:"minimum,omitempty"`
+	Maximum   *float64 `json:"maximum,omitempty"`
+	Enum      []JSON   `json:"enum,omitempty"`
+}
+
+// One version of a service descriptor in the catalog. Its id is name@version.
+type TemplateVersion struct {
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Vendor      string         `json:"vendor"`
+	Category    *string        `json:"category,omitempty"`
+	Description *string        `json:"description,omitempty"`
+	Status      TemplateStatus `json:"status"`
+	// The descriptor as JSON (YAML is converted on registration).
+	Descriptor JSON `json:"descriptor"`
+	// sha256:<hex> over the canonical descriptor.
+	Digest string `json:"digest"`
+	// The descriptor's input variables, for forms.
+	Variables []TemplateVariable `json:"variables"`
+	// Named sets of variable values, such as small or ha.
+	Flavors           []TemplateFlavor `json:"flavors"`
+	RegisteredAt      time.Time        `json:"registeredAt"`
+	PublishedAt       *time.Time       `json:"publishedAt,omitempty"`
+	DeprecatedAt      *time.Time       `json:"deprecatedAt,omitempty"`
+	DeprecationReason *string          `json:"deprecationReason,omitempty"`
+	// Version of the template version's event stream.
+	StreamVersion  int      `json:"streamVersion"`
+	AllowedActions []string `json:"allowedActions"`
+}
+
+type TemplateVersionConnection struct {
+	Edges    []TemplateVersionEdge `json:"edges"`
+	PageInfo *PageInfo             `json:"pageInfo"`
+}
+
+type TemplateVersionEdge struct {
+	Cursor string           `json:"cursor"`
+	Node   *TemplateVersion `json:"node"`
+}
+
 type Tenant struct {
 	ID             string       `json:"id"`
 	Name           string       `json:"name"`
@@ -824,6 +1141,22 @@ type Tenant struct {
 	UpdatedAt      time.Time    `json:"updatedAt"`
 	Version        int          `json:"version"`
 	AllowedActions []string     `json:"allowedActions"`
+}
+
+type TenantConnection struct {
+	Edges    []TenantEdge `json:"edges"`
+	PageInfo *PageInfo    `json:"pageInfo"`
+}
+
+type TenantEdge struct {
+	Cursor string  `json:"cursor"`
+	Node   *Tenant `json:"node"`
+}
+
+type TenantFilter struct {
+	Status []TenantStatus `json:"status,omitempty"`
+	// Case-insensitive substring of the name.
+	Name *string `json:"name,omitempty"`
 }
 
 type TenantPayload struct {
@@ -863,6 +1196,23 @@ type User struct {
 	UpdatedAt      time.Time  `json:"updatedAt"`
 	Version        int        `json:"version"`
 	AllowedActions []string   `json:"allowedActions"`
+}
+
+type UserConnection struct {
+	Edges    []UserEdge `json:"edges"`
+	PageInfo *PageInfo  `json:"pageInfo"`
+}
+
+type UserEdge struct {
+	Cursor string `json:"cursor"`
+	Node   *User  `json:"node"`
+}
+
+type UserFilter struct {
+	// Ignored for tenant roles, which see their own tenant only.
+	TenantID *string      `json:"tenantId,omitempty"`
+	Role     []Role       `json:"role,omitempty"`
+	Status   []UserStatus `json:"status,omitempty"`
 }
 
 type UserPayload struct {
@@ -1335,6 +1685,198 @@ func (e NodeStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type ProjectionState string
+
+const (
+	// Applying events as they commit.
+	ProjectionStateRunning ProjectionState = "RUNNING"
+	// Catching up from position zero into new tables; the old version keeps serving.
+	ProjectionStateRebuilding ProjectionState = "REBUILDING"
+	// Failing and retried with backoff; see lastError.
+	ProjectionStateFailing ProjectionState = "FAILING"
+	ProjectionStateStopped ProjectionState = "STOPPED"
+)
+
+var AllProjectionState = []ProjectionState{
+	ProjectionStateRunning,
+	ProjectionStateRebuilding,
+	ProjectionStateFailing,
+	ProjectionStateStopped,
+}
+
+func (e ProjectionState) IsValid() bool {
+	switch e {
+	case ProjectionStateRunning, ProjectionStateRebuilding, ProjectionStateFailing, ProjectionStateStopped:
+		return true
+	}
+	return false
+}
+
+func (e ProjectionState) String() string {
+	return string(e)
+}
+
+func (e *ProjectionState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ProjectionState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ProjectionState", str)
+	}
+	return nil
+}
+
+func (e ProjectionState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ProjectionState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ProjectionState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ResourcePhase string
+
+const (
+	ResourcePhaseCreate  ResourcePhase = "CREATE"
+	ResourcePhaseStart   ResourcePhase = "START"
+	ResourcePhaseStop    ResourcePhase = "STOP"
+	ResourcePhaseDestroy ResourcePhase = "DESTROY"
+)
+
+var AllResourcePhase = []ResourcePhase{
+	ResourcePhaseCreate,
+	ResourcePhaseStart,
+	ResourcePhaseStop,
+	ResourcePhaseDestroy,
+}
+
+func (e ResourcePhase) IsValid() bool {
+	switch e {
+	case ResourcePhaseCreate, ResourcePhaseStart, ResourcePhaseStop, ResourcePhaseDestroy:
+		return true
+	}
+	return false
+}
+
+func (e ResourcePhase) String() string {
+	return string(e)
+}
+
+func (e *ResourcePhase) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ResourcePhase(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ResourcePhase", str)
+	}
+	return nil
+}
+
+func (e ResourcePhase) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ResourcePhase) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ResourcePhase) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ResourceStatus string
+
+const (
+	ResourceStatusPending    ResourceStatus = "PENDING"
+	ResourceStatusCreating   ResourceStatus = "CREATING"
+	ResourceStatusCreated    ResourceStatus = "CREATED"
+	ResourceStatusStarting   ResourceStatus = "STARTING"
+	ResourceStatusRunning    ResourceStatus = "RUNNING"
+	ResourceStatusStopping   ResourceStatus = "STOPPING"
+	ResourceStatusStopped    ResourceStatus = "STOPPED"
+	ResourceStatusDestroying ResourceStatus = "DESTROYING"
+	ResourceStatusDestroyed  ResourceStatus = "DESTROYED"
+	ResourceStatusFailed     ResourceStatus = "FAILED"
+)
+
+var AllResourceStatus = []ResourceStatus{
+	ResourceStatusPending,
+	ResourceStatusCreating,
+	ResourceStatusCreated,
+	ResourceStatusStarting,
+	ResourceStatusRunning,
+	ResourceStatusStopping,
+	ResourceStatusStopped,
+	ResourceStatusDestroying,
+	ResourceStatusDestroyed,
+	ResourceStatusFailed,
+}
+
+func (e ResourceStatus) IsValid() bool {
+	switch e {
+	case ResourceStatusPending, ResourceStatusCreating, ResourceStatusCreated, ResourceStatusStarting, ResourceStatusRunning, ResourceStatusStopping, ResourceStatusStopped, ResourceStatusDestroying, ResourceStatusDestroyed, ResourceStatusFailed:
+		return true
+	}
+	return false
+}
+
+func (e ResourceStatus) String() string {
+	return string(e)
+}
+
+func (e *ResourceStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ResourceStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ResourceStatus", str)
+	}
+	return nil
+}
+
+func (e ResourceStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ResourceStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ResourceStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // What a token may do. Tenant roles act within one tenant; the agent role is a
 // node credential that acts only for its own node.
 type Role string
@@ -1402,6 +1944,141 @@ func (e Role) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type ServicePhase string
+
+const (
+	ServicePhaseRegister ServicePhase = "REGISTER"
+	ServicePhaseStart    ServicePhase = "START"
+	ServicePhaseStop     ServicePhase = "STOP"
+)
+
+var AllServicePhase = []ServicePhase{
+	ServicePhaseRegister,
+	ServicePhaseStart,
+	ServicePhaseStop,
+}
+
+func (e ServicePhase) IsValid() bool {
+	switch e {
+	case ServicePhaseRegister, ServicePhaseStart, ServicePhaseStop:
+		return true
+	}
+	return false
+}
+
+func (e ServicePhase) String() string {
+	return string(e)
+}
+
+func (e *ServicePhase) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ServicePhase(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ServicePhase", str)
+	}
+	return nil
+}
+
+func (e ServicePhase) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ServicePhase) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ServicePhase) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ServiceStatus string
+
+const (
+	ServiceStatusRegistering ServiceStatus = "REGISTERING"
+	ServiceStatusRegistered  ServiceStatus = "REGISTERED"
+	ServiceStatusStarting    ServiceStatus = "STARTING"
+	ServiceStatusRunning     ServiceStatus = "RUNNING"
+	ServiceStatusStopping    ServiceStatus = "STOPPING"
+	ServiceStatusStopped     ServiceStatus = "STOPPED"
+	ServiceStatusRemoving    ServiceStatus = "REMOVING"
+	ServiceStatusRemoved     ServiceStatus = "REMOVED"
+	// See failedIn and cause.
+	ServiceStatusFailed      ServiceStatus = "FAILED"
+	ServiceStatusRollingBack ServiceStatus = "ROLLING_BACK"
+	// A failed registration left resources behind: see remaining.
+	ServiceStatusRollbackFailed ServiceStatus = "ROLLBACK_FAILED"
+	// A removal left resources behind: see remaining.
+	ServiceStatusManualCleanupRequired ServiceStatus = "MANUAL_CLEANUP_REQUIRED"
+)
+
+var AllServiceStatus = []ServiceStatus{
+	ServiceStatusRegistering,
+	ServiceStatusRegistered,
+	ServiceStatusStarting,
+	ServiceStatusRunning,
+	ServiceStatusStopping,
+	ServiceStatusStopped,
+	ServiceStatusRemoving,
+	ServiceStatusRemoved,
+	ServiceStatusFailed,
+	ServiceStatusRollingBack,
+	ServiceStatusRollbackFailed,
+	ServiceStatusManualCleanupRequired,
+}
+
+func (e ServiceStatus) IsValid() bool {
+	switch e {
+	case ServiceStatusRegistering, ServiceStatusRegistered, ServiceStatusStarting, ServiceStatusRunning, ServiceStatusStopping, ServiceStatusStopped, ServiceStatusRemoving, ServiceStatusRemoved, ServiceStatusFailed, ServiceStatusRollingBack, ServiceStatusRollbackFailed, ServiceStatusManualCleanupRequired:
+		return true
+	}
+	return false
+}
+
+func (e ServiceStatus) String() string {
+	return string(e)
+}
+
+func (e *ServiceStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ServiceStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ServiceStatus", str)
+	}
+	return nil
+}
+
+func (e ServiceStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ServiceStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ServiceStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type TargetMode string
 
 const (
@@ -1454,6 +2131,66 @@ func (e *TargetMode) UnmarshalJSON(b []byte) error {
 }
 
 func (e TargetMode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type TemplateStatus string
+
+const (
+	// Registered and validated; the vendor may still replace the descriptor.
+	TemplateStatusValidated TemplateStatus = "VALIDATED"
+	// Deployable; the descriptor is frozen.
+	TemplateStatusPublished TemplateStatus = "PUBLISHED"
+	// Frozen; not offered for new deployments.
+	TemplateStatusDeprecated TemplateStatus = "DEPRECATED"
+)
+
+var AllTemplateStatus = []TemplateStatus{
+	TemplateStatusValidated,
+	TemplateStatusPublished,
+	TemplateStatusDeprecated,
+}
+
+func (e TemplateStatus) IsValid() bool {
+	switch e {
+	case TemplateStatusValidated, TemplateStatusPublished, TemplateStatusDeprecated:
+		return true
+	}
+	return false
+}
+
+func (e TemplateStatus) String() string {
+	return string(e)
+}
+
+func (e *TemplateStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TemplateStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TemplateStatus", str)
+	}
+	return nil
+}
+
+func (e TemplateStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TemplateStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TemplateStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1624,6 +2361,69 @@ func (e *UserStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e UserStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type VariableType string
+
+const (
+	VariableTypeString  VariableType = "STRING"
+	VariableTypeNumber  VariableType = "NUMBER"
+	VariableTypeInteger VariableType = "INTEGER"
+	VariableTypeBoolean VariableType = "BOOLEAN"
+	VariableTypeObject  VariableType = "OBJECT"
+	VariableTypeArray   VariableType = "ARRAY"
+)
+
+var AllVariableType = []VariableType{
+	VariableTypeString,
+	VariableTypeNumber,
+	VariableTypeInteger,
+	VariableTypeBoolean,
+	VariableTypeObject,
+	VariableTypeArray,
+}
+
+func (e VariableType) IsValid() bool {
+	switch e {
+	case VariableTypeString, VariableTypeNumber, VariableTypeInteger, VariableTypeBoolean, VariableTypeObject, VariableTypeArray:
+		return true
+	}
+	return false
+}
+
+func (e VariableType) String() string {
+	return string(e)
+}
+
+func (e *VariableType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = VariableType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid VariableType", str)
+	}
+	return nil
+}
+
+func (e VariableType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *VariableType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e VariableType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,113 @@
+package graph
+
+import (
+	"context"
+	"strings"
+
+	"cairn/auth"
+	"cairn/commands"
+	"cairn/graph/live"
+	"cairn/graph/model"
+	"cairn/projections/readmodel"
+)
+
+// nodeChanged, jobChanged and serviceChanged follow the projected hub: an
+// event reaches them once every read model applied it, so the entity read
+// for it shows the change. A change the caller may not see is skipped.
+
+// streamMatch matches the events of one stream type, of one entity when id
+// is set.
+func streamMatch(streamType string, id *string) live.Match {
+	if id != nil && *id != "" {
+		sid := commands.StreamID(streamType, *id)
+		return func(e live.Event) bool { return e.StreamID == sid }
+	}
+	return func(e live.Event) bool { return e.StreamType == streamType }
+}
+
+// entityID is the id of the entity an event's stream belongs to.
+func entityID(e live.Event) string {
+	return strings.TrimPrefix(e.StreamID, e.StreamType+"-")
+}
+
+func (s *Server) nodeChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
+	return subscribe(ctx, s.projected, after, streamMatch(commands.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
+		nid := entityID(e)
+		if auth.Can(p, auth.NodeRead, auth.Resource{NodeID: nid}) != nil {
+			return nil, nil
+		}
+		ev, err := s.toEvent(e)
+		if err != nil {
+			return nil, err
+		}
+		n, err := visibleOne(s.reader.Node(ctx, nid))
+		if err != nil {
+			return nil, err
+		}
+		out := &model.NodeChange{Event: ev}
+		if n != nil {
+			out.Node = nodeRowModel(*n)
+		}
+		return out, nil
+	})
+}
+
+func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string, after *model.Cursor) (<-chan *model.JobChange, error) {
+	match := streamMatch(commands.JobStream, id)
+	if tenantScoped(p) {
+		// A job's events carry the tenant its submitter acted for.
+		inner := match
+		match = func(e live.Event) bool { return inner(e) && e.Metadata.Tenant == p.TenantID }
+	}
+	return subscribe(ctx, s.projected, after, match, func(ctx context.Context, e live.Event) (*model.JobChange, error) {
+		j, err := visibleOne(s.reader.Job(ctx, entityID(e)))
+		if err != nil || j == nil {
+			return nil, err
+		}
+		if nodeID != nil && *nodeID != "" && j.NodeID != *nodeID {
+			return nil, nil
+		}
+		if auth.Can(p, auth.JobRead, auth.Resource{TenantID: j.TenantID, NodeID: j.NodeID}) != nil {
+			return nil, nil
+		}
+		ev, err := s.toEvent(e)
+		if err != nil {
+			return nil, err
+		}
+		return &model.JobChange{Event: ev, Job: jobRowModel(*j)}, nil
+	})
+}
+
+func (s *Server) serviceChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.ServiceChange, error) {
+	svcMatch := streamMatch(commands.ServiceStream, id)
+	match := func(e live.Event) bool { return svcMatch(e) || e.StreamType == commands.ResourceStream }
+	return subscribe(ctx, s.projected, after, match, func(ctx context.Context, e live.Event) (*model.ServiceChange, error) {
+		sid := entityID(e)
+		if e.StreamType == commands.ResourceStream {
+			r, err := visibleOne(s.reader.Resource(ctx, sid))
+			if err != nil || r == nil {
+				return nil, err
+			}
+			sid = r.ServiceID
+		}
+		if id != nil && *id != "" && sid != *id {
+			return nil, nil
+		}
+		sv, err := visibleOne(s.reader.Service(ctx, sid))
+		if err != nil || sv == nil {
+			return nil, err
+		}
+		if auth.Can(p, auth.ServiceRead, auth.Resource{TenantID: sv.TenantID}) != nil {
+			return nil, nil
+		}
+		ev, err := s.toEvent(e)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.servicesWithResources(ctx, []readmodel.Service{*sv})
+		if err != nil {
+			return nil, err
+		}
+		return &model.ServiceChange{Event: ev, Service: out[0]}, nil
+	})
+}
