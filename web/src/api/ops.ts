@@ -253,14 +253,15 @@ export const JobsQuery = gql<
   ${JobSummaryFields}
 `;
 
-export const JobQuery = gql<{ job: JobDetail | null }, { id: string; consistentWith?: Cursor }>`
-  query Job($id: ID!, $consistentWith: Cursor) {
-    job(id: $id, consistentWith: $consistentWith) {
+// Jobs are read from their own streams, which are current as soon as a
+// command returns: job takes no consistentWith.
+export const JobQuery = gql<{ job: JobDetail | null }, { id: string }>`
+  query Job($id: ID!) {
+    job(id: $id) {
       ...JobSummaryFields
       timeoutSeconds
       queue
       tenantId
-      node { id hostname }
       result { exitCode output error cpuTimeMs peakMemoryBytes }
       cancelReason
       lostReason

@@ -117,7 +117,6 @@ export interface JobDetail extends JobSummary {
   timeoutSeconds: number;
   queue: string | null;
   tenantId: string | null;
-  node: { id: string; hostname: string } | null;
   result: {
     exitCode: number;
     output: JSONValue;

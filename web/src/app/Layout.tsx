@@ -20,6 +20,11 @@ export function Layout({ children }: { children: ReactNode }) {
   const { viewer, signOut, api } = useSession();
   const place = usePlace();
   const sections = navFor(viewer.role, api);
+  // The item for this page: the longest path that is this page's or a parent of it.
+  const current = sections
+    .flatMap((s) => s.items)
+    .filter((i) => place.path === i.path || place.path.startsWith(`${i.path}/`))
+    .sort((a, b) => b.path.length - a.path.length)[0]?.path;
   const who = viewer.name ?? viewer.userId ?? viewer.id;
   return (
     <div className="app">
@@ -48,10 +53,9 @@ export function Layout({ children }: { children: ReactNode }) {
             <h2>{s.title}</h2>
             <ul>
               {s.items.map((item) => {
-                const current = place.path === item.path || place.path.startsWith(`${item.path}/`);
                 return (
                   <li key={item.path}>
-                    <Link to={item.path} aria-current={current ? 'page' : undefined}>
+                    <Link to={item.path} aria-current={item.path === current ? 'page' : undefined}>
                       {item.label}
                     </Link>
                   </li>

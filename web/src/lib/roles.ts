@@ -64,6 +64,7 @@ const sections: { title: string; items: NavItem[] }[] = [
     items: [
       { page: 'nodes', label: 'Nodes', path: '/nodes' },
       { page: 'jobs', label: 'Jobs', path: '/jobs' },
+      { page: 'run-job', label: 'Run a job', path: '/jobs/new' },
       { page: 'locations', label: 'Locations', path: '/locations' },
     ],
   },

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { CancelJobMutation, JobChangedSubscription, JobLogSubscription, JobQuery } from '../../api/ops';
 import { finishedJobStatuses, type JobDetail, type JobLogChunk } from '../../api/types';
 import type { Problem } from '../../api/errors';
@@ -19,11 +19,19 @@ import { appendChunk } from '../../lib/log';
 export function JobPage({ params }: { params: Record<string, string> }) {
   const id = params.id!;
   useTitle(`Job ${id}`);
-  const [cw, setCw] = useState<string>();
   const access = useAccess();
-  const q = useApiQuery(JobQuery, { id, consistentWith: cw });
+  const q = useApiQuery(JobQuery, { id });
   const refetch = useDebounced(q.refetch, 200);
-  useSubscriptionEffect(JobChangedSubscription, { id }, () => refetch(), { pause: !access.live('jobChanged'), onResync: refetch });
+  const live = access.live('jobChanged');
+  useSubscriptionEffect(JobChangedSubscription, { id }, () => refetch(), { pause: !live, onResync: refetch });
+  // Without jobChanged, an unfinished job is read again every 2 s.
+  const status = q.data?.job?.status;
+  const finished = status !== undefined && finishedJobStatuses.has(status);
+  useEffect(() => {
+    if (live || finished || !q.data?.job) return;
+    const t = setInterval(() => q.refetch(), 2000);
+    return () => clearInterval(t);
+  }, [live, finished, q.data?.job, q.refetch]);
   return (
     <section>
       <p className="crumbs">
@@ -37,7 +45,7 @@ export function JobPage({ params }: { params: Record<string, string> }) {
               <Empty>There is no job {id}.</Empty>
             </>
           ) : (
-            <JobView job={d.job} onChanged={setCw} />
+            <JobView job={d.job} onChanged={refetch} />
           )
         }
       </QueryView>
@@ -45,7 +53,7 @@ export function JobPage({ params }: { params: Record<string, string> }) {
   );
 }
 
-function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): void }) {
+function JobView({ job, onChanged }: { job: JobDetail; onChanged(): void }) {
   const access = useAccess();
   const [cancel, cancelSt] = useCommand(CancelJobMutation);
   const fanOut = job.target.mode === 'ALL' && !job.parentId;
@@ -62,7 +70,7 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): voi
             title="Cancel this job?"
             onConfirm={async () => {
               const r = await cancel({ jobId: job.id, reason: 'cancelled from the portal' });
-              if (r) onChanged(r.cancelJob.cursor);
+              if (r) onChanged();
             }}
           >
             The agent stops it; its processes get the stop signal, then are killed after the grace period.
@@ -79,7 +87,15 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): voi
         <dd>{jobTarget(job)}</dd>
         <dt>Node</dt>
         <dd>
-          {job.node ? <Link to={`/nodes/${encodeURIComponent(job.node.id)}`}>{job.node.hostname}</Link> : <span className="muted">not yet</span>}
+          {job.nodeId ? (
+            access.page('node') ? (
+              <Link to={`/nodes/${encodeURIComponent(job.nodeId)}`}>{job.nodeId}</Link>
+            ) : (
+              <code>{job.nodeId}</code>
+            )
+          ) : (
+            <span className="muted">not yet</span>
+          )}
         </dd>
         {job.parentId ? (
           <>
@@ -133,7 +149,7 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(c: string): voi
       ) : (
         <>
           <h2>Output</h2>
-          <JobLog jobId={job.id} ended={finishedJobStatuses.has(job.status)} />
+          <JobLog jobId={job.id} ended={finishedJobStatuses.has(job.status)} onEnd={onChanged} />
         </>
       )}
     </>
@@ -163,7 +179,7 @@ function Result({ result }: { result: NonNullable<JobDetail['result']> }) {
   );
 }
 
-function JobLog({ jobId, ended }: { jobId: string; ended: boolean }) {
+function JobLog({ jobId, ended, onEnd }: { jobId: string; ended: boolean; onEnd(): void }) {
   const access = useAccess();
   const [chunks, setChunks] = useState<readonly JobLogChunk[]>([]);
   const [done, setDone] = useState(false);
@@ -184,7 +200,11 @@ function JobLog({ jobId, ended }: { jobId: string; ended: boolean }) {
         setProblems(p);
         setFrom(received.current);
       },
-      onComplete: () => setDone(true),
+      // The log ends with the job: read the job again for its result.
+      onComplete: () => {
+        setDone(true);
+        onEnd();
+      },
       pause: !access.live('jobLog'),
     },
   );

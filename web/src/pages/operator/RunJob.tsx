@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { NodesQuery, SubmitJobMutation } from '../../api/ops';
+import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
@@ -139,7 +140,19 @@ export function RunJobPage() {
   );
 }
 
-function NodeSelect({ value, error, onChange }: { value: string; error?: string; onChange(v: string): void }) {
+function NodeSelect(props: { value: string; error?: string; onChange(v: string): void }) {
+  const access = useAccess();
+  if (!access.query('nodes')) {
+    return (
+      <Field id="job-nodeId" label="Node id" error={props.error} required>
+        {(a) => <input {...a} value={props.value} spellCheck={false} onChange={(e) => props.onChange(e.target.value)} />}
+      </Field>
+    );
+  }
+  return <NodeList {...props} />;
+}
+
+function NodeList({ value, error, onChange }: { value: string; error?: string; onChange(v: string): void }) {
   const q = useApiQuery(NodesQuery, { first: 500 });
   const nodes = q.data?.nodes.edges.map((e) => e.node).filter((n) => n.status !== 'DECOMMISSIONED') ?? [];
   return (
