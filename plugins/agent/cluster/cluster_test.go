@@ -45,7 +45,9 @@ func fakeAgent(ctx context.Context, t *testing.T, store *eventstore.Store, h *jo
 				}
 				for _, step := range []func() (commands.Outcome, error){
 					func() (commands.Outcome, error) { return h.Lease(ctx, meta, jobs.Lease{JobID: id, NodeID: "n1"}) },
-					func() (commands.Outcome, error) { return h.Acknowledge(ctx, meta, jobs.Acknowledge{JobID: id, NodeID: "n1"}) },
+					func() (commands.Outcome, error) {
+						return h.Acknowledge(ctx, meta, jobs.Acknowledge{JobID: id, NodeID: "n1"})
+					},
 					func() (commands.Outcome, error) { return h.Start(ctx, meta, jobs.Start{JobID: id, NodeID: "n1"}) },
 				} {
 					if _, err := step(); err != nil {
