@@ -155,7 +155,13 @@ func (f *pollFeed) name() string { return "long poll" }
 func (f *pollFeed) run(ctx context.Context, after string, connected func(), deliver func(Lease) error) error {
 	first := true
 	for {
-		input := map[string]any{"nodeId": f.nodeID, "waitSeconds": int(f.wait / time.Second)}
+		// The first poll does not wait: it tells at once whether the
+		// control plane takes this node's polls.
+		wait := int(f.wait / time.Second)
+		if first {
+			wait = 0
+		}
+		input := map[string]any{"nodeId": f.nodeID, "waitSeconds": wait}
 		if after != "" {
 			input["after"] = after
 		}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"cairn/internal/testdb"
+)
+
+// Three real agents on one real cairnd, over each transport: a job on one
+// node, on any of them, on all of them; output arriving in order while the
+// job runs; a timeout that kills the process; a cancel that stops it.
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{"websocket", "poll"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			cp := startControlPlane(t)
+			labels := map[string]string{"fleet": "e2e"}
+			agents := []*agentProc{cp.startAgent(transport, labels), cp.startAgent(transport, labels), cp.startAgent(transport, labels)}
+			var nodes []string
+			for _, a := range agents {
+				nodes = append(nodes, a.nodeID())
+			}
+			cp.waitOnline(nodes...)
+			if transport == "poll" && !strings.Contains(agents[0].output(), `"transport":"long poll"`) {
+				t.Errorf("the agent did not use long polls:\n%s", agents[0].output())
+			}
+
+			t.Run("one node", func(t *testing.T) {
+				cp := cp.with(t)
+				id := cp.submit(map[string]any{"target": map[string]any{"nodeId": nodes[1]},
+					"spec": map[string]any{"kind": "EXEC", "exec": map[string]any{"argv": []string{"sh", "-c", "echo hello from $0", "node"}}}})
+				j := cp.ended(id)
+				if j.Status != "SUCCEEDED" || *j.NodeID != nodes[1] || cp.output(j, "STDOUT") != "hello from node\n" {
+					t.Errorf("job %+v output %q", j, cp.output(j, ""))
+				}
+			})
+
+			t.Run("any", func(t *testing.T) {
+				cp := cp.with(t)
+				id := cp.submit(map[string]any{"target": map[string]any{"selector": []map[string]string{{"key": "fleet", "value": "e2e"}}, "mode": "ANY"},
+					"spec": scriptSpec("hostname >/dev/null; echo picked")})
+				j := cp.ended(id)
+				if j.Status != "SUCCEEDED" || j.NodeID == nil || !slices.Contains(nodes, *j.NodeID) {
+					t.Errorf("job %+v", j)
+				}
+			})
+
+			t.Run("all", func(t *testing.T) {
+				cp := cp.with(t)
+				id := cp.submit(map[string]any{"target": map[string]any{"selector": []map[string]string{{"key": "fleet", "value": "e2e"}}, "mode": "ALL", "maxParallel": 2},
+					"spec": scriptSpec("echo child")})
+				j := cp.ended(id)
+				if j.Status != "SUCCEEDED" || j.Counts == nil || j.Counts.Succeeded != 3 || j.Children.TotalCount != 3 {
+					t.Fatalf("fan-out %+v", j)
+				}
+				var ran []string
+				for _, c := range j.Children.Edges {
+					ran = append(ran, *c.Node.NodeID)
+				}
+				slices.Sort(ran)
+				want := slices.Clone(nodes)
+				slices.Sort(want)
+				if !slices.Equal(ran, want) {
+					t.Errorf("children ran on %v, want %v", ran, want)
+				}
+			})
+
+			t.Run("output while running", func(t *testing.T) {
+				cp := cp.with(t)
+				marker := filepath.Join(t.TempDir(), "go")
+				id := cp.submit(map[string]any{"target": map[string]any{"nodeId": nodes[0]}, "spec": scriptSpec(
+					"for i in $(seq 1 20); do echo line $i; done; while [ ! -e " + marker + " ]; do sleep 0.05; done; for i in $(seq 21 40); do echo line $i; done")})
+				eventually(t, "the first lines", func() bool {
+					return strings.Contains(cp.output(cp.job(id), "STDOUT"), "line 20\n")
+				})
+				if j := cp.job(id); terminal[j.Status] {
+					t.Fatalf("the job ended before its marker: %s", j.Status)
+				}
+				if err := os.WriteFile(marker, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				j := cp.ended(id)
+				var want strings.Builder
+				for i := 1; i <= 40; i++ {
+					fmt.Fprintf(&want, "line %d\n", i)
+				}
+				if got := cp.output(j, "STDOUT"); got != want.String() {
+					t.Errorf("output out of order or incomplete:\n%s", got)
+				}
+			})
+
+			t.Run("timeout", func(t *testing.T) {
+				cp := cp.with(t)
+				pidFile := filepath.Join(t.TempDir(), "pid")
+				id := cp.submit(map[string]any{"target": map[string]any{"nodeId": nodes[2]}, "timeoutSeconds": 1, "graceSeconds": 1,
+					"spec": scriptSpec("trap '' TERM; echo $$ > " + pidFile + "; while true; do sleep 0.1; done")})
+				j := cp.ended(id)
+				if j.Status != "TIMED_OUT" {
+					t.Fatalf("job %+v", j)
+				}
+				b, _ := os.ReadFile(pidFile)
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				if pid == 0 || syscall.Kill(pid, 0) == nil {
+					t.Errorf("process %d still runs after the timeout", pid)
+				}
+			})
+
+			t.Run("cancel", func(t *testing.T) {
+				cp := cp.with(t)
+				id := cp.submit(map[string]any{"target": map[string]any{"nodeId": nodes[0]}, "spec": scriptSpec("echo started; sleep 600")})
+				eventually(t, "the job runs", func() bool { return cp.output(cp.job(id), "") != "" })
+				cp.mustGQL(`mutation($id: ID!) { cancelJob(input: {jobId: $id, reason: "enough"}) { job { status } } }`, map[string]any{"id": id}, nil)
+				if j := cp.ended(id); j.Status != "CANCELLED" {
+					t.Errorf("job %+v", j)
+				}
+			})
+		})
+	}
+}
+
+// A job survives the crash of its agent and of the control plane: no output
+// is lost, the job runs once, its result is recorded once.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	cp := startControlPlane(t)
+	a := cp.startAgent("websocket", nil)
+	node := a.nodeID()
+	cp.waitOnline(node)
+
+	run := func(t *testing.T, crash func(), recover func()) {
+		cp := cp.with(t)
+		dir := t.TempDir()
+		count, marker := filepath.Join(dir, "runs"), filepath.Join(dir, "go")
+		id := cp.submit(map[string]any{"target": map[string]any{"nodeId": node}, "spec": scriptSpec(
+			"echo run >> " + count + "; for i in $(seq 1 100); do echo line $i; done; " +
+				"while [ ! -e " + marker + " ]; do sleep 0.05; done; for i in $(seq 101 200); do echo line $i; sleep 0.005; done")})
+		eventually(t, "the first half of the output", func() bool {
+			return strings.Contains(cp.output(cp.job(id), "STDOUT"), "line 100\n")
+		})
+		crash()
+		// The job goes on without its agent (or its control plane).
+		if err := os.WriteFile(marker, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		recover()
+		j := cp.ended(id)
+		if j.Status != "SUCCEEDED" || j.Attempt != 1 {
+			t.Fatalf("job %+v", j)
+		}
+		var want strings.Builder
+		for i := 1; i <= 200; i++ {
+			fmt.Fprintf(&want, "line %d\n", i)
+		}
+		if got := cp.output(j, "STDOUT"); got != want.String() {
+			t.Errorf("output lost or repeated:\n%s", got)
+		}
+		if runs, _ := os.ReadFile(count); string(runs) != "run\n" {
+			t.Errorf("the job ran %d times", strings.Count(string(runs), "run"))
+		}
+		types, err := cp.streamEvents("job-" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		finished := 0
+		for _, typ := range types {
+			if typ == "job.finished" {
+				finished++
+			}
+		}
+		if finished != 1 {
+			t.Errorf("result recorded %d times: %v", finished, types)
+		}
+	}
+
+	t.Run("agent killed", func(t *testing.T) {
+		run(t, a.kill, func() { a.run("") })
+	})
+	t.Run("control plane killed", func(t *testing.T) {
+		run(t, cp.proc.kill, cp.start)
+	})
+}
+
+// cairnd --local-agent runs an agent next to itself, enrolled on the first
+// start and reusing its credential afterwards: a job runs on it at once.
+func TestLocalAgent(t *testing.T) {
+	t.Parallel()
+	_, agentBin := binaries(t)
+	cp := &controlPlane{t: t, db: testdb.New(t), addr: freeAddr(t), dir: t.TempDir()}
+	cp.extra = []string{"--local-agent", agentBin}
+	cp.start()
+	for round := range 2 {
+		id := cp.submit(map[string]any{"target": map[string]any{"selector": []map[string]string{{"key": "local", "value": "true"}}},
+			"spec": scriptSpec("echo round " + strconv.Itoa(round))})
+		if j := cp.ended(id); j.Status != "SUCCEEDED" || cp.output(j, "STDOUT") != "round "+strconv.Itoa(round)+"\n" {
+			t.Fatalf("round %d: %+v\n%s", round, j, cp.proc.output())
+		}
+		cp.proc.stop()
+		if round == 0 {
+			cp.start()
+		}
+	}
+}
