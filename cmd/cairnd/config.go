@@ -23,6 +23,7 @@ type config struct {
 	DataDir     string
 	LogFormat   string
 	LogLevel    string
+	Jobs        jobConfig
 
 	level zerolog.Level // LogLevel, parsed by resolve
 }
@@ -58,6 +59,7 @@ func (c *config) bindGlobalFlags(fs *pflag.FlagSet) {
 func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080",
 		"address to serve HTTP on (env "+envOf("listen")+")")
+	c.Jobs.bindFlags(fs)
 }
 
 // resolve applies the environment to every flag not given on the command

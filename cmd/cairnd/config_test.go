@@ -13,7 +13,8 @@ func TestConfigPrecedence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := config{Listen: "127.0.0.1:8080", DataDir: ".cairn", LogFormat: "auto", LogLevel: "info", level: zerolog.InfoLevel}
+		want := config{Listen: "127.0.0.1:8080", DataDir: ".cairn", LogFormat: "auto", LogLevel: "info", level: zerolog.InfoLevel,
+			Jobs: defaultJobConfig()}
 		if *cfg != want {
 			t.Fatalf("got %+v, want %+v", *cfg, want)
 		}

@@ -99,9 +99,47 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		return err
 	}
 	mountPortal(srv)
-	runAPI, err := mountGraphQL(ctx, srv, store, log, os.Stderr)
+	js, err := newJobSide(store, pool, cfg.Jobs, log)
 	if err != nil {
 		return err
+	}
+	ss, err := newServiceSide(ctx, store, cfg.DataDir, log)
+	if err != nil {
+		return err
+	}
+	ssCtx, stopSS := context.WithCancel(ctx)
+	ssDone := make(chan error, 1)
+	go func() { ssDone <- ss.run(ssCtx) }()
+	defer func() {
+		stopSS()
+		if err2 := <-ssDone; err2 != nil {
+			err = errors.Join(err, fmt.Errorf("projections and orchestrator: %w", err2))
+		}
+	}()
+	runAPI, accessH, err := mountGraphQL(ctx, srv, store, js, ss, log, os.Stderr)
+	if err != nil {
+		return err
+	}
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	jobsDone := make(chan error, 1)
+	go func() { jobsDone <- js.dispatcher.Run(jobsCtx) }()
+	defer func() {
+		stopJobs()
+		if err2 := <-jobsDone; err2 != nil && !errors.Is(err2, context.Canceled) {
+			err = errors.Join(err, fmt.Errorf("dispatcher: %w", err2))
+		}
+	}()
+	if cfg.Jobs.LocalAgent != "" {
+		agentDone := make(chan error, 1)
+		go func() {
+			agentDone <- runLocalAgent(jobsCtx, cfg.Jobs.LocalAgent, cfg.DataDir, ln.Addr(), accessH, log)
+		}()
+		defer func() {
+			stopJobs()
+			if err2 := <-agentDone; err2 != nil {
+				log.Error().Err(err2).Msg("local agent")
+			}
+		}()
 	}
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	apiDone := make(chan error, 1)
