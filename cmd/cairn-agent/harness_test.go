@@ -139,7 +139,6 @@ type controlPlane struct {
 	extra []string // more flags of cairnd serve
 }
 
-
 var adminToken = regexp.MustCompile(`cairn_[A-Za-z0-9._:-]+_[a-z2-7]{40,}`)
 
 func startControlPlane(t *testing.T) *controlPlane {
