@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"cairn/commands/orchestrator"
+	"cairn/commands/services"
+	"cairn/commands/templates"
+	"cairn/eventstore"
+	"cairn/plugins"
+	"cairn/plugins/builtin"
+	"cairn/projections"
+	"cairn/projections/models"
+)
+
+// serviceSide is what serves the read models, the catalog and services:
+// the projection runner, the catalog and service handlers, and the
+// orchestrator that drives services through their plugins.
+type serviceSide struct {
+	runner    *projections.Runner
+	templates *templates.Handlers
+	services  *services.Handlers
+	orch      *orchestrator.Orchestrator
+	plugins   *plugins.Registry
+}
+
+// secretsKeyFile holds the key that seals sensitive service variables. It
+// is made on first start; losing it makes the recorded sensitive values
+// unreadable.
+const secretsKeyFile = "secrets.key"
+
+// loadSecretsKey reads the 32-byte key from the data directory, creating it
+// (mode 0600) on first start.
+func loadSecretsKey(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, secretsKeyFile)
+	key, err := os.ReadFile(path)
+	if err == nil {
+		if len(key) != 32 {
+			return nil, fmt.Errorf("%s holds %d bytes; a secrets key is 32", path, len(key))
+		}
+		return key, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(key); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return key, f.Close()
+}
+
+func newServiceSide(ctx context.Context, store *eventstore.Store, dataDir string, log zerolog.Logger) (*serviceSide, error) {
+	key, err := loadSecretsKey(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("secrets key: %w", err)
+	}
+	svc, err := services.NewHandlers(store, time.Now, newID, key)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := builtin.Registry(ctx, builtin.Config{}, builtin.Deps{DataDir: dataDir, Log: log.With().Str("component", "plugins").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	orch, err := orchestrator.New(orchestrator.Config{
+		Store: store, Plugins: reg, Variables: svc.DecodeVariables,
+		Log: log.With().Str("component", "orchestrator").Logger(),
+	})
+	if err != nil {
+		_ = reg.Close()
+		return nil, err
+	}
+	runner := projections.NewRunner(store, projections.Options{
+		Log: log.With().Str("component", "projections").Logger(), Views: models.AnalyticsViews(),
+	})
+	if err := runner.Register(models.All()...); err != nil {
+		_ = reg.Close()
+		return nil, err
+	}
+	return &serviceSide{
+		runner: runner, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, plugins: reg,
+	}, nil
+}
+
+// run applies the projections and drives services until ctx ends, then
+// closes the plugins.
+func (s *serviceSide) run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.runner.Run(gctx) })
+	g.Go(func() error { return s.orch.Run(gctx) })
+	err := g.Wait()
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return errors.Join(err, s.plugins.Close())
+}
