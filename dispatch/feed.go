@@ -87,17 +87,37 @@ type Stream struct {
 	d    *Dispatcher
 	node *nodeEntry
 
+	// A stream either queues its items for Next and Pop, or hands them to
+	// its sink (SubscribeFunc).
+	sink  func(AgentJob) bool
+	onEnd func(error)
+
 	mu     sync.Mutex
 	queue  []AgentJob
 	wake   chan struct{} // one pending wake-up
 	err    error
 	closed bool
+	ended  bool // onEnd was called
 }
 
 // Subscribe opens the node's feed from cursor after (zero: every item of the
 // node's open jobs). The subscription counts as the node's heartbeat while it
 // is open. The caller must authorise the node and Close the stream.
 func (d *Dispatcher) Subscribe(ctx context.Context, nodeID string, after eventstore.Cursor) (*Stream, error) {
+	return d.subscribe(ctx, nodeID, after, &Stream{wake: make(chan struct{}, 1)})
+}
+
+// SubscribeFunc opens the node's feed like Subscribe, but hands each item to
+// deliver as it comes, under the dispatcher's lock, so no goroutine waits
+// per connection: deliver must not block, and returns false when it cannot
+// take the item (the stream then ends as a slow consumer, and the agent
+// resumes from its cursor). end is called once, under the lock, when the
+// stream ends: with the reason, or nil after Close.
+func (d *Dispatcher) SubscribeFunc(ctx context.Context, nodeID string, after eventstore.Cursor, deliver func(AgentJob) bool, end func(error)) (*Stream, error) {
+	return d.subscribe(ctx, nodeID, after, &Stream{sink: deliver, onEnd: end})
+}
+
+func (d *Dispatcher) subscribe(ctx context.Context, nodeID string, after eventstore.Cursor, s *Stream) (*Stream, error) {
 	if err := d.waitReady(ctx); err != nil {
 		return nil, err
 	}
@@ -110,11 +130,11 @@ func (d *Dispatcher) Subscribe(ctx context.Context, nodeID string, after eventst
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{d: d, node: n, wake: make(chan struct{}, 1), queue: feedAfter(n, after)}
-	if len(s.queue) > 0 {
-		s.wake <- struct{}{}
-	}
+	s.d, s.node = d, n
 	n.streams[s] = struct{}{}
+	for _, it := range feedAfter(n, after) {
+		s.push(it, d.opts.FeedBuffer)
+	}
 	d.seen(n)
 	return s, nil
 }
@@ -216,6 +236,13 @@ func (s *Stream) push(it AgentJob, limit int) {
 		s.mu.Unlock()
 		return
 	}
+	if s.sink != nil {
+		s.mu.Unlock()
+		if !s.sink(it) {
+			s.fail(&SlowConsumerError{Behind: limit})
+		}
+		return
+	}
 	if len(s.queue) >= limit {
 		s.mu.Unlock()
 		s.fail(&SlowConsumerError{Behind: limit})
@@ -239,8 +266,13 @@ func (s *Stream) fail(err error) {
 			s.queue = nil // the agent resumes from its cursor
 		}
 	}
+	end := s.onEnd != nil && !s.ended
+	s.ended = true
 	s.mu.Unlock()
 	delete(s.node.streams, s)
+	if end {
+		s.onEnd(err)
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -259,7 +291,12 @@ func (s *Stream) Close() {
 	if s.err == nil {
 		s.err = ErrStreamClosed
 	}
+	end := s.onEnd != nil && !s.ended
+	s.ended = true
 	s.mu.Unlock()
+	if end {
+		s.onEnd(nil)
+	}
 	if already {
 		return
 	}

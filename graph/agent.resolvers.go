@@ -205,18 +205,41 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 	if after != nil {
 		from = eventstore.Cursor(*after)
 	}
-	s, err := r.deps.Dispatch.Subscribe(ctx, c.NodeID, from)
+	// The dispatcher hands items over under its lock: no goroutine waits
+	// per agent connection, which keeps a connection's cost low. The
+	// channel's buffer bounds how far the agent may fall behind; beyond it
+	// the subscription ends as a slow consumer and the agent resumes from
+	// its cursor.
+	out := make(chan *model.AgentJob, agentFeedBuffer)
+	sess := sessionFrom(ctx)
+	s, err := r.deps.Dispatch.SubscribeFunc(ctx, c.NodeID, from, func(it dispatch.AgentJob) bool {
+		if sess != nil && sess.Err() != nil {
+			return false
+		}
+		select {
+		case out <- agentJobModel(it, ""):
+			return true
+		default:
+			return false
+		}
+	}, func(err error) {
+		switch {
+		case sess != nil && sess.Err() != nil:
+			endWith(ctx, sess.Err())
+		case err != nil:
+			endWith(ctx, err)
+		}
+		close(out)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return pump(ctx, s.Ready(), func() (*model.AgentJob, bool, error) {
-		it, ok, err := s.Pop()
-		if !ok {
-			return nil, false, err
-		}
-		return agentJobModel(it, ""), true, nil
-	}, s.Close), nil
+	context.AfterFunc(ctx, s.Close)
+	return out, nil
 }
+
+// agentFeedBuffer bounds the items waiting for a slow agent connection.
+const agentFeedBuffer = 64
 
 // agentCall authorizes an agent operation for a node: an agent acts only
 // for its own node.

@@ -69,42 +69,53 @@ func sessionFrom(ctx context.Context) *session {
 // watch checks the session's token every interval until ctx ends, and ends
 // the session once the token fails. closeConn, when set, closes the
 // connection carrying the session after its subscriptions had a moment to
-// report the reason.
+// report the reason. It returns at once: the checks run from timers, so a
+// connection that waits costs no goroutine (agents keep thousands open).
 func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code int, reason string)) {
 	if sess.token == "" {
 		return
 	}
-	t := time.NewTicker(s.cfg.RecheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
 		}
+	})
+	var check func()
+	check = func() {
 		_, err := s.deps.Auth.Authenticate(ctx, sess.token)
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return
-		}
-		if !errors.Is(err, auth.ErrUnauthenticated) {
+		case err == nil:
+		case !errors.Is(err, auth.ErrUnauthenticated):
 			// The check itself failed (the database restarting, say): keep
 			// the session and try again at the next tick.
 			s.log.Warn().Err(err).Msg("re-checking a connection's token failed; trying again later")
-			continue
-		}
-		sess.end(err)
-		if closeConn != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
+		default:
+			stop()
+			sess.end(err)
+			if closeConn != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				closeConn(closeUnauthorized, "token expired or revoked: sign in again")
 			}
-			closeConn(closeUnauthorized, "token expired or revoked: sign in again")
+			return
 		}
-		return
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() == nil {
+			timer = time.AfterFunc(s.cfg.RecheckInterval, check)
+		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	timer = time.AfterFunc(s.cfg.RecheckInterval, check)
 }
 
 // closeUnauthorized is the WebSocket close code of graphql-transport-ws for
@@ -153,7 +164,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		ctx, cancel := context.WithCancel(withSession(ctx, sess))
 		defer cancel()
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			go s.watch(ctx, sess, nil)
+			s.watch(ctx, sess, nil)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -254,6 +265,6 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 	if c != nil {
 		closeConn = c.close
 	}
-	go s.watch(ctx, sess, closeConn)
+	s.watch(ctx, sess, closeConn)
 	return ctx, nil, nil
 }
