@@ -145,6 +145,7 @@ var benchmarks = []benchmark{
 	{"consumer_group", benchConsumerGroup},
 	{"commit_to_handler", benchCommitToHandler},
 	{"deploy_services", benchDeploy},
+	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
 }
 
 type benchEvent struct {
