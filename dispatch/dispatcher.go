@@ -218,9 +218,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // catchUp applies the whole history of the followed streams and returns the
-// cursor reached. The read is filtered in the database (by stream type), so
-// it costs what those streams hold, not the whole log.
+// cursor to follow the log from. The read is filtered in the database (by
+// stream type), so it costs what those streams hold, not the whole log; and
+// the cursor returned is at least the head of the log when it began, so
+// following it does not read the other streams' history again. (Every event
+// up to that head was visible to the first read, so none is skipped.)
 func (d *Dispatcher) catchUp(ctx context.Context, f eventstore.Filter) (eventstore.Cursor, error) {
+	head, err := d.store.Head(ctx)
+	if err != nil {
+		return head, fmt.Errorf("dispatch: read the log: %w", err)
+	}
 	var cursor eventstore.Cursor
 	for {
 		evs, err := d.store.ReadAll(ctx, cursor, 5000, f)
@@ -231,6 +238,9 @@ func (d *Dispatcher) catchUp(ctx context.Context, f eventstore.Filter) (eventsto
 		d.applyBatch(evs)
 		d.mu.Unlock()
 		if len(evs) == 0 {
+			if cursor.Less(head) {
+				cursor = head
+			}
 			return cursor, nil
 		}
 		cursor = evs[len(evs)-1].Cursor()
