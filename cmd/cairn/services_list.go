@@ -1,0 +1,85 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+type serviceRow struct {
+	ID              string     `json:"id"`
+	TenantID        string     `json:"tenantId"`
+	Name            string     `json:"name"`
+	TemplateName    string     `json:"templateName"`
+	TemplateVersion string     `json:"templateVersion"`
+	Status          string     `json:"status"`
+	FailedIn        *string    `json:"failedIn"`
+	Cause           *string    `json:"cause"`
+	RequestedAt     *time.Time `json:"requestedAt"`
+	UpdatedAt       *time.Time `json:"updatedAt"`
+}
+
+const servicesQuery = `query ($first: Int, $after: String, $filter: ServiceFilter) {
+  services(first: $first, after: $after, filter: $filter) {
+    edges { node { id tenantId name templateName templateVersion status failedIn cause requestedAt updatedAt } }
+    pageInfo { hasNextPage endCursor }
+  }
+}`
+
+func newServicesCommand(a *app) *cobra.Command {
+	var (
+		statuses                 []string
+		tenantID, template, name string
+		limit                    int
+	)
+	cmd := &cobra.Command{
+		Use:   "services",
+		Short: "List services",
+		Long: `List the services the caller may see (a tenant's users see their own
+tenant's only), filtered by tenant, status, template or name.
+
+    cairn services --status running --template postgres`,
+		Args: argsNone,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter := map[string]any{}
+			if s := enumValues(statuses); len(s) > 0 {
+				filter["status"] = s
+			}
+			if tenantID != "" {
+				filter["tenantId"] = tenantID
+			}
+			if template != "" {
+				filter["templateName"] = template
+			}
+			if name != "" {
+				filter["name"] = name
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			rows, err := fetchList[serviceRow](cmd.Context(), a, c, servicesQuery, "services", map[string]any{"filter": filter}, limit)
+			if err != nil {
+				return err
+			}
+			if a.output == outputJSON {
+				return writeJSON(cmd.OutOrStdout(), nonNil(rows))
+			}
+			table := make([][]string, len(rows))
+			for i, s := range rows {
+				status := s.Status
+				if s.FailedIn != nil {
+					status += " (in " + *s.FailedIn + ")"
+				}
+				table[i] = []string{s.ID, s.Name, s.TenantID, s.TemplateName + "@" + s.TemplateVersion, status, when(s.UpdatedAt)}
+			}
+			return writeTable(cmd.OutOrStdout(), []string{"ID", "NAME", "TENANT", "TEMPLATE", "STATUS", "UPDATED"}, table)
+		},
+	}
+	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only services in these states (registering, registered, starting, running, stopping, stopped, removing, removed, failed, ...)")
+	cmd.Flags().StringVar(&tenantID, "tenant", "", "only this tenant's services (ignored for tenant users, who see their own)")
+	cmd.Flags().StringVar(&template, "template", "", "only services of this template name")
+	cmd.Flags().StringVar(&name, "name", "", "only the service with this name")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many services (0: all)")
+	return cmd
+}
