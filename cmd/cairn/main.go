@@ -101,8 +101,10 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		newLoginCommand(a),
 		newNodesCommand(a),
 		newJobsCommand(a),
-		newServicesCommand(a),
+		withServiceCommands(a, newServicesCommand(a)),
 		newEventsCommand(a),
+		newTemplatesCommand(a),
+		newOCLCommand(a),
 	)
 	return root
 }
