@@ -44,16 +44,16 @@ test: ## Run every test: Go packages sharing one private PostgreSQL cluster, the
 	$(GO) run ./internal/testdb/withcluster $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory test-web
 
-test-web: web ## The portal's unit tests, then its pages, its sign-in and its audit flows on a real cairnd in headless Chromium
+test-web: web ## The portal's unit tests, then its pages and its flows on a real cairnd and agent in headless Chromium
 	cd web && $(NPM) test
 	web/e2e/ensure-chromium.sh
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/cairnd ./cmd/cairnd
-	cd web && node --test e2e/pages.test.mjs e2e/smoke.test.mjs e2e/audit.test.mjs
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/cairnd ./cmd/cairn-agent
+	cd web && node --test --test-concurrency=1 e2e/pages.test.mjs e2e/cairnd.test.mjs
 
-test-e2e: web ## All the portal's flows in headless Chromium against a real cairnd with real agents
+test-e2e: web ## Only the portal's flows on a real cairnd and agent (make test runs them too)
 	web/e2e/ensure-chromium.sh
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
-	cd web && node --test e2e/audit.test.mjs e2e/flows.test.mjs
+	cd web && node --test e2e/cairnd.test.mjs
 
 bench: ## Measure the performance targets and print them as JSON (flags: BENCH_FLAGS=...)
 	$(GO) run ./cmd/cairn-bench $(BENCH_FLAGS)

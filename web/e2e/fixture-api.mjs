@@ -39,9 +39,9 @@ const schemaOf = (roots) => {
 const label = (key, value) => ({ key, value });
 const location = { id: 'ams1', name: 'Amsterdam 1' };
 const nodes = [
-  { id: 'n1', hostname: 'edge-01', status: 'ONLINE', cordoned: false, labels: [label('zone', 'a'), label('role', 'web')], location, connectedAt: ago(3600), disconnectedAt: null, enrolledAt: ago(86400), updatedAt: ago(60) },
-  { id: 'n2', hostname: 'edge-02', status: 'DISCONNECTED', cordoned: false, labels: [label('zone', 'b')], location, connectedAt: ago(7200), disconnectedAt: ago(300), enrolledAt: ago(86400), updatedAt: ago(300) },
-  { id: 'n3', hostname: 'db-01', status: 'DRAINING', cordoned: true, labels: [label('role', 'db')], location: null, connectedAt: ago(600), disconnectedAt: null, enrolledAt: ago(4000), updatedAt: ago(30) },
+  { id: 'n1', hostname: 'edge-01', status: 'ONLINE', cordoned: false, labels: [label('zone', 'a'), label('role', 'web')], locationId: 'ams1', location, connectedAt: ago(3600), disconnectedAt: null, enrolledAt: ago(86400), updatedAt: ago(60) },
+  { id: 'n2', hostname: 'edge-02', status: 'DISCONNECTED', cordoned: false, labels: [label('zone', 'b')], locationId: 'ams1', location, connectedAt: ago(7200), disconnectedAt: ago(300), enrolledAt: ago(86400), updatedAt: ago(300) },
+  { id: 'n3', hostname: 'db-01', status: 'DRAINING', cordoned: true, labels: [label('role', 'db')], locationId: null, location: null, connectedAt: ago(600), disconnectedAt: null, enrolledAt: ago(4000), updatedAt: ago(30) },
 ];
 const job = (id, status, extra = {}) => ({
   id, parentId: null, status,

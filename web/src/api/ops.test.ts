@@ -42,10 +42,10 @@ describe('operations against graph/schema', () => {
 
   it('validate in full where the server serves their root fields', () => {
     expect(served.length).toBeGreaterThan(0);
-    for (const { name, parsed } of served) {
-      const errors = validate(schema, parsed).map((e) => e.message);
-      expect({ name, errors }).toEqual({ name, errors: [] });
-    }
+    const invalid = served
+      .map(({ name, parsed }) => ({ name, errors: validate(schema, parsed).map((e) => e.message) }))
+      .filter((o) => o.errors.length > 0);
+    expect(invalid).toEqual([]);
   });
 
   it('include the viewer, the event history and the audit queries', () => {

@@ -72,7 +72,7 @@ const NodeSummaryFields = gql`
     status
     cordoned
     labels { key value }
-    location { id name }
+    locationId
     connectedAt
     disconnectedAt
     enrolledAt
@@ -117,7 +117,6 @@ export const NodesQuery = gql<
     nodes(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { ...NodeSummaryFields } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
   ${NodeSummaryFields}
@@ -138,15 +137,9 @@ export const NodeQuery = gql<{ node: NodeDetail | null }, { id: string; consiste
         network { name mac addresses mtu }
         os { name version kernel arch }
       }
-      jobs(first: 10) {
-        edges { cursor node { ...JobSummaryFields } }
-        pageInfo { hasNextPage endCursor }
-        totalCount
-      }
     }
   }
   ${NodeSummaryFields}
-  ${JobSummaryFields}
 `;
 
 export const NodeStatsQuery = gql<
@@ -359,7 +352,6 @@ export const TemplatesQuery = gql<
     templates(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { ...TemplateSummaryFields } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
   ${TemplateSummaryFields}
@@ -470,7 +462,6 @@ export const ServicesQuery = gql<
     services(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { ...ServiceSummaryFields } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
   ${ServiceSummaryFields}
@@ -480,7 +471,6 @@ export const ServiceQuery = gql<{ service: ServiceDetail | null }, { id: string;
   query Service($id: ID!, $consistentWith: Cursor) {
     service(id: $id, consistentWith: $consistentWith) {
       ...ServiceSummaryFields
-      tenant { id name }
       variables
       failedIn
       cause
@@ -489,14 +479,9 @@ export const ServiceQuery = gql<{ service: ServiceDetail | null }, { id: string;
       version
       allowedActions
       resources { id plugin type status dependsOn outputs error failedIn updatedAt }
-      history(first: 200) {
-        edges { cursor node { ...EventFields } }
-        pageInfo { hasNextPage endCursor }
-      }
     }
   }
   ${ServiceSummaryFields}
-  ${EventFields}
 `;
 
 export const ServiceChangedSubscription = gql<
@@ -563,7 +548,6 @@ export const TenantsQuery = gql<
     tenants(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { id name status suspendReason createdAt } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
 `;
@@ -605,7 +589,6 @@ export const UsersQuery = gql<
     users(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { id name role tenantId status createdAt } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
 `;
@@ -661,7 +644,6 @@ export const ApiTokensQuery = gql<
     apiTokens(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { ...ApiTokenFields } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
   ${ApiTokenFields}
@@ -705,7 +687,6 @@ export const LocationsQuery = gql<
     locations(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { ...LocationFields } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
   }
   ${LocationFields}

@@ -41,7 +41,7 @@ export interface NodeSummary {
   status: NodeStatus;
   cordoned: boolean;
   labels: Label[];
-  location: { id: string; name: string } | null;
+  locationId: string | null;
   connectedAt: string | null;
   disconnectedAt: string | null;
   enrolledAt: string;
@@ -62,7 +62,6 @@ export interface NodeDetail extends NodeSummary {
   factsAt: string | null;
   version: number;
   allowedActions: string[];
-  jobs: Connection<JobSummary>;
 }
 
 export interface NodeStatSample {
@@ -238,7 +237,6 @@ export interface Resource {
 }
 
 export interface ServiceDetail extends ServiceSummary {
-  tenant: { id: string; name: string } | null;
   variables: JSONValue;
   failedIn: string | null;
   cause: string | null;
@@ -247,7 +245,6 @@ export interface ServiceDetail extends ServiceSummary {
   resources: Resource[];
   version: number;
   allowedActions: string[];
-  history: Connection<Event>;
 }
 
 export interface EventMetadata {

@@ -63,7 +63,7 @@ export function LineChart({
           ))}
         </svg>
       )}
-      {series.length > 1 ? (
+      {bounds && series.length > 1 ? (
         <ul className="legend">
           {series.map((s) => (
             <li key={s.label} className={s.className}>

@@ -2,6 +2,8 @@ import { useEffect, useMemo, useState } from 'react';
 import {
   DecommissionNodeMutation,
   DrainNodeMutation,
+  JobChangedSubscription,
+  JobsQuery,
   NodeChangedSubscription,
   NodeQuery,
   NodeStatsQuery,
@@ -11,6 +13,7 @@ import type { NodeDetail, NodeFacts } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
+import { useLocationNames } from '../../app/useLocationNames';
 import { useUrlState } from '../../app/useUrlState';
 import { ConfirmButton } from '../../components/Confirm';
 import { JobTable } from '../../components/JobTable';
@@ -55,6 +58,7 @@ export function NodePage({ params }: { params: Record<string, string> }) {
 
 function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: string): void }) {
   const access = useAccess();
+  const locations = useLocationNames();
   return (
     <>
       <div className="page-head">
@@ -72,7 +76,7 @@ function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: str
           <code>{node.id}</code>
         </dd>
         <dt>Location</dt>
-        <dd>{node.location?.name ?? <span className="muted">none</span>}</dd>
+        <dd>{node.locationId ? (locations.get(node.locationId) ?? node.locationId) : <span className="muted">none</span>}</dd>
         <dt>Labels</dt>
         <dd>
           <Labels labels={node.labels} />
@@ -102,17 +106,37 @@ function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: str
       </dl>
       <Facts facts={node.facts} at={node.factsAt} />
       <Statistics id={node.id} />
+      {access.query('jobs') ? <RecentJobs nodeId={node.id} /> : null}
+    </>
+  );
+}
+
+function RecentJobs({ nodeId }: { nodeId: string }) {
+  const access = useAccess();
+  const q = useApiQuery(JobsQuery, { first: 10, filter: { nodeId } });
+  const refetch = useDebounced(q.refetch, 500);
+  useSubscriptionEffect(JobChangedSubscription, { nodeId }, () => refetch(), { pause: !access.live('jobChanged'), onResync: refetch });
+  return (
+    <>
       <h2>Recent jobs</h2>
-      {node.jobs.edges.length === 0 ? (
-        <Empty>No job has run on this node.</Empty>
-      ) : (
-        <>
-          <JobTable jobs={node.jobs.edges.map((e) => e.node)} showTarget={false} />
-          <p>
-            {access.page('jobs') ? <Link to={`/jobs?node=${encodeURIComponent(node.id)}`}>All jobs of this node ({node.jobs.totalCount})</Link> : null}
-          </p>
-        </>
-      )}
+      <QueryView {...q} what="Loading jobs">
+        {(d) =>
+          d.jobs.edges.length === 0 ? (
+            <Empty>No job has run on this node.</Empty>
+          ) : (
+            <>
+              <JobTable jobs={d.jobs.edges.map((e) => e.node)} showTarget={false} busy={q.fetching} />
+              {access.page('jobs') ? (
+                <p>
+                  <Link to={`/jobs?node=${encodeURIComponent(nodeId)}`}>
+                    All jobs of this node{d.jobs.totalCount !== undefined ? ` (${d.jobs.totalCount})` : ''}
+                  </Link>
+                </p>
+              ) : null}
+            </>
+          )
+        }
+      </QueryView>
     </>
   );
 }

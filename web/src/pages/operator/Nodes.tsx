@@ -5,6 +5,7 @@ import { nodeStatuses, type NodeStatus, type NodeSummary } from '../../api/types
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
+import { useLocationNames } from '../../app/useLocationNames';
 import { useUrlState } from '../../app/useUrlState';
 import { Checks } from '../../components/Checks';
 import { Field } from '../../components/Field';
@@ -95,6 +96,7 @@ function lastSeen(n: NodeSummary): string | null {
 }
 
 function NodeTable({ nodes, busy }: { nodes: NodeSummary[]; busy: boolean }) {
+  const locations = useLocationNames();
   return (
     <table aria-busy={busy} data-testid="nodes">
       <thead>
@@ -118,7 +120,7 @@ function NodeTable({ nodes, busy }: { nodes: NodeSummary[]; busy: boolean }) {
               <td>
                 <Status value={n.status} />
               </td>
-              <td>{n.location?.name ?? <span className="muted">none</span>}</td>
+              <td>{n.locationId ? (locations.get(n.locationId) ?? n.locationId) : <span className="muted">none</span>}</td>
               <td>
                 <Labels labels={n.labels} />
               </td>

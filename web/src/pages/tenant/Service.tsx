@@ -1,5 +1,5 @@
-import { useState } from 'react';
-import { RemoveServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
+import { useEffect, useRef, useState } from 'react';
+import { EventsQuery, RemoveServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
 import type { ServiceDetail } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
@@ -75,7 +75,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
           )}
         </dd>
         <dt>Tenant</dt>
-        <dd>{s.tenant?.name ?? s.tenantId}</dd>
+        <dd>{s.tenantId}</dd>
         <dt>Requested</dt>
         <dd>
           <Time value={s.requestedAt} />
@@ -134,8 +134,44 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
           </tbody>
         </table>
       )}
+      {access.query('events') ? <History service={s} /> : null}
+    </>
+  );
+}
+
+/** The service's own events and its resources', oldest first. */
+function History({ service: s }: { service: ServiceDetail }) {
+  const access = useAccess();
+  const streams = [`service-${s.id}`, ...s.resources.map((r) => `resource-${r.id}`)];
+  const q = useApiQuery(EventsQuery, { first: 500, filter: { streamIds: streams } });
+  // The service's version moves with each of its events: read the history again then.
+  const seen = useRef(s.version);
+  const { refetch } = q;
+  useEffect(() => {
+    if (seen.current === s.version) return;
+    seen.current = s.version;
+    refetch();
+  }, [s.version, refetch]);
+  const all = `/events?${streams.map((id) => `stream=${encodeURIComponent(id)}`).join('&')}`;
+  return (
+    <>
       <h2>History</h2>
-      {s.history.edges.length === 0 ? <Empty>No event yet.</Empty> : <EventTable events={s.history.edges.map((e) => e.node)} showStream={false} />}
+      <QueryView {...q} what="Loading the history">
+        {(d) =>
+          d.events.edges.length === 0 ? (
+            <Empty>No event yet.</Empty>
+          ) : (
+            <>
+              <EventTable events={d.events.edges.map((e) => e.node)} />
+              {d.events.pageInfo.hasNextPage && access.page('events') ? (
+                <p>
+                  <Link to={all}>The whole history</Link>
+                </p>
+              ) : null}
+            </>
+          )
+        }
+      </QueryView>
     </>
   );
 }
