@@ -52,6 +52,7 @@ itself in the data directory.`,
 	root.AddCommand(
 		newServeCommand(cfg),
 		newMigrateCommand(cfg),
+		newTokenCommand(cfg),
 		newVersionCommand(),
 	)
 	return root
