@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -563,9 +564,10 @@ func TestCrashAtEveryStep(t *testing.T) {
 	}
 }
 
-// The terraform plugin through the orchestrator, with the descriptor of
-// docs/plugins.md: Terraform's own interpolations written $${…}.
-func TestTerraformResource(t *testing.T) {
+// The terraform plugin through the orchestrator, with the terraform-notes
+// example: a counted resource and one depending on all its instances, and
+// Terraform's own interpolations written $${…}.
+func TestTerraformExample(t *testing.T) {
 	t.Parallel()
 	bin, ok := terraform.Find()
 	if !ok {
@@ -579,31 +581,27 @@ func TestTerraformResource(t *testing.T) {
 	if err := e.reg.Register("terraform", tf); err != nil {
 		t.Fatal(err)
 	}
-	e.desc, err = orchestratortest.Publish(context.Background(), e.store, e.reg, "acme-vendor", []byte(`
-apiVersion: cairn/v1
-metadata: {name: tf-marker, version: 1.0.0}
-resources:
-  - name: marker
-    plugin: terraform
-    type: configuration
-    properties:
-      config:
-        variable: {note: {type: string}}
-        resource: {terraform_data: {marker: {input: "$${var.note}"}}}
-        output: {note: {value: "$${terraform_data.marker.output}"}}
-      variables:
-        note: deployed for ${service.tenant}
-outputs:
-  note: {value: "${resource.marker.outputs.note}"}
-`))
+	doc, err := os.ReadFile("../../examples/terraform-notes/service.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if e.desc, err = orchestratortest.Publish(context.Background(), e.store, e.reg, "acme-vendor", doc); err != nil {
+		t.Fatal(err)
+	}
 	e.run(t, nil)
-	e.register(t, "svc-tf")
+	err = orchestratortest.Register(context.Background(), e.store, orchestratortest.Registration{
+		ServiceID: "svc-tf", TenantID: "tenant-1", Descriptor: e.desc,
+		Variables: map[string]json.RawMessage{"notes": json.RawMessage(`3`), "text": json.RawMessage(`"hi"`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := e.wait(t, "svc-tf", service.StatusRegistered, service.StatusFailed)
-	if s.Status != service.StatusRegistered || string(s.Outputs) != `{"note":"deployed for tenant-1"}` {
+	if s.Status != service.StatusRegistered || string(s.Outputs) != `{"summary":"hi #0 for tenant-1 / hi #1 for tenant-1"}` {
 		t.Fatalf("%s: %s %s", s.Status, s.Cause, s.Outputs)
+	}
+	if len(s.ResourceIDs) != 4 {
+		t.Fatalf("%d resources", len(s.ResourceIDs))
 	}
 	e.request(t, "svc-tf", service.CmdRemove)
 	if s = e.wait(t, "svc-tf", service.StatusRemoved, service.StatusManualCleanupRequired); s.Status != service.StatusRemoved {
