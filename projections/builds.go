@@ -38,6 +38,7 @@ type buildRow struct {
 	Tables           []string
 	Cursor           eventstore.Cursor
 	LastEventAt      time.Time
+	Indexed          bool
 	Applied          int64
 	Parked           int64
 	LastError        string
@@ -50,7 +51,7 @@ type buildRow struct {
 
 func (b buildRow) target() Target { return buildTarget(b.Version, b.Build) }
 
-const buildColumns = `name, build, version, status, tables, tx_id, position, last_event_at, applied, parked,
+const buildColumns = `name, build, version, status, tables, tx_id, position, last_event_at, indexed, applied, parked,
 	coalesce(last_error, ''), last_error_at, rebuild_requested_at IS NOT NULL, started_at, live_at, updated_at`
 
 func scanBuilds(rows pgx.Rows) ([]buildRow, error) {
@@ -60,7 +61,7 @@ func scanBuilds(rows pgx.Rows) ([]buildRow, error) {
 		var b buildRow
 		var lastAt, errAt, liveAt *time.Time
 		if err := rows.Scan(&b.Name, &b.Build, &b.Version, &b.Status, &b.Tables, &b.Cursor.TxID, &b.Cursor.Position,
-			&lastAt, &b.Applied, &b.Parked, &b.LastError, &errAt, &b.RebuildRequested, &b.StartedAt, &liveAt, &b.UpdatedAt); err != nil {
+			&lastAt, &b.Indexed, &b.Applied, &b.Parked, &b.LastError, &errAt, &b.RebuildRequested, &b.StartedAt, &liveAt, &b.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("read projection checkpoints: %w", err)
 		}
 		b.LastEventAt, b.LastErrorAt, b.LiveAt = deref(lastAt), deref(errAt), deref(liveAt)
@@ -143,6 +144,19 @@ func advance(ctx context.Context, tx pgx.Tx, name string, build int, from, to ev
 		name, build, from.TxID, from.Position, to.TxID, to.Position, nullTime(lastAt), applied, parked)
 	if err != nil {
 		return fmt.Errorf("save checkpoint of %q: %w", name, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return errSuperseded
+	}
+	return nil
+}
+
+// markIndexed records that a build's tables have all their indexes.
+func markIndexed(ctx context.Context, tx pgx.Tx, name string, build int) error {
+	tag, err := tx.Exec(ctx, `UPDATE projection_checkpoints SET indexed = true, updated_at = now()
+		WHERE name = $1 AND build = $2 AND status <> 'retired'`, name, build)
+	if err != nil {
+		return fmt.Errorf("record indexes of %q: %w", name, err)
 	}
 	if tag.RowsAffected() != 1 {
 		return errSuperseded

@@ -43,8 +43,12 @@ type Projection interface {
 	Tables() []string
 	// Filter selects the events Apply receives.
 	Filter() Filter
-	// Setup creates the tables in t.
+	// Setup creates the tables in t, with their primary keys.
 	Setup(ctx context.Context, tx pgx.Tx, t Target) error
+	// Index creates the tables' other indexes. A build fills its tables
+	// without them, which is several times faster, and indexes them once it
+	// has caught up with the log (before its views serve a rebuild).
+	Index(ctx context.Context, tx pgx.Tx, t Target) error
 	// Apply writes the effect of events, in global order, inside tx. It must
 	// depend on nothing but the events and the tables: a rebuild from the
 	// start must produce the same rows.

@@ -149,6 +149,18 @@ func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (Repl
 			return res, fmt.Errorf("replay: %w", err)
 		}
 	}
+	// Auditors query the replay at will: give it the live tables' indexes.
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, p := range o.Projections {
+			if err := p.Index(ctx, tx, target); err != nil {
+				return fmt.Errorf("index %q: %w", p.Name(), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("replay: %w", err)
+	}
 	return res, nil
 }
 

@@ -2,11 +2,13 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // AnalyticsRole may read the analytics schema and nothing else.
@@ -35,6 +37,51 @@ const ReplayViewPrefix = "analytics_"
 func (v View) sql(readSchema, viewSchema, prefix string) string {
 	q := strings.ReplaceAll(v.Query, "{read}.", pgx.Identifier{readSchema}.Sanitize()+".")
 	return strings.ReplaceAll(q, "{views}.", pgx.Identifier{viewSchema}.Sanitize()+"."+prefix)
+}
+
+// errViewsBusy: readers held the views longer than a switch may wait.
+var errViewsBusy = errors.New("the views are busy with long reads; the switch will be tried again")
+
+// lockViews takes every stable view a switch changes, in one fixed order,
+// waiting at most a moment. A reader whose query uses two of them may hold
+// one while waiting for the other: with no bound the switch and the reader
+// could deadlock, and PostgreSQL would cancel one of them. Bounded below the
+// deadlock timeout, the switch gives way instead and is tried again, and
+// readers never fail.
+func lockViews(ctx context.Context, tx pgx.Tx, b buildRow, old *buildRow) error {
+	names := slices.Clone(b.Tables)
+	if old != nil {
+		for _, t := range old.Tables {
+			if !slices.Contains(names, t) {
+				names = append(names, t)
+			}
+		}
+	}
+	slices.Sort(names)
+	var views []string
+	for _, n := range names {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, ReadSchema+"."+n).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			views = append(views, pgx.Identifier{ReadSchema, n}.Sanitize())
+		}
+	}
+	if len(views) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '200ms'`); err != nil {
+		return err
+	}
+	// The bound stays for the rest of the switch, which may also remake
+	// analytics views that readers hold.
+	_, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(views, ", ")+` IN ACCESS EXCLUSIVE MODE`)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return errViewsBusy
+	}
+	return err
 }
 
 // pointViews points the stable views of a build's tables at them, and drops

@@ -29,6 +29,8 @@ type worker struct {
 	mu sync.Mutex
 	// state is live or building.
 	state string
+	// indexed: the tables have their secondary indexes (see Projection.Index).
+	indexed bool
 	// cursor: every event up to here is applied (or of no concern to the
 	// projection). It runs ahead of saved when only such events were read:
 	// saving those is deferred, since replaying them after a crash is free.
@@ -46,7 +48,7 @@ type worker struct {
 func newWorker(r *Runner, p Projection, b buildRow) *worker {
 	return &worker{
 		r: r, p: p, filter: p.Filter(), name: b.Name, build: b.Build, target: b.target(),
-		done: make(chan struct{}), state: b.Status, cursor: b.Cursor, cursorAt: b.LastEventAt,
+		done: make(chan struct{}), state: b.Status, indexed: b.Indexed, cursor: b.Cursor, cursorAt: b.LastEventAt,
 		saved: b.Cursor, savedAt: time.Now(), applied: b.Applied, parked: b.Parked,
 		lastError: b.LastError, errorAt: b.LastErrorAt,
 	}
@@ -101,7 +103,18 @@ func (w *worker) run(ctx context.Context) error {
 		// While catching up, reads gather into big transactions; a sparse
 		// projection still saves its place every SaveInterval.
 		if len(pending) >= opts.MaxBatch || atHead || time.Since(w.savedTime()) >= opts.SaveInterval {
-			err := w.flush(ctx, pending, read, readAt, atHead)
+			var err error
+			if atHead && !w.isIndexed() {
+				// Caught up for the first time: apply what is pending, then
+				// make the indexes the tables were filled without.
+				if err = w.flush(ctx, pending, read, readAt, false); err == nil {
+					err = w.index(ctx)
+				}
+				pending = pending[:0]
+			}
+			if err == nil {
+				err = w.flush(ctx, pending, read, readAt, atHead)
+			}
 			pending = pending[:0]
 			switch {
 			case errors.Is(err, errMoved):
@@ -130,7 +143,7 @@ func (w *worker) run(ctx context.Context) error {
 // them); the others go through apply's retries. A building build at the
 // head also tries to switch the stable views to itself.
 func (w *worker) flush(ctx context.Context, evs []Event, end eventstore.Cursor, endAt time.Time, atHead bool) error {
-	handover := atHead && w.snapshot().state == StateBuilding
+	handover := atHead && w.snapshot().state == StateBuilding && w.isIndexed()
 	if len(evs) == 0 && !handover {
 		// Only events of no concern were read: the read model is already
 		// right up to end. Saving that is deferred; replaying them after a
@@ -167,12 +180,54 @@ func (w *worker) flush(ctx context.Context, evs []Event, end eventstore.Cursor, 
 		}
 		// The switch failed: apply the batch on its own and try the switch
 		// again when the build is next at the head.
-		w.r.log.Warn().Err(err).Str("projection", w.name).Int("build", w.build).Msg("switch to rebuilt projection failed; will retry")
+		ev := w.r.log.Warn()
+		if errors.Is(err, errViewsBusy) {
+			ev = w.r.log.Debug()
+		}
+		ev.Err(err).Str("projection", w.name).Int("build", w.build).Msg("switch to rebuilt projection failed; will retry")
 	}
 	if len(evs) == 0 {
 		return nil
 	}
 	return w.apply(ctx, evs, end, endAt)
+}
+
+func (w *worker) isIndexed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.indexed
+}
+
+// index creates the secondary indexes of the build's tables, retrying
+// until it can.
+func (w *worker) index(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := pgx.BeginFunc(ctx, w.r.pool, func(tx pgx.Tx) error {
+			if err := w.p.Index(ctx, tx, w.target); err != nil {
+				return fmt.Errorf("index the tables: %w", err)
+			}
+			return markIndexed(ctx, tx, w.name, w.build)
+		})
+		if errors.Is(err, errSuperseded) {
+			return w.superseded(ctx)
+		}
+		if err == nil {
+			w.mu.Lock()
+			w.indexed = true
+			w.mu.Unlock()
+			w.r.log.Info().Str("projection", w.name).Int("build", w.build).Dur("took", time.Since(start)).
+				Msg("projection caught up with the log; its tables are indexed")
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.noteError(err)
+		if err := sleep(ctx, backoff(w.r.opts, attempt)); err != nil {
+			return err
+		}
+	}
 }
 
 func (w *worker) savedTime() time.Time {
@@ -242,6 +297,12 @@ func (w *worker) commit(ctx context.Context, evs []Event, end eventstore.Cursor,
 	w.mu.Unlock()
 	var sw *switchover
 	err := pgx.BeginFunc(ctx, w.r.pool, func(tx pgx.Tx) error {
+		// A crash may lose the last commits, read model and checkpoint
+		// together; they are applied again on restart. Not waiting for the
+		// flush takes a disk write off every batch.
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
+			return err
+		}
 		if len(evs) > 0 {
 			if err := w.p.Apply(ctx, tx, w.target, evs); err != nil {
 				return err
@@ -335,6 +396,9 @@ func (w *worker) handover(ctx context.Context, tx pgx.Tx, end eventstore.Cursor,
 		}
 		sw.cursor, sw.cursorAt, sw.extra = last, lastAt, int64(len(evs))
 	}
+	if err := lockViews(ctx, tx, *self, live); err != nil {
+		return nil, err
+	}
 	recreated, err := pointViews(ctx, tx, *self, live)
 	if err != nil {
 		return nil, err
@@ -403,7 +467,7 @@ func (w *worker) superseded(ctx context.Context) error {
 			continue
 		}
 		w.mu.Lock()
-		w.state, w.saved, w.savedAt = b.Status, b.Cursor, time.Now()
+		w.state, w.saved, w.savedAt, w.indexed = b.Status, b.Cursor, time.Now(), b.Indexed
 		if w.cursor.Less(b.Cursor) {
 			w.cursor, w.cursorAt = b.Cursor, b.LastEventAt
 		}

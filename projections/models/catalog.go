@@ -34,14 +34,19 @@ func (Catalog) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error
 			description        text,
 			status             text NOT NULL,
 			digest             text,
-			descriptor         jsonb,
+			descriptor         json,
 			registered_at      timestamptz,
 			published_at       timestamptz,
 			deprecated_at      timestamptz,
 			deprecation_reason text,
 			stream_version     bigint NOT NULL,
 			position           bigint NOT NULL
-		);
+		);`, t.Table("templates")))
+	return err
+}
+
+func (Catalog) Index(ctx context.Context, tx pgx.Tx, t projections.Target) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`
 		CREATE INDEX ON %[1]s (name, id);
 		CREATE INDEX ON %[1]s (vendor, id);
 		CREATE INDEX ON %[1]s (category, id);`, t.Table("templates")))
@@ -71,8 +76,9 @@ func (Catalog) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 	if err != nil {
 		return err
 	}
-	out := newRowset(templateColumns...)
-	for _, r := range rows {
+	out := newSplit(templateColumns...)
+	for _, f := range rows {
+		r := f.state
 		// The catalog lists and filters by these, so they get columns.
 		var meta struct {
 			Metadata struct {
@@ -81,12 +87,12 @@ func (Catalog) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(r.Descriptor, &meta)
-		out.text(r.id).text(r.Name).text(r.Version).text(r.Vendor).ntext(meta.Metadata.Category).
+		out.row(f.existed).text(r.id).text(r.Name).text(r.Version).text(r.Vendor).ntext(meta.Metadata.Category).
 			ntext(meta.Metadata.Description).text(string(r.Status)).ntext(r.Digest).
 			json(r.Descriptor).time(r.RegisteredAt).time(r.PublishedAt).time(r.DeprecatedAt).
 			ntext(r.DeprecationReason).int(r.version).int(r.position)
 	}
-	return out.upsert(ctx, tx, t.Table("templates"), []string{"id"}, "")
+	return out.write(ctx, tx, t.Table("templates"), "id")
 }
 
 func loadTemplates(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*templateRow, error) {

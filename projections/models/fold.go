@@ -27,14 +27,20 @@ func Names() []string {
 	return out
 }
 
+// folded is an entity after a batch, and whether its row existed before.
+type folded[S any] struct {
+	state   *S
+	existed bool
+}
+
 // fold applies the events of one stream type to their entities: it loads
 // the current rows of every entity the events touch (one query), applies the
 // events in order and returns the entities in the order they were first
 // touched, for one set-based write.
 func fold[S any](ctx context.Context, tx pgx.Tx, evs []projections.Event, streamType string,
 	load func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*S, error),
-	apply func(s *S, e *projections.Event)) ([]*S, error) {
-	var ids []string
+	apply func(s *S, e *projections.Event)) ([]folded[S], error) {
+	var ids, known []string
 	seen := map[string]bool{}
 	for i := range evs {
 		if evs[i].StreamType != streamType {
@@ -43,14 +49,26 @@ func fold[S any](ctx context.Context, tx pgx.Tx, evs []projections.Event, stream
 		if id := evs[i].EntityID(); !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
+			// An entity whose first event here opens its stream has no row
+			// yet: only the others are looked up.
+			if evs[i].Version > 1 {
+				known = append(known, id)
+			}
 		}
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	states, err := load(ctx, tx, ids)
-	if err != nil {
-		return nil, err
+	states := map[string]*S{}
+	if len(known) > 0 {
+		var err error
+		if states, err = load(ctx, tx, known); err != nil {
+			return nil, err
+		}
+	}
+	existed := make(map[string]bool, len(states))
+	for id := range states {
+		existed[id] = true
 	}
 	for i := range evs {
 		e := &evs[i]
@@ -65,9 +83,9 @@ func fold[S any](ctx context.Context, tx pgx.Tx, evs []projections.Event, stream
 		}
 		apply(s, e)
 	}
-	out := make([]*S, 0, len(ids))
+	out := make([]folded[S], 0, len(ids))
 	for _, id := range ids {
-		out = append(out, states[id])
+		out = append(out, folded[S]{state: states[id], existed: existed[id]})
 	}
 	return out, nil
 }

@@ -35,9 +35,9 @@ func (Jobs) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 			submitter       text NOT NULL,
 			kind            text NOT NULL,
 			action          text,
-			spec            jsonb NOT NULL,
+			spec            json NOT NULL,
 			target_node_id  text,
-			target_selector jsonb,
+			target_selector json,
 			target_mode     text,
 			max_parallel    bigint NOT NULL,
 			timeout_ms      bigint NOT NULL,
@@ -53,18 +53,23 @@ func (Jobs) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 			not_before      timestamptz,
 			exit_code       bigint,
 			error           text,
-			result          jsonb,
+			result          json,
 			cancel_reason   text,
 			lost_reason     text,
-			children        jsonb NOT NULL,
-			counts          jsonb,
+			children        json NOT NULL,
+			counts          json,
 			submitted_at    timestamptz NOT NULL,
 			started_at      timestamptz,
 			finished_at     timestamptz,
 			updated_at      timestamptz,
 			stream_version  bigint NOT NULL,
 			position        bigint NOT NULL
-		);
+		) WITH (fillfactor = 80);`, t.Table("jobs")))
+	return err
+}
+
+func (Jobs) Index(ctx context.Context, tx pgx.Tx, t projections.Target) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`
 		CREATE INDEX ON %[1]s (submitted_at DESC, id DESC);
 		CREATE INDEX ON %[1]s (state, submitted_at DESC, id DESC);
 		CREATE INDEX ON %[1]s (node_id, submitted_at DESC, id DESC);
@@ -111,8 +116,9 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 	if err != nil {
 		return err
 	}
-	out := newRowset(jobColumns...)
-	for _, j := range rows {
+	out := newSplit(jobColumns...)
+	for _, f := range rows {
+		j := f.state
 		var selector, result, counts []byte
 		if len(j.Target.Selector) > 0 {
 			selector, _ = json.Marshal(j.Target.Selector)
@@ -130,7 +136,7 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 		if children == nil {
 			children = []string{}
 		}
-		out.text(j.ID).ntext(j.ParentID).ntext(j.tenant).text(j.Submitter).text(string(j.Spec.Kind)).
+		out.row(f.existed).text(j.ID).ntext(j.ParentID).ntext(j.tenant).text(j.Submitter).text(string(j.Spec.Kind)).
 			ntext(j.Spec.Action).jsonOf(j.Spec).ntext(j.Target.NodeID).json(selector).ntext(string(j.Target.Mode)).
 			int(int64(j.Target.MaxParallel)).int(j.Timeout.Milliseconds()).int(j.Grace.Milliseconds()).
 			int(int64(j.Retries.Max)).int(j.Retries.Backoff.Milliseconds()).
@@ -140,7 +146,7 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 			time(j.SubmittedAt).time(j.StartedAt).time(j.FinishedAt).
 			time(j.UpdatedAt).int(j.version).int(j.position)
 	}
-	return out.upsert(ctx, tx, t.Table("jobs"), []string{"id"}, "")
+	return out.write(ctx, tx, t.Table("jobs"), "id")
 }
 
 func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*jobRow, error) {

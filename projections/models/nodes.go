@@ -30,7 +30,7 @@ func (Nodes) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 			hostname        text NOT NULL,
 			location_id     text,
 			labels          jsonb NOT NULL,
-			facts           jsonb,
+			facts           json,
 			facts_at        timestamptz,
 			status          text NOT NULL,
 			status_since    timestamptz,
@@ -43,16 +43,22 @@ func (Nodes) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 			updated_at      timestamptz,
 			stream_version  bigint NOT NULL,
 			position        bigint NOT NULL
-		);
-		CREATE INDEX ON %[1]s (status, id);
-		CREATE INDEX ON %[1]s (location_id, id);
-		CREATE INDEX ON %[1]s USING gin (labels jsonb_path_ops);
+		) WITH (fillfactor = 80);
 		CREATE TABLE %[2]s (
 			node_id    text NOT NULL,
 			status     text NOT NULL,
 			started_at timestamptz NOT NULL,
 			ended_at   timestamptz NOT NULL
-		);
+		);`,
+		t.Table("nodes"), t.Table("node_status_periods")))
+	return err
+}
+
+func (Nodes) Index(ctx context.Context, tx pgx.Tx, t projections.Target) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`
+		CREATE INDEX ON %[1]s (status, id);
+		CREATE INDEX ON %[1]s (location_id, id);
+		CREATE INDEX ON %[1]s USING gin (labels jsonb_path_ops);
 		CREATE INDEX ON %[2]s (node_id, started_at);`,
 		t.Table("nodes"), t.Table("node_status_periods")))
 	return err
@@ -68,7 +74,7 @@ type nodeRow struct {
 }
 
 var nodeColumns = []column{
-	{"id", kText}, {"hostname", kText}, {"location_id", kNText}, {"labels", kJSON}, {"facts", kJSON},
+	{"id", kText}, {"hostname", kText}, {"location_id", kNText}, {"labels", kJSONB}, {"facts", kJSON},
 	{"facts_at", kTime}, {"status", kText}, {"status_since", kTime}, {"cordoned", kBool}, {"drain_reason", kNText},
 	{"enrolled_at", kTime}, {"connected_at", kTime}, {"disconnected_at", kTime}, {"last_seen_at", kTime},
 	{"updated_at", kTime}, {"stream_version", kInt}, {"position", kInt},
@@ -103,18 +109,19 @@ func (Nodes) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []p
 	if err != nil {
 		return err
 	}
-	out := newRowset(nodeColumns...)
-	for _, n := range rows {
+	out := newSplit(nodeColumns...)
+	for _, f := range rows {
+		n := f.state
 		labels := n.Labels
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		out.text(n.ID).text(n.Hostname).ntext(n.LocationID).jsonOf(labels).json(n.facts).
+		out.row(f.existed).text(n.ID).text(n.Hostname).ntext(n.LocationID).jsonbOf(labels).json(n.facts).
 			time(n.FactsAt).text(string(n.Status)).time(ts(n.statusSince)).bool(n.Cordoned).ntext(n.DrainReason).
 			time(n.EnrolledAt).time(n.ConnectedAt).time(n.DisconnectedAt).time(ts(n.lastSeen)).
 			time(n.UpdatedAt).int(n.version).int(n.position)
 	}
-	if err := out.upsert(ctx, tx, t.Table("nodes"), []string{"id"}, ""); err != nil {
+	if err := out.write(ctx, tx, t.Table("nodes"), "id"); err != nil {
 		return err
 	}
 	return periods.insert(ctx, tx, t.Table("node_status_periods"))

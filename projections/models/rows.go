@@ -18,7 +18,8 @@ const (
 	kText  kind = iota // text, never NULL
 	kNText             // text, "" is NULL
 	kTime              // timestamptz, zero is NULL
-	kJSON              // jsonb from raw JSON, empty or "null" is NULL
+	kJSON              // json (kept as written) from raw JSON, empty or "null" is NULL
+	kJSONB             // jsonb (for columns queried inside), likewise
 	kInt               // bigint
 	kNInt              // bigint or NULL
 	kBool              // boolean
@@ -26,7 +27,7 @@ const (
 )
 
 var arrayType = map[kind]string{
-	kText: "text[]", kNText: "text[]", kTime: "timestamptz[]", kJSON: "text[]",
+	kText: "text[]", kNText: "text[]", kTime: "timestamptz[]", kJSON: "text[]", kJSONB: "text[]",
 	kInt: "bigint[]", kNInt: "bigint[]", kBool: "boolean[]", kDate: "date[]",
 }
 
@@ -84,11 +85,22 @@ func (r *rowset) time(v time.Time) *rowset {
 	c.t = append(c.t, pgtype.Timestamptz{Time: v, Valid: !v.IsZero()})
 	return r
 }
-func (r *rowset) json(v []byte) *rowset {
-	c := r.col(kJSON)
+func (r *rowset) json(v []byte) *rowset { return r.jsonKind(kJSON, v) }
+
+func (r *rowset) jsonKind(k kind, v []byte) *rowset {
+	c := r.col(k)
 	ok := len(v) > 0 && string(v) != "null"
 	c.ns = append(c.ns, pgtype.Text{String: string(v), Valid: ok})
 	return r
+}
+
+// jsonbOf marshals v for a jsonb column.
+func (r *rowset) jsonbOf(v any) *rowset {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = nil
+	}
+	return r.jsonKind(kJSONB, b)
 }
 
 // jsonOf marshals v for a jsonb column (maps marshal with sorted keys, so
@@ -123,7 +135,7 @@ func (r *rowset) args() []any {
 		switch c.kind {
 		case kText:
 			out[i] = d.s
-		case kNText, kJSON:
+		case kNText, kJSON, kJSONB:
 			out[i] = d.ns
 		case kTime:
 			out[i] = d.t
@@ -146,8 +158,11 @@ func (r *rowset) selectSQL() (names string, sel string) {
 	for i, c := range r.cols {
 		ns = append(ns, c.name)
 		e := "u." + c.name
-		if c.kind == kJSON {
-			e += "::jsonb"
+		switch c.kind {
+		case kJSON:
+			e += "::json AS " + c.name
+		case kJSONB:
+			e += "::jsonb AS " + c.name
 		}
 		exprs = append(exprs, e)
 		params = append(params, fmt.Sprintf("$%d::%s", i+1, arrayType[c.kind]))
@@ -166,6 +181,49 @@ func (r *rowset) insert(ctx context.Context, tx pgx.Tx, table string) error {
 		return fmt.Errorf("write %s: %w", table, err)
 	}
 	return nil
+}
+
+// update replaces the rows of table with the same key.
+func (r *rowset) update(ctx context.Context, tx pgx.Tx, table string, key []string) error {
+	if r.len() == 0 {
+		return nil
+	}
+	_, sel := r.selectSQL()
+	var set, match []string
+	for _, c := range r.cols {
+		if contains(key, c.name) {
+			match = append(match, "t."+c.name+" = v."+c.name)
+		} else {
+			set = append(set, c.name+" = v."+c.name)
+		}
+	}
+	sql := "UPDATE " + table + " AS t SET " + strings.Join(set, ", ") + " FROM (" + sel + ") AS v WHERE " + strings.Join(match, " AND ")
+	if _, err := tx.Exec(ctx, sql, r.args()...); err != nil {
+		return fmt.Errorf("update %s: %w", table, err)
+	}
+	return nil
+}
+
+// split gathers the rows of entities folded from events: those that
+// existed before the batch are updated, the others inserted. Each takes
+// one statement, cheaper than INSERT … ON CONFLICT for both.
+type split struct{ ins, upd *rowset }
+
+func newSplit(cols ...column) split { return split{ins: newRowset(cols...), upd: newRowset(cols...)} }
+
+// row returns the rowset the next row of an entity goes to.
+func (s split) row(existed bool) *rowset {
+	if existed {
+		return s.upd
+	}
+	return s.ins
+}
+
+func (s split) write(ctx context.Context, tx pgx.Tx, table string, key ...string) error {
+	if err := s.ins.insert(ctx, tx, table); err != nil {
+		return err
+	}
+	return s.upd.update(ctx, tx, table, key)
 }
 
 // upsert writes the rows into table, replacing rows with the same key. set

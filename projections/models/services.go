@@ -36,10 +36,10 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			state            text NOT NULL,
 			failed_in        text,
 			cause            text,
-			variables        jsonb,
-			outputs          jsonb,
-			resource_ids     jsonb NOT NULL,
-			remaining        jsonb,
+			variables        json,
+			outputs          json,
+			resource_ids     json NOT NULL,
+			remaining        json,
 			requested_at     timestamptz NOT NULL,
 			registered_at    timestamptz,
 			first_running_at timestamptz,
@@ -47,10 +47,7 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			updated_at       timestamptz,
 			stream_version   bigint NOT NULL,
 			position         bigint NOT NULL
-		);
-		CREATE INDEX ON %[1]s (tenant_id, requested_at DESC, id DESC);
-		CREATE INDEX ON %[1]s (requested_at DESC, id DESC);
-		CREATE INDEX ON %[1]s (template_name, template_version);
+		) WITH (fillfactor = 80);
 		CREATE TABLE %[2]s (
 			id             text PRIMARY KEY,
 			service_id     text NOT NULL,
@@ -59,14 +56,22 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			state          text NOT NULL,
 			failed_in      text,
 			error          text,
-			properties     jsonb,
-			depends_on     jsonb NOT NULL,
-			outputs        jsonb,
+			properties     json,
+			depends_on     json NOT NULL,
+			outputs        json,
 			planned_at     timestamptz,
 			updated_at     timestamptz,
 			stream_version bigint NOT NULL,
 			position       bigint NOT NULL
-		);
+		) WITH (fillfactor = 80);`, t.Table("services"), t.Table("resources")))
+	return err
+}
+
+func (Services) Index(ctx context.Context, tx pgx.Tx, t projections.Target) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`
+		CREATE INDEX ON %[1]s (tenant_id, requested_at DESC, id DESC);
+		CREATE INDEX ON %[1]s (requested_at DESC, id DESC);
+		CREATE INDEX ON %[1]s (template_name, template_version);
 		CREATE INDEX ON %[2]s (service_id, id);`, t.Table("services"), t.Table("resources")))
 	return err
 }
@@ -136,8 +141,9 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 	if err != nil {
 		return err
 	}
-	out := newRowset(serviceColumns...)
-	for _, s := range services {
+	out := newSplit(serviceColumns...)
+	for _, f := range services {
+		s := f.state
 		ids := s.ResourceIDs
 		if ids == nil {
 			ids = []string{}
@@ -146,25 +152,26 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		if len(s.Remaining) > 0 {
 			remaining, _ = json.Marshal(s.Remaining)
 		}
-		out.text(s.ID).text(s.TenantID).text(s.Name).text(s.TemplateName).text(s.TemplateVersion).
+		out.row(f.existed).text(s.ID).text(s.TenantID).text(s.Name).text(s.TemplateName).text(s.TemplateVersion).
 			text(string(s.Status)).ntext(string(s.FailedIn)).ntext(s.Cause).json(s.Variables).json(s.Outputs).
 			jsonOf(ids).json(remaining).time(s.RequestedAt).time(ts(s.registeredAt)).time(ts(s.firstRunningAt)).
 			time(ts(s.removedAt)).time(s.UpdatedAt).int(s.version).int(s.position)
 	}
-	if err := out.upsert(ctx, tx, t.Table("services"), []string{"id"}, ""); err != nil {
+	if err := out.write(ctx, tx, t.Table("services"), "id"); err != nil {
 		return err
 	}
-	rout := newRowset(resourceColumns...)
-	for _, r := range resources {
+	rout := newSplit(resourceColumns...)
+	for _, f := range resources {
+		r := f.state
 		deps := r.DependsOn
 		if deps == nil {
 			deps = []string{}
 		}
-		rout.text(r.ID).text(r.ServiceID).text(r.Plugin).text(r.Type).text(string(r.Status)).
+		rout.row(f.existed).text(r.ID).text(r.ServiceID).text(r.Plugin).text(r.Type).text(string(r.Status)).
 			ntext(string(r.FailedIn)).ntext(r.Error).json(r.Properties).jsonOf(deps).json(r.Outputs).
 			time(r.PlannedAt).time(r.UpdatedAt).int(r.version).int(r.position)
 	}
-	return rout.upsert(ctx, tx, t.Table("resources"), []string{"id"}, "")
+	return rout.write(ctx, tx, t.Table("resources"), "id")
 }
 
 func loadServices(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*serviceRow, error) {

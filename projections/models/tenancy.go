@@ -49,7 +49,6 @@ func (Tenancy) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error
 			stream_version bigint NOT NULL,
 			position       bigint NOT NULL
 		);
-		CREATE INDEX ON %[2]s (tenant_id, id);
 		CREATE TABLE %[3]s (
 			id             text PRIMARY KEY,
 			user_id        text NOT NULL,
@@ -63,8 +62,6 @@ func (Tenancy) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error
 			stream_version bigint NOT NULL,
 			position       bigint NOT NULL
 		);
-		CREATE INDEX ON %[3]s (user_id, id);
-		CREATE INDEX ON %[3]s (tenant_id, id);
 		CREATE TABLE %[4]s (
 			id             text PRIMARY KEY,
 			name           text NOT NULL,
@@ -75,6 +72,14 @@ func (Tenancy) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error
 			stream_version bigint NOT NULL,
 			position       bigint NOT NULL
 		);`, t.Table("tenants"), t.Table("users"), t.Table("api_tokens"), t.Table("locations")))
+	return err
+}
+
+func (Tenancy) Index(ctx context.Context, tx pgx.Tx, t projections.Target) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`
+		CREATE INDEX ON %[1]s (tenant_id, id);
+		CREATE INDEX ON %[2]s (user_id, id);
+		CREATE INDEX ON %[2]s (tenant_id, id);`, t.Table("users"), t.Table("api_tokens")))
 	return err
 }
 
@@ -133,42 +138,46 @@ func (Tenancy) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 		return err
 	}
 
-	out := newRowset(column{"id", kText}, column{"name", kText}, column{"status", kText}, column{"suspend_reason", kNText},
+	out := newSplit(column{"id", kText}, column{"name", kText}, column{"status", kText}, column{"suspend_reason", kNText},
 		column{"created_at", kTime}, column{"updated_at", kTime}, column{"stream_version", kInt}, column{"position", kInt})
-	for _, r := range tenants {
-		out.text(r.ID).text(r.Name).text(string(r.Status)).ntext(r.SuspendReason).time(r.CreatedAt).time(r.UpdatedAt).
+	for _, f := range tenants {
+		r := f.state
+		out.row(f.existed).text(r.ID).text(r.Name).text(string(r.Status)).ntext(r.SuspendReason).time(r.CreatedAt).time(r.UpdatedAt).
 			int(r.version).int(r.position)
 	}
-	if err := out.upsert(ctx, tx, t.Table("tenants"), []string{"id"}, ""); err != nil {
+	if err := out.write(ctx, tx, t.Table("tenants"), "id"); err != nil {
 		return err
 	}
-	out = newRowset(column{"id", kText}, column{"name", kText}, column{"role", kText}, column{"tenant_id", kNText},
+	out = newSplit(column{"id", kText}, column{"name", kText}, column{"role", kText}, column{"tenant_id", kNText},
 		column{"status", kText}, column{"disable_reason", kNText}, column{"created_at", kTime}, column{"updated_at", kTime},
 		column{"stream_version", kInt}, column{"position", kInt})
-	for _, r := range users {
-		out.text(r.ID).text(r.Name).text(string(r.Role)).ntext(r.TenantID).text(string(r.Status)).ntext(r.DisableReason).
+	for _, f := range users {
+		r := f.state
+		out.row(f.existed).text(r.ID).text(r.Name).text(string(r.Role)).ntext(r.TenantID).text(string(r.Status)).ntext(r.DisableReason).
 			time(r.CreatedAt).time(r.UpdatedAt).int(r.version).int(r.position)
 	}
-	if err := out.upsert(ctx, tx, t.Table("users"), []string{"id"}, ""); err != nil {
+	if err := out.write(ctx, tx, t.Table("users"), "id"); err != nil {
 		return err
 	}
-	out = newRowset(column{"id", kText}, column{"user_id", kText}, column{"role", kText}, column{"tenant_id", kNText},
+	out = newSplit(column{"id", kText}, column{"user_id", kText}, column{"role", kText}, column{"tenant_id", kNText},
 		column{"status", kText}, column{"expires_at", kTime}, column{"issued_at", kTime}, column{"revoked_at", kTime},
 		column{"revoke_reason", kNText}, column{"stream_version", kInt}, column{"position", kInt})
-	for _, r := range tokens {
-		out.text(r.ID).text(r.UserID).text(string(r.Role)).ntext(r.TenantID).text(string(r.Status)).time(r.ExpiresAt).
+	for _, f := range tokens {
+		r := f.state
+		out.row(f.existed).text(r.ID).text(r.UserID).text(string(r.Role)).ntext(r.TenantID).text(string(r.Status)).time(r.ExpiresAt).
 			time(r.IssuedAt).time(r.RevokedAt).ntext(r.RevokeReason).int(r.version).int(r.position)
 	}
-	if err := out.upsert(ctx, tx, t.Table("api_tokens"), []string{"id"}, ""); err != nil {
+	if err := out.write(ctx, tx, t.Table("api_tokens"), "id"); err != nil {
 		return err
 	}
-	out = newRowset(column{"id", kText}, column{"name", kText}, column{"description", kNText}, column{"status", kText},
+	out = newSplit(column{"id", kText}, column{"name", kText}, column{"description", kNText}, column{"status", kText},
 		column{"created_at", kTime}, column{"updated_at", kTime}, column{"stream_version", kInt}, column{"position", kInt})
-	for _, r := range locations {
-		out.text(r.ID).text(r.Name).ntext(r.Description).text(string(r.Status)).time(r.CreatedAt).time(r.UpdatedAt).
+	for _, f := range locations {
+		r := f.state
+		out.row(f.existed).text(r.ID).text(r.Name).ntext(r.Description).text(string(r.Status)).time(r.CreatedAt).time(r.UpdatedAt).
 			int(r.version).int(r.position)
 	}
-	return out.upsert(ctx, tx, t.Table("locations"), []string{"id"}, "")
+	return out.write(ctx, tx, t.Table("locations"), "id")
 }
 
 func loadTenants(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*tenantRow, error) {

@@ -46,6 +46,9 @@ type volume struct {
 	first, last time.Time
 }
 
+// Index has nothing to add: the primary key serves every query.
+func (EventVolume) Index(context.Context, pgx.Tx, projections.Target) error { return nil }
+
 func (EventVolume) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []projections.Event) error {
 	counts := map[volumeKey]*volume{}
 	var order []volumeKey
