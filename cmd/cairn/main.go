@@ -47,6 +47,10 @@ func exitCodeOf(err error) int {
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	var je *jobExitError
+	if errors.As(err, &je) {
+		return je.ExitCode()
+	}
 	return exitError
 }
 
@@ -99,8 +103,9 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 	root.PersistentFlags().DurationVar(&a.timeout, "timeout", 30*time.Second, "how long to wait for the server's answer to a query")
 	root.AddCommand(
 		newLoginCommand(a),
-		newNodesCommand(a),
-		newJobsCommand(a),
+		withSubcommands(newNodesCommand(a), newJoinTokenCommand(a)),
+		withSubcommands(newJobsCommand(a), newJobLogsCommand(a)),
+		newRunCommand(a),
 		withServiceCommands(a, newServicesCommand(a)),
 		newEventsCommand(a),
 		newTemplatesCommand(a),
