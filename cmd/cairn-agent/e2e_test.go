@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -208,5 +209,73 @@ func TestLocalAgent(t *testing.T) {
 		if round == 0 {
 			cp.start()
 		}
+	}
+}
+
+// The operator's side: cairn nodes join-token enrolls an agent; cairn run
+// follows a job's output and exits with its status; cairn jobs logs prints
+// what a job wrote.
+func TestCLI(t *testing.T) {
+	t.Parallel()
+	cp := startControlPlane(t)
+	cli := cliBinary(t)
+	cairn := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(cli, args...)
+		cmd.Env = append(environWithout("CAIRN_"), "CAIRN_SERVER="+cp.url(), "CAIRN_TOKEN="+cp.token, "XDG_CONFIG_HOME="+t.TempDir())
+		cmd.Stdin = strings.NewReader(stdin)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+
+	token, errOut, code := cairn("", "nodes", "join-token", "--label", "team=cli")
+	if code != 0 || !strings.HasPrefix(token, "cairnjoin_") || !strings.Contains(errOut, "cairn-agent --server") {
+		t.Fatalf("join-token: %d %q %q", code, token, errOut)
+	}
+	a := &agentProc{dataDir: filepath.Join(t.TempDir(), "agent"), fileRoot: t.TempDir(), transport: "auto", cp: cp}
+	a.run(strings.TrimSpace(token))
+	node := a.nodeID()
+	cp.waitOnline(node)
+
+	out, errOut, code := cairn("", "run", "--node", node, "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+	if code != 7 || out != "out\n" || !strings.Contains(errOut, "err\n") {
+		t.Errorf("run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, _, code = cairn("data from stdin", "run", "--selector", "team=cli", "--stdin", "--", "cat")
+	if code != 0 || out != "data from stdin" {
+		t.Errorf("run with stdin: exit %d, stdout %q", code, out)
+	}
+	out, _, code = cairn("", "run", "--selector", "team=cli", "--all", "--script", "sh", "--", "echo one; echo two")
+	if code != 0 || out != "["+node+"] one\n["+node+"] two\n" {
+		t.Errorf("run on all: exit %d, stdout %q", code, out)
+	}
+	_, errOut, code = cairn("", "run", "--node", node, "--timeout-after", "1s", "--grace", "0s", "--", "sleep", "30")
+	if code != 124 {
+		t.Errorf("run past its timeout: exit %d, stderr %q", code, errOut)
+	}
+	id, _, code := cairn("", "run", "-d", "--node", node, "--script", "sh", "--", "for i in 1 2 3; do echo line $i; done")
+	id = strings.TrimSpace(id)
+	if code != 0 || id == "" {
+		t.Fatalf("run -d: %d %q", code, id)
+	}
+	if out, _, code := cairn("", "jobs", "logs", id, "-f"); code != 0 || out != "line 1\nline 2\nline 3\n" {
+		t.Errorf("jobs logs -f: exit %d, %q", code, out)
+	}
+	if out, _, code := cairn("", "jobs", "logs", id); code != 0 || out != "line 1\nline 2\nline 3\n" {
+		t.Errorf("jobs logs: exit %d, %q", code, out)
+	}
+	if _, errOut, code := cairn("", "run", "--node", "no-such-node", "--", "true"); code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("run on a node that does not exist: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := cairn("", "run", "--", "true"); code != 2 || !strings.Contains(errOut, "--node") {
+		t.Errorf("run without a target: exit %d, %q", code, errOut)
 	}
 }

@@ -46,6 +46,19 @@ func TestMain(m *testing.M) {
 // binaries builds cairnd and cairn-agent once per test run.
 func binaries(t *testing.T) (cairnd, cairnAgent string) {
 	t.Helper()
+	buildAll(t)
+	return filepath.Join(binDir, "cairnd"), filepath.Join(binDir, "cairn-agent")
+}
+
+// cliBinary is the cairn command-line client.
+func cliBinary(t *testing.T) string {
+	t.Helper()
+	buildAll(t)
+	return filepath.Join(binDir, "cairn")
+}
+
+func buildAll(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds cairnd and cairn-agent and runs them")
 	}
@@ -54,7 +67,7 @@ func binaries(t *testing.T) (cairnd, cairnAgent string) {
 		if binErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", binDir+"/", "cairn/cmd/cairnd", "cairn/cmd/cairn-agent").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binDir+"/", "cairn/cmd/cairnd", "cairn/cmd/cairn-agent", "cairn/cmd/cairn").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -62,7 +75,6 @@ func binaries(t *testing.T) (cairnd, cairnAgent string) {
 	if binErr != nil {
 		t.Fatal(binErr)
 	}
-	return filepath.Join(binDir, "cairnd"), filepath.Join(binDir, "cairn-agent")
 }
 
 const wait = 60 * time.Second
