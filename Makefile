@@ -22,11 +22,11 @@ help: ## Show the targets
 build: ## Build every command (cairnd, ...) into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-run: ## Build the portal and cairnd, and run cairnd serve (embedded PostgreSQL in .cairn/ unless DATABASE_URL is set)
+run: ## Build the portal, cairnd and cairn-agent, and run cairnd serve with one local agent enrolled to it (embedded PostgreSQL in .cairn/ unless DATABASE_URL is set)
 	@if command -v $(NPM) >/dev/null 2>&1; then $(MAKE) --no-print-directory web; \
 	else echo "npm not found: cairnd will serve a page that says how to build the portal" >&2; fi
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/cairnd ./cmd/cairnd
-	$(BIN)/cairnd serve
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/cairnd ./cmd/cairn-agent ./cmd/cairn
+	$(BIN)/cairnd serve --local-agent $(BIN)/cairn-agent
 
 web: $(WEB_DIST) ## Build the portal into web/static/dist, which cairnd embeds (needs Node.js and npm)
 
