@@ -146,6 +146,7 @@ var benchmarks = []benchmark{
 	{"commit_to_handler", benchCommitToHandler},
 	{"deploy_services", benchDeploy},
 	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
+	{"graphql", benchGraphQL},
 }
 
 type benchEvent struct {
