@@ -109,9 +109,10 @@ func TestHandlersGetEventsInOrderAndResumeFromCheckpoint(t *testing.T) {
 		return nil
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+	counted := func() int { mu.Lock(); defer mu.Unlock(); return len(correlations) }
 	waitFor(t, "first 50 events", func() bool { return count() == 50 })
 	appendTicks(t, s, 50, 60, "corr-2")
-	waitFor(t, "live events", func() bool { return count() == 60 })
+	waitFor(t, "live events", func() bool { return count() == 60 && counted() == 60 })
 	stop()
 	stop2()
 	for i, n := range got {

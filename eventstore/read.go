@@ -109,15 +109,27 @@ func (f Filter) sql(args *[]any) string {
 	return where
 }
 
+// HorizonSQL is the transaction id below which every transaction that could
+// write events to this database has ended, as of the statement's snapshot:
+// the oldest transaction the snapshot sees running, ignoring those of other
+// databases of the cluster (they cannot write here, and a long one must not
+// hold this database's readers back). A transaction of another database that
+// ended after the snapshot was taken is not recognised as foreign and counts,
+// which only makes the horizon lower: safe.
+const HorizonSQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+	FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+	WHERE xid(x) NOT IN (SELECT backend_xid FROM pg_stat_activity
+	                     WHERE datname IS DISTINCT FROM current_database() AND backend_xid IS NOT NULL))`
+
 // ReadAll returns up to limit events after the cursor in global order. It
 // only returns events of transactions older than every transaction still
-// running, so an event that commits later can never land behind a cursor a
-// reader has already passed.
+// running (see HorizonSQL), so an event that commits later can never land
+// behind a cursor a reader has already passed.
 func (s *Store) ReadAll(ctx context.Context, after Cursor, limit int, f Filter) ([]RecordedEvent, error) {
 	args := []any{after.TxID, after.Position, limit}
 	q := `SELECT ` + eventColumns + ` FROM events
 		WHERE (tx_id, position) > ($1::xid8, $2)
-		  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())` + f.sql(&args) + `
+		  AND tx_id < ` + HorizonSQL + f.sql(&args) + `
 		ORDER BY tx_id, position
 		LIMIT $3`
 	rows, err := s.pool.Query(ctx, q, args...)
@@ -133,7 +145,7 @@ func (s *Store) Head(ctx context.Context) (Cursor, error) {
 	var c Cursor
 	err := s.pool.QueryRow(ctx, `
 		SELECT tx_id, position FROM events
-		WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())
+		WHERE tx_id < `+HorizonSQL+`
 		ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&c.TxID, &c.Position)
 	if err == pgx.ErrNoRows {
 		return Start, nil
@@ -151,7 +163,7 @@ func (s *Store) WaitVisible(ctx context.Context, c Cursor) error {
 	defer unregister()
 	for {
 		var visible bool
-		err := s.pool.QueryRow(ctx, `SELECT $1::xid8 < pg_snapshot_xmin(pg_current_snapshot())`, c.TxID).Scan(&visible)
+		err := s.pool.QueryRow(ctx, `SELECT $1::xid8 < `+HorizonSQL, c.TxID).Scan(&visible)
 		if err != nil {
 			return fmt.Errorf("wait for %s: %w", c, err)
 		}

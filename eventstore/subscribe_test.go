@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"cairn/eventstore"
+	"cairn/internal/testdb"
 )
 
 func TestSubscribeCatchUpThenLiveByNotify(t *testing.T) {
@@ -236,4 +237,48 @@ func itoa(n int64) string {
 		n /= 10
 	}
 	return string(b)
+}
+
+// A transaction open in another database of the cluster must not hold this
+// database's readers back: it cannot write events here.
+func TestOtherDatabasesDoNotHoldReadersBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	other := testdb.New(t).AdminPool(t)
+	tx, err := other.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(c)
+	if _, err := tx.Exec(c, `SELECT pg_current_xact_id()`); err != nil { // takes an xid
+		t.Fatal(err)
+	}
+	res, err := e.store.Append(c, one("w-foreign", eventstore.AnyVersion, widgetCounted{N: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(c, 5*time.Second)
+	defer cancel()
+	if err := e.store.WaitVisible(wctx, res.Cursor); err != nil {
+		t.Fatalf("an open transaction in another database held this one's readers back: %v", err)
+	}
+	// One in this database still does: that is what keeps readers gap-free.
+	own, err := e.db.AdminPool(t).Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Rollback(c)
+	if _, err := own.Exec(c, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.store.Append(c, one("w-foreign", eventstore.AnyVersion, widgetCounted{N: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx2, cancel2 := context.WithTimeout(c, 300*time.Millisecond)
+	defer cancel2()
+	if err := e.store.WaitVisible(wctx2, res.Cursor); err == nil {
+		t.Fatal("an event behind an open transaction of this database was visible")
+	}
 }

@@ -91,7 +91,7 @@ func (h history) read(ctx context.Context, after eventstore.Cursor, limit int, f
 	args := []any{after.TxID, after.Position, limit}
 	q := `SELECT ` + historyColumns + ` FROM events
 		WHERE (tx_id, position) > ($1::xid8, $2)
-		  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())` + f.where(&args) + `
+		  AND tx_id < ` + eventstore.HorizonSQL + f.where(&args) + `
 		ORDER BY tx_id, position
 		LIMIT $3`
 	rows, err := h.pool.Query(ctx, q, args...)
@@ -105,7 +105,7 @@ func (h history) read(ctx context.Context, after eventstore.Cursor, limit int, f
 func (h history) get(ctx context.Context, c eventstore.Cursor) (*eventstore.RecordedEvent, error) {
 	rows, err := h.pool.Query(ctx, `SELECT `+historyColumns+` FROM events
 		WHERE tx_id = $1::xid8 AND position = $2
-		  AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`, c.TxID, c.Position)
+		  AND tx_id < `+eventstore.HorizonSQL, c.TxID, c.Position)
 	if err != nil {
 		return nil, fmt.Errorf("read event %s: %w", c, err)
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"cairn/graph"
 	"cairn/graph/client"
@@ -82,14 +84,43 @@ func TestMutationEventReachesSubscribers(t *testing.T) {
 	}
 }
 
-// waitLive makes sure the server registered the subscription: it makes a
-// marker event and waits for it.
+// waitLive makes sure the server registered the subscription: it makes
+// marker events and waits for one.
+//
+// A subscription without a cursor starts wherever the log is when the server
+// registers it, which may be after a marker made right after subscribing; so
+// markers are made every half second until one arrives, and then the
+// subscription is read up to the newest, leaving no late marker behind.
 func waitLive(t *testing.T, e *env, sub *client.Subscription) {
 	t.Helper()
-	e.createTenant(e.client("admin"), "marker")
-	ev := next(t, sub)
-	if ev.Events.Type != "tenant.created" {
-		t.Fatalf("marker: got %+v", ev.Events)
+	var mu sync.Mutex
+	var newest string
+	stop := make(chan struct{})
+	made := make(chan struct{})
+	go func() {
+		defer close(made)
+		for {
+			c := e.createTenant(e.client("admin"), "marker").CreateTenant.Cursor
+			mu.Lock()
+			newest = c
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	first := next(t, sub)
+	close(stop)
+	<-made
+	mu.Lock()
+	last := newest
+	mu.Unlock()
+	for ev := first; ev.Events.Cursor != last; ev = next(t, sub) {
+		if ev.Events.Type != "tenant.created" {
+			t.Fatalf("marker: got %+v", ev.Events)
+		}
 	}
 }
 
