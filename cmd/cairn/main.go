@@ -110,6 +110,7 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		newEventsCommand(a),
 		newTemplatesCommand(a),
 		newOCLCommand(a),
+		newAuditCommand(a), newReplayCommand(a),
 	)
 	return root
 }

@@ -53,6 +53,7 @@ itself in the data directory.`,
 		newServeCommand(cfg),
 		newMigrateCommand(cfg),
 		newTokenCommand(cfg),
+		newProjectionsCommand(cfg),
 		newVersionCommand(),
 	)
 	return root
