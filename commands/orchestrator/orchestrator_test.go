@@ -440,6 +440,122 @@ func (e *env) lifecycle(svc string) (service.Service, error) {
 	return orchestratortest.Wait(ctx, e.store, svc, service.StatusRemoved, service.StatusManualCleanupRequired)
 }
 
+// crashCase is one way of stopping the orchestrator mid-deployment.
+type crashCase struct {
+	name     string
+	failVM   bool // the vm's create fails: register rolls back
+	inPlugin bool // crash inside a plugin call instead of after a step
+}
+
+// crashEnv is an environment whose fake plugin fails and crashes where the
+// running iteration says.
+type crashEnv struct {
+	*env
+	failing sync.Map                              // resource ids whose create fails
+	after   atomic.Pointer[func(plugins.Request)] // the running iteration's crash hook
+}
+
+func newCrashEnv(t *testing.T) *crashEnv {
+	ce := &crashEnv{}
+	ce.env = newEnv(t, fake.Options{
+		Fail: func(op plugins.Op, r plugins.Request) error {
+			if _, ok := ce.failing.Load(r.ResourceID); ok && op == plugins.OpCreate {
+				return errors.New("no capacity")
+			}
+			return nil
+		},
+		After: func(_ plugins.Op, r plugins.Request) {
+			if f := ce.after.Load(); f != nil {
+				(*f)(r)
+			}
+		},
+	})
+	return ce
+}
+
+// crashAt runs the life of service svc, stopping the orchestrator at its
+// k-th step (or k-th plugin call) and starting a new one, and checks that
+// the service still ends removed with nothing of it left behind. It returns
+// the number of steps (or calls) the life took and whether step k came.
+func (ce *crashEnv) crashAt(t *testing.T, c crashCase, svc string, k int) (steps int, crashed bool) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, n := range []string{"net", "disk", "vm", "dns"} {
+		ids[id(svc, n)] = true
+	}
+	if c.failVM {
+		ce.failing.Store(id(svc, "vm"), true)
+	}
+	var seen atomic.Int32
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	hit := make(chan struct{})
+	count := func() {
+		if seen.Add(1) == int32(k) {
+			cancelA()
+			close(hit)
+		}
+	}
+	var onStep func(orchestrator.Step)
+	if c.inPlugin {
+		f := func(r plugins.Request) {
+			if ids[r.ResourceID] {
+				count()
+			}
+		}
+		ce.after.Store(&f)
+		defer ce.after.Store(nil)
+	} else {
+		onStep = func(s orchestrator.Step) {
+			if s.ServiceID == svc {
+				count()
+			}
+		}
+	}
+	doneA := ce.start(t, ctxA, onStep)
+	result := make(chan error, 1)
+	var final service.Service
+	go func() {
+		var err error
+		final, err = ce.lifecycle(svc)
+		result <- err
+	}()
+	var err error
+	select {
+	case <-hit:
+		crashed = true
+		if err := <-doneA; err != nil {
+			t.Fatalf("crash at %d: orchestrator: %v", k, err)
+		}
+		ce.after.Store(nil)
+		ctxB, cancelB := context.WithCancel(context.Background())
+		doneB := ce.start(t, ctxB, nil)
+		err = <-result
+		cancelB()
+		<-doneB
+	case err = <-result:
+		cancelA()
+		<-doneA
+	}
+	if err != nil {
+		t.Fatalf("crash at %d: %v", k, err)
+	}
+	if final.Status != service.StatusRemoved {
+		t.Fatalf("crash at %d: service ended %s: %s", k, final.Status, final.Cause)
+	}
+	for _, live := range ce.fake.Live() {
+		if ids[live] {
+			t.Fatalf("crash at %d: resource %s leaked", k, live)
+		}
+	}
+	for _, r := range ce.resources(t, final) {
+		if r.Status != resource.StatusDestroyed {
+			t.Fatalf("crash at %d: resource %s is %s", k, r.ID, r.Status)
+		}
+	}
+	return int(seen.Load()), crashed
+}
+
 // TestCrashAtEveryStep stops the orchestrator right after each step of a
 // service's life in turn — after the step's events commit, or after a plugin
 // did its work but before the outcome was recorded — starts a new one, and
@@ -447,11 +563,7 @@ func (e *env) lifecycle(svc string) (service.Service, error) {
 // resource is left behind.
 func TestCrashAtEveryStep(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name     string
-		failVM   bool // the vm's create fails: register rolls back
-		inPlugin bool // crash inside the plugin call instead of after a step
-	}{
+	cases := []crashCase{
 		{"after each step", false, false},
 		{"after each step of a rollback", true, false},
 		{"inside each plugin call", false, true},
@@ -460,106 +572,18 @@ func TestCrashAtEveryStep(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			var failing sync.Map
-			var crash atomic.Pointer[func(plugins.Request)]
-			e := newEnv(t, fake.Options{
-				Fail: func(op plugins.Op, r plugins.Request) error {
-					if _, ok := failing.Load(r.ResourceID); ok && op == plugins.OpCreate {
-						return errors.New("no capacity")
-					}
-					return nil
-				},
-				After: func(_ plugins.Op, r plugins.Request) {
-					if f := crash.Load(); f != nil {
-						(*f)(r)
-					}
-				},
-			})
-			for k := 1; ; k++ {
-				svc := fmt.Sprintf("crash-%d", k)
-				if c.failVM {
-					failing.Store(id(svc, "vm"), true)
-				}
-				ids := map[string]bool{}
-				for _, n := range []string{"net", "disk", "vm", "dns"} {
-					ids[id(svc, n)] = true
-				}
-				var seen atomic.Int32
-				ctxA, cancelA := context.WithCancel(context.Background())
-				crashed := make(chan struct{})
-				hit := func() {
-					if seen.Add(1) == int32(k) {
-						cancelA()
-						close(crashed)
-					}
-				}
-				var onStep func(orchestrator.Step)
-				if c.inPlugin {
-					f := func(r plugins.Request) {
-						if ids[r.ResourceID] {
-							hit()
-						}
-					}
-					crash.Store(&f)
-				} else {
-					onStep = func(s orchestrator.Step) {
-						if s.ServiceID == svc {
-							hit()
-						}
-					}
-				}
-				doneA := e.start(t, ctxA, onStep)
-				result := make(chan error, 1)
-				var final service.Service
-				go func() {
-					var err error
-					final, err = e.lifecycle(svc)
-					result <- err
-				}()
-				var err error
-				select {
-				case <-crashed:
-					if err := <-doneA; err != nil {
-						t.Fatalf("step %d: orchestrator: %v", k, err)
-					}
-					crash.Store(nil)
-					ctxB, cancelB := context.WithCancel(context.Background())
-					doneB := e.start(t, ctxB, nil)
-					err = <-result
-					cancelB()
-					<-doneB
-				case err = <-result:
-					cancelA()
-					<-doneA
-				}
-				if err != nil {
-					t.Fatalf("crash at step %d: %v", k, err)
-				}
-				if final.Status != service.StatusRemoved {
-					t.Fatalf("crash at step %d: service ended %s: %s", k, final.Status, final.Cause)
-				}
-				for _, live := range e.fake.Live() {
-					if ids[live] {
-						t.Fatalf("crash at step %d: resource %s leaked", k, live)
-					}
-				}
-				for _, r := range e.resources(t, final) {
-					if r.Status != resource.StatusDestroyed {
-						t.Fatalf("crash at step %d: resource %s is %s", k, r.ID, r.Status)
-					}
-				}
-				select {
-				case <-crashed:
-				default:
-					// The whole life ran without reaching step k: every
-					// step has had its crash.
-					if k < 6 {
-						t.Fatalf("only %d steps", k-1)
-					}
-					t.Logf("crashed at each of %d steps", k-1)
-					return
+			ce := newCrashEnv(t)
+			// A life without a crash counts the steps to crash at.
+			n, _ := ce.crashAt(t, c, "crash-0", 0)
+			if n < 6 {
+				t.Fatalf("only %d steps", n)
+			}
+			for k := 1; k <= n; k++ {
+				if _, crashed := ce.crashAt(t, c, fmt.Sprintf("crash-%d", k), k); !crashed {
+					t.Fatalf("the life ended before step %d", k)
 				}
 			}
+			t.Logf("crashed at each of %d steps", n)
 		})
 	}
 }
