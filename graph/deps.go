@@ -67,6 +67,9 @@ type Deps struct {
 	Dispatch *dispatch.Dispatcher
 	Logs     *dispatch.Logs
 	Stats    *dispatch.Stats
+	// Schedules serves recurring schedules; without it they answer that
+	// this server runs no jobs.
+	Schedules *dispatch.Schedules
 	// RequestID returns the id the HTTP middleware gave a request, for
 	// logs and INTERNAL errors; nil: no ids.
 	RequestID func(context.Context) string

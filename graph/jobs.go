@@ -332,3 +332,21 @@ func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bo
 	}()
 	return out
 }
+
+// agentFeedBuffer bounds the items waiting for a slow agent connection.
+const agentFeedBuffer = 64
+
+// agentCall authorizes an agent operation for a node: an agent acts only
+// for its own node.
+func (r *Resolver) agentCall(ctx context.Context, action auth.Action, nodeID string, commandID *string) (dispatch.Caller, error) {
+	if err := r.jobsReady(); err != nil {
+		return dispatch.Caller{}, err
+	}
+	if nodeID == "" {
+		return dispatch.Caller{}, invalidInput("nodeId", "is required")
+	}
+	if _, err := r.authorize(ctx, action, auth.Resource{NodeID: nodeID}); err != nil {
+		return dispatch.Caller{}, err
+	}
+	return dispatch.Caller{NodeID: nodeID, CommandID: deref(commandID), CorrelationID: correlationID(ctx)}, nil
+}

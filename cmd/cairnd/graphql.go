@@ -49,6 +49,7 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 		Dispatch:        js.dispatcher,
 		Logs:            js.logs,
 		Stats:           js.stats,
+		Schedules:       js.schedules,
 		RequestID:       httpserver.RequestID,
 	})
 	if err != nil {

@@ -69,6 +69,7 @@ func (c *jobConfig) bindFlags(fs *pflag.FlagSet) {
 // dispatcher and the stores of job output and node statistics.
 type jobSide struct {
 	jobs       *jobs.Handlers
+	schedules  *dispatch.Schedules
 	logs       *dispatch.Logs
 	stats      *dispatch.Stats
 	dispatcher *dispatch.Dispatcher
@@ -80,8 +81,9 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, cfg jobConfig, log 
 		return nil, err
 	}
 	js := &jobSide{
-		jobs:  jobs.NewHandlers(store, time.Now, newID, validator),
-		stats: dispatch.NewStats(pool, time.Now),
+		jobs:      jobs.NewHandlers(store, time.Now, newID, validator),
+		schedules: dispatch.NewSchedules(store, time.Now, validator),
+		stats:     dispatch.NewStats(pool, time.Now),
 	}
 	js.logs = dispatch.NewLogs(pool, jobEnds{js})
 	js.dispatcher, err = dispatch.New(dispatch.Deps{

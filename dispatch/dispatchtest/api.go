@@ -32,7 +32,7 @@ type API struct {
 func (e *Env) Serve(cfg graph.Config, log zerolog.Logger) (*API, error) {
 	api, err := graph.New(cfg, graph.Deps{
 		Log: log, Store: e.Store, Auth: e.Auth, Projections: visibility{e.Store},
-		Access: e.Access, Nodes: e.Nodes, Jobs: e.Jobs, Dispatch: e.Dispatcher, Logs: e.Logs, Stats: e.Stats,
+		Access: e.Access, Nodes: e.Nodes, Jobs: e.Jobs, Dispatch: e.Dispatcher, Logs: e.Logs, Stats: e.Stats, Schedules: e.Schedules,
 	})
 	if err != nil {
 		return nil, err

@@ -352,10 +352,12 @@ type ComplexityRoot struct {
 		CreateAPIToken       func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateJoinToken      func(childComplexity int, input model.CreateJoinTokenInput) int
 		CreateLocation       func(childComplexity int, input model.CreateLocationInput) int
+		CreateSchedule       func(childComplexity int, input model.CreateScheduleInput) int
 		CreateService        func(childComplexity int, input model.CreateServiceInput) int
 		CreateTenant         func(childComplexity int, input model.CreateTenantInput) int
 		CreateUser           func(childComplexity int, input model.CreateUserInput) int
 		DecommissionNode     func(childComplexity int, input model.DecommissionNodeInput) int
+		DeleteSchedule       func(childComplexity int, input model.ScheduleInput) int
 		DeprecateTemplate    func(childComplexity int, input model.DeprecateTemplateInput) int
 		DisableUser          func(childComplexity int, input model.DisableUserInput) int
 		DrainNode            func(childComplexity int, input model.DrainNodeInput) int
@@ -364,6 +366,7 @@ type ComplexityRoot struct {
 		FinishJob            func(childComplexity int, input model.FinishJobInput) int
 		Heartbeat            func(childComplexity int, input model.HeartbeatInput) int
 		MarkServiceCleanedUp func(childComplexity int, input model.MarkServiceCleanedUpInput) int
+		PauseSchedule        func(childComplexity int, input model.ScheduleInput) int
 		PollAgentJobs        func(childComplexity int, input model.PollAgentJobsInput) int
 		PublishTemplate      func(childComplexity int, input model.PublishTemplateInput) int
 		RebuildProjection    func(childComplexity int, input model.RebuildProjectionInput) int
@@ -372,6 +375,7 @@ type ComplexityRoot struct {
 		RenameTenant         func(childComplexity int, input model.RenameTenantInput) int
 		ReportFacts          func(childComplexity int, input model.ReportFactsInput) int
 		ReportStats          func(childComplexity int, input model.ReportStatsInput) int
+		ResumeSchedule       func(childComplexity int, input model.ScheduleInput) int
 		ResumeTenant         func(childComplexity int, input model.ResumeTenantInput) int
 		RetireLocation       func(childComplexity int, input model.RetireLocationInput) int
 		RevokeAPIToken       func(childComplexity int, input model.RevokeAPITokenInput) int
@@ -518,6 +522,7 @@ type ComplexityRoot struct {
 		Projections func(childComplexity int) int
 		Resource    func(childComplexity int, id string, consistentWith *model.Cursor) int
 		Resources   func(childComplexity int, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
+		Schedule    func(childComplexity int, id string) int
 		Service     func(childComplexity int, id string, consistentWith *model.Cursor) int
 		Services    func(childComplexity int, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
 		Template    func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
@@ -567,6 +572,35 @@ type ComplexityRoot struct {
 	RetryPolicy struct {
 		BackoffSeconds func(childComplexity int) int
 		Max            func(childComplexity int) int
+	}
+
+	Schedule struct {
+		AllowedActions func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		Cron           func(childComplexity int) int
+		EverySeconds   func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Job            func(childComplexity int) int
+		NextRunAt      func(childComplexity int) int
+		Status         func(childComplexity int) int
+		Submitter      func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
+		Version        func(childComplexity int) int
+	}
+
+	ScheduleJob struct {
+		GraceSeconds   func(childComplexity int) int
+		Queue          func(childComplexity int) int
+		Retry          func(childComplexity int) int
+		Spec           func(childComplexity int) int
+		Target         func(childComplexity int) int
+		TimeoutSeconds func(childComplexity int) int
+	}
+
+	SchedulePayload struct {
+		Cursor    func(childComplexity int) int
+		Duplicate func(childComplexity int) int
+		Schedule  func(childComplexity int) int
 	}
 
 	ScriptSpec struct {
@@ -1990,6 +2024,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateLocation(childComplexity, args["input"].(model.CreateLocationInput)), true
+	case "Mutation.createSchedule":
+		if e.ComplexityRoot.Mutation.CreateSchedule == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSchedule_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSchedule(childComplexity, args["input"].(model.CreateScheduleInput)), true
 	case "Mutation.createService":
 		if e.ComplexityRoot.Mutation.CreateService == nil {
 			break
@@ -2034,6 +2079,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DecommissionNode(childComplexity, args["input"].(model.DecommissionNodeInput)), true
+	case "Mutation.deleteSchedule":
+		if e.ComplexityRoot.Mutation.DeleteSchedule == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSchedule_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSchedule(childComplexity, args["input"].(model.ScheduleInput)), true
 	case "Mutation.deprecateTemplate":
 		if e.ComplexityRoot.Mutation.DeprecateTemplate == nil {
 			break
@@ -2122,6 +2178,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MarkServiceCleanedUp(childComplexity, args["input"].(model.MarkServiceCleanedUpInput)), true
+	case "Mutation.pauseSchedule":
+		if e.ComplexityRoot.Mutation.PauseSchedule == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pauseSchedule_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PauseSchedule(childComplexity, args["input"].(model.ScheduleInput)), true
 	case "Mutation.pollAgentJobs":
 		if e.ComplexityRoot.Mutation.PollAgentJobs == nil {
 			break
@@ -2210,6 +2277,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReportStats(childComplexity, args["input"].(model.ReportStatsInput)), true
+	case "Mutation.resumeSchedule":
+		if e.ComplexityRoot.Mutation.ResumeSchedule == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resumeSchedule_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResumeSchedule(childComplexity, args["input"].(model.ScheduleInput)), true
 	case "Mutation.resumeTenant":
 		if e.ComplexityRoot.Mutation.ResumeTenant == nil {
 			break
@@ -2962,6 +3040,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Resources(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ResourceFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.schedule":
+		if e.ComplexityRoot.Query.Schedule == nil {
+			break
+		}
+
+		args, err := ec.field_Query_schedule_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Schedule(childComplexity, args["id"].(string)), true
 	case "Query.service":
 		if e.ComplexityRoot.Query.Service == nil {
 			break
@@ -3199,6 +3288,129 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RetryPolicy.Max(childComplexity), true
+
+	case "Schedule.allowedActions":
+		if e.ComplexityRoot.Schedule.AllowedActions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.AllowedActions(childComplexity), true
+	case "Schedule.createdAt":
+		if e.ComplexityRoot.Schedule.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.CreatedAt(childComplexity), true
+	case "Schedule.cron":
+		if e.ComplexityRoot.Schedule.Cron == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.Cron(childComplexity), true
+	case "Schedule.everySeconds":
+		if e.ComplexityRoot.Schedule.EverySeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.EverySeconds(childComplexity), true
+	case "Schedule.id":
+		if e.ComplexityRoot.Schedule.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.ID(childComplexity), true
+	case "Schedule.job":
+		if e.ComplexityRoot.Schedule.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.Job(childComplexity), true
+	case "Schedule.nextRunAt":
+		if e.ComplexityRoot.Schedule.NextRunAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.NextRunAt(childComplexity), true
+	case "Schedule.status":
+		if e.ComplexityRoot.Schedule.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.Status(childComplexity), true
+	case "Schedule.submitter":
+		if e.ComplexityRoot.Schedule.Submitter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.Submitter(childComplexity), true
+	case "Schedule.updatedAt":
+		if e.ComplexityRoot.Schedule.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.UpdatedAt(childComplexity), true
+	case "Schedule.version":
+		if e.ComplexityRoot.Schedule.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Schedule.Version(childComplexity), true
+
+	case "ScheduleJob.graceSeconds":
+		if e.ComplexityRoot.ScheduleJob.GraceSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleJob.GraceSeconds(childComplexity), true
+	case "ScheduleJob.queue":
+		if e.ComplexityRoot.ScheduleJob.Queue == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleJob.Queue(childComplexity), true
+	case "ScheduleJob.retry":
+		if e.ComplexityRoot.ScheduleJob.Retry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleJob.Retry(childComplexity), true
+	case "ScheduleJob.spec":
+		if e.ComplexityRoot.ScheduleJob.Spec == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleJob.Spec(childComplexity), true
+	case "ScheduleJob.target":
+		if e.ComplexityRoot.ScheduleJob.Target == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleJob.Target(childComplexity), true
+	case "ScheduleJob.timeoutSeconds":
+		if e.ComplexityRoot.ScheduleJob.TimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleJob.TimeoutSeconds(childComplexity), true
+
+	case "SchedulePayload.cursor":
+		if e.ComplexityRoot.SchedulePayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SchedulePayload.Cursor(childComplexity), true
+	case "SchedulePayload.duplicate":
+		if e.ComplexityRoot.SchedulePayload.Duplicate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SchedulePayload.Duplicate(childComplexity), true
+	case "SchedulePayload.schedule":
+		if e.ComplexityRoot.SchedulePayload.Schedule == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SchedulePayload.Schedule(childComplexity), true
 
 	case "ScriptSpec.body":
 		if e.ComplexityRoot.ScriptSpec.Body == nil {
@@ -3941,6 +4153,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateJoinTokenInput,
 		ec.unmarshalInputCreateLocationInput,
+		ec.unmarshalInputCreateScheduleInput,
 		ec.unmarshalInputCreateServiceInput,
 		ec.unmarshalInputCreateTenantInput,
 		ec.unmarshalInputCreateUserInput,
@@ -3984,6 +4197,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputRetireLocationInput,
 		ec.unmarshalInputRetryPolicyInput,
 		ec.unmarshalInputRevokeApiTokenInput,
+		ec.unmarshalInputScheduleInput,
+		ec.unmarshalInputScheduleJobInput,
 		ec.unmarshalInputScriptSpecInput,
 		ec.unmarshalInputServiceCommandInput,
 		ec.unmarshalInputServiceFilter,
@@ -5482,6 +5697,91 @@ extend type Query {
   resources(first: Int = 50, after: String, filter: ResourceFilter, consistentWith: Cursor): ResourceConnection!
 }
 `, BuiltIn: false},
+	{Name: "../schema/schedule.graphqls", Input: `# Recurring schedules: a job the control plane submits at a fixed interval or
+# at the instants of a cron expression.
+
+enum ScheduleStatus {
+  ACTIVE
+  PAUSED
+  "Never fires again; its id is not reused."
+  DELETED
+}
+
+"What each firing of a schedule submits."
+type ScheduleJob {
+  spec: JobSpec!
+  target: JobTarget!
+  timeoutSeconds: Int!
+  graceSeconds: Int!
+  retry: RetryPolicy!
+  queue: String
+}
+
+type Schedule {
+  id: ID!
+  status: ScheduleStatus!
+  job: ScheduleJob!
+  "Set for interval schedules: they fire at createdAt + k·everySeconds."
+  everySeconds: Int
+  "Set for cron schedules: five fields (minute hour day-of-month month day-of-week), in UTC."
+  cron: String
+  "Who created it; each firing is submitted on their behalf."
+  submitter: String!
+  "The next firing; null unless active. Each firing's job id is <schedule id>.<instant, e.g. 20260302T090000Z>."
+  nextRunAt: Time
+  createdAt: Time!
+  updatedAt: Time!
+  version: Int!
+  allowedActions: [String!]!
+}
+
+input ScheduleJobInput {
+  spec: JobSpecInput!
+  target: JobTargetInput!
+  "Default 3600."
+  timeoutSeconds: Int
+  "Default 10."
+  graceSeconds: Int
+  retry: RetryPolicyInput
+  queue: String
+}
+
+"Exactly one of everySeconds and cron."
+input CreateScheduleInput {
+  "Up to 111 characters: firings append the instant to it for their job ids."
+  scheduleId: ID!
+  job: ScheduleJobInput!
+  "1 to 31,622,400 (a year)."
+  everySeconds: Int
+  "e.g. \"*/15 * * * *\" or \"@daily\"; evaluated in UTC."
+  cron: String
+  commandId: String
+}
+
+input ScheduleInput {
+  scheduleId: ID!
+  reason: String
+  commandId: String
+}
+
+type SchedulePayload {
+  schedule: Schedule!
+  cursor: Cursor!
+  duplicate: Boolean!
+}
+
+extend type Query {
+  "A schedule as its own event stream shows it now."
+  schedule(id: ID!): Schedule
+}
+
+extend type Mutation {
+  createSchedule(input: CreateScheduleInput!): SchedulePayload!
+  pauseSchedule(input: ScheduleInput!): SchedulePayload!
+  resumeSchedule(input: ScheduleInput!): SchedulePayload!
+  deleteSchedule(input: ScheduleInput!): SchedulePayload!
+}
+`, BuiltIn: false},
 	{Name: "../schema/service.graphqls", Input: `# Services: deployments of catalog templates for tenants, driven through
 # register, start, stop and remove by the orchestrator.
 
@@ -6694,6 +6994,64 @@ func (ec *executionContext) childFields_RetryPolicy(ctx context.Context, field g
 		return ec.fieldContext_RetryPolicy_backoffSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RetryPolicy", field.Name)
+}
+
+func (ec *executionContext) childFields_Schedule(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Schedule_id(ctx, field)
+	case "status":
+		return ec.fieldContext_Schedule_status(ctx, field)
+	case "job":
+		return ec.fieldContext_Schedule_job(ctx, field)
+	case "everySeconds":
+		return ec.fieldContext_Schedule_everySeconds(ctx, field)
+	case "cron":
+		return ec.fieldContext_Schedule_cron(ctx, field)
+	case "submitter":
+		return ec.fieldContext_Schedule_submitter(ctx, field)
+	case "nextRunAt":
+		return ec.fieldContext_Schedule_nextRunAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Schedule_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Schedule_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_Schedule_version(ctx, field)
+	case "allowedActions":
+		return ec.fieldContext_Schedule_allowedActions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Schedule", field.Name)
+}
+
+func (ec *executionContext) childFields_ScheduleJob(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "spec":
+		return ec.fieldContext_ScheduleJob_spec(ctx, field)
+	case "target":
+		return ec.fieldContext_ScheduleJob_target(ctx, field)
+	case "timeoutSeconds":
+		return ec.fieldContext_ScheduleJob_timeoutSeconds(ctx, field)
+	case "graceSeconds":
+		return ec.fieldContext_ScheduleJob_graceSeconds(ctx, field)
+	case "retry":
+		return ec.fieldContext_ScheduleJob_retry(ctx, field)
+	case "queue":
+		return ec.fieldContext_ScheduleJob_queue(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ScheduleJob", field.Name)
+}
+
+func (ec *executionContext) childFields_SchedulePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "schedule":
+		return ec.fieldContext_SchedulePayload_schedule(ctx, field)
+	case "cursor":
+		return ec.fieldContext_SchedulePayload_cursor(ctx, field)
+	case "duplicate":
+		return ec.fieldContext_SchedulePayload_duplicate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SchedulePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_ScriptSpec(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

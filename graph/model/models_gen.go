@@ -162,6 +162,18 @@ type CreateLocationInput struct {
 	CommandID   *string `json:"commandId,omitempty"`
 }
 
+// Exactly one of everySeconds and cron.
+type CreateScheduleInput struct {
+	// Up to 111 characters: firings append the instant to it for their job ids.
+	ScheduleID string            `json:"scheduleId"`
+	Job        *ScheduleJobInput `json:"job"`
+	// 1 to 31,622,400 (a year).
+	EverySeconds *int `json:"everySeconds,omitempty"`
+	// e.g. "*/15 * * * *" or "@daily"; evaluated in UTC.
+	Cron      *string `json:"cron,omitempty"`
+	CommandID *string `json:"commandId,omitempty"`
+}
+
 type CreateServiceInput struct {
 	// Tenant to deploy for; tenant roles may leave it out (their own tenant).
 	TenantID        *string `json:"tenantId,omitempty"`
@@ -944,6 +956,57 @@ type RevokeAPITokenInput struct {
 	TokenID   string  `json:"tokenId"`
 	Reason    *string `json:"reason,omitempty"`
 	CommandID *string `json:"commandId,omitempty"`
+}
+
+type Schedule struct {
+	ID     string         `json:"id"`
+	Status ScheduleStatus `json:"status"`
+	Job    *ScheduleJob   `json:"job"`
+	// Set for interval schedules: they fire at createdAt + k·everySeconds.
+	EverySeconds *int `json:"everySeconds,omitempty"`
+	// Set for cron schedules: five fields (minute hour day-of-month month day-of-week), in UTC.
+	Cron *string `json:"cron,omitempty"`
+	// Who created it; each firing is submitted on their behalf.
+	Submitter string `json:"submitter"`
+	// The next firing; null unless active. Each firing's job id is <schedule id>.<instant, e.g. 20260302T090000Z>.
+	NextRunAt      *time.Time `json:"nextRunAt,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	Version        int        `json:"version"`
+	AllowedActions []string   `json:"allowedActions"`
+}
+
+type ScheduleInput struct {
+	ScheduleID string  `json:"scheduleId"`
+	Reason     *string `json:"reason,omitempty"`
+	CommandID  *string `json:"commandId,omitempty"`
+}
+
+// What each firing of a schedule submits.
+type ScheduleJob struct {
+	Spec           *JobSpec     `json:"spec"`
+	Target         *JobTarget   `json:"target"`
+	TimeoutSeconds int          `json:"timeoutSeconds"`
+	GraceSeconds   int          `json:"graceSeconds"`
+	Retry          *RetryPolicy `json:"retry"`
+	Queue          *string      `json:"queue,omitempty"`
+}
+
+type ScheduleJobInput struct {
+	Spec   *JobSpecInput   `json:"spec"`
+	Target *JobTargetInput `json:"target"`
+	// Default 3600.
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+	// Default 10.
+	GraceSeconds *int              `json:"graceSeconds,omitempty"`
+	Retry        *RetryPolicyInput `json:"retry,omitempty"`
+	Queue        *string           `json:"queue,omitempty"`
+}
+
+type SchedulePayload struct {
+	Schedule  *Schedule `json:"schedule"`
+	Cursor    Cursor    `json:"cursor"`
+	Duplicate bool      `json:"duplicate"`
 }
 
 type ScriptSpec struct {
@@ -1939,6 +2002,64 @@ func (e *Role) UnmarshalJSON(b []byte) error {
 }
 
 func (e Role) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ScheduleStatus string
+
+const (
+	ScheduleStatusActive ScheduleStatus = "ACTIVE"
+	ScheduleStatusPaused ScheduleStatus = "PAUSED"
+	// Never fires again; its id is not reused.
+	ScheduleStatusDeleted ScheduleStatus = "DELETED"
+)
+
+var AllScheduleStatus = []ScheduleStatus{
+	ScheduleStatusActive,
+	ScheduleStatusPaused,
+	ScheduleStatusDeleted,
+}
+
+func (e ScheduleStatus) IsValid() bool {
+	switch e {
+	case ScheduleStatusActive, ScheduleStatusPaused, ScheduleStatusDeleted:
+		return true
+	}
+	return false
+}
+
+func (e ScheduleStatus) String() string {
+	return string(e)
+}
+
+func (e *ScheduleStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ScheduleStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ScheduleStatus", str)
+	}
+	return nil
+}
+
+func (e ScheduleStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ScheduleStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ScheduleStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

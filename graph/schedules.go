@@ -1,0 +1,70 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"cairn/auth"
+	"cairn/commands"
+	"cairn/commands/jobs"
+	"cairn/dispatch"
+	"cairn/domain/schedule"
+	"cairn/graph/model"
+)
+
+// Schedules are read from their own streams, like jobs.
+
+func (s *Server) schedulesReady() error {
+	if s.deps.Schedules == nil || s.deps.Jobs == nil {
+		return errNoJobs
+	}
+	return nil
+}
+
+// manageSchedule authorizes pausing, resuming or deleting a schedule: as
+// much as submitting its jobs.
+func (s *Server) manageSchedule(ctx context.Context) (Principal, error) {
+	if err := s.schedulesReady(); err != nil {
+		return principal(ctx), err
+	}
+	return s.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: principal(ctx).TenantID})
+}
+
+func (s *Server) loadSchedule(ctx context.Context, id string) (schedule.Schedule, int64, error) {
+	if id == "" {
+		return schedule.Schedule{}, 0, invalidInput("id", "is required")
+	}
+	return commands.Load[schedule.Schedule](ctx, s.deps.Store, dispatch.ScheduleStream, id)
+}
+
+func (s *Server) schedulePayload(ctx context.Context, out commands.Outcome) (*model.SchedulePayload, error) {
+	sc, v, err := s.loadSchedule(ctx, out.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.SchedulePayload{Schedule: scheduleModel(sc, v, s.deps.Now()), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+}
+
+func scheduleTemplate(in jobs.Submit) schedule.JobTemplate {
+	return schedule.JobTemplate{Spec: in.Spec, Target: in.Target, Timeout: in.Timeout, Grace: in.Grace, Retry: in.Retry, Queue: in.Queue}
+}
+
+func scheduleModel(sc schedule.Schedule, version int64, now time.Time) *model.Schedule {
+	t := sc.Job
+	out := &model.Schedule{
+		ID: sc.ID, Status: model.ScheduleStatus(upper(sc.Status)), Cron: optional(sc.Cron), Submitter: sc.Submitter,
+		NextRunAt: timePtr(sc.Next(now)), CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt, Version: int(version),
+		AllowedActions: sc.AllowedCommands(),
+		Job: &model.ScheduleJob{Spec: specModel(t.Spec), Target: targetModel(t.Target), TimeoutSeconds: seconds(t.Timeout),
+			GraceSeconds: seconds(t.Grace), Retry: &model.RetryPolicy{Max: t.Retry.Max, BackoffSeconds: t.Retry.Backoff.Seconds()},
+			Queue: optional(t.Queue)},
+	}
+	if sc.Every > 0 {
+		every := int(sc.Every / time.Second)
+		out.EverySeconds = &every
+	}
+	if out.AllowedActions == nil {
+		out.AllowedActions = []string{}
+	}
+	return out
+}
