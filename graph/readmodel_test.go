@@ -194,8 +194,9 @@ func TestServiceChangedTenantIsolation(t *testing.T) {
 			subs[tok] = append(subs[tok], s)
 		}
 	}
-	// Subscriptions start at the head; give the hubs a moment to attach.
-	time.Sleep(300 * time.Millisecond)
+	// Subscriptions start at the head; give the hubs a moment to attach
+	// (generously: a loaded machine is slow to run the handshakes).
+	time.Sleep(time.Second)
 	e.createService("tenantA", "a-only")
 	e.createService("tenantB", "b-only")
 	for tok, want := range map[string]string{"tenantA": "tenant-a", "tenantB": "tenant-b"} {

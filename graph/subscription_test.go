@@ -188,8 +188,11 @@ func TestTenantSeesOwnEventsOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, graph.Config{})
 	admin := e.client("admin")
-	q := `subscription { events { type metadata { tenantId } } }`
-	sub, err := e.client("tenantA").Subscribe(ctxT(t), client.TransportWS, client.Request{Query: q})
+	// Subscribing after a known cursor leaves no race with the server's
+	// registration of the subscription.
+	start := e.createTenant(admin, "start").CreateTenant.Cursor
+	q := `subscription($after: Cursor) { events(after: $after) { type metadata { tenantId } } }`
+	sub, err := e.client("tenantA").Subscribe(ctxT(t), client.TransportWS, client.Request{Query: q, Variables: map[string]any{"after": start}})
 	if err != nil {
 		t.Fatal(err)
 	}
