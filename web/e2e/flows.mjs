@@ -141,7 +141,7 @@ export function flows(ctx) {
       const page = await ctx.browser.newPage();
       await signIn(page, ctx.server, g);
       await page.goto(`${ctx.server.url}/services?removed=1`);
-      await page.locator('.state.loading').waitFor({ state: 'detached' });
+      await page.getByTestId('services').or(page.locator('.state.empty')).first().waitFor();
       assert.equal(await page.getByText('initech-private').count(), 0, "another tenant's service is listed");
       await page.goto(`${ctx.server.url}/services/${encodeURIComponent(hidden)}`);
       await page.getByRole('heading', { name: 'Service not found' }).waitFor();

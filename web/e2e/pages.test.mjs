@@ -38,6 +38,7 @@ describe('operator', () => {
     const page = await signedIn('op');
     assert.equal(new URL(page.url()).pathname, '/nodes');
     const rows = page.getByTestId('nodes').locator('tbody tr');
+    await rows.first().waitFor();
     assert.equal(await rows.count(), 3);
     await screenshot(page, 'pages-operator-nodes');
     await page.getByRole('checkbox', { name: 'online' }).check();
@@ -88,7 +89,7 @@ describe('operator', () => {
       if (heading === 'webapp') await page.getByRole('link', { name: 'webapp' }).first().click();
       await page.waitForURL(`**${path}`);
       await page.getByRole('heading', { level: 1, name: new RegExp(heading) }).waitFor();
-      await page.locator('.state.loading').waitFor({ state: 'detached' });
+      await page.locator('main table, main .state.empty').first().waitFor();
       await screenshot(page, shot);
     }
     // Operators read users but not tokens.

@@ -1,4 +1,4 @@
-import { useSyncExternalStore, type ReactNode } from 'react';
+import { useEffect, useRef, useSyncExternalStore, type ReactNode } from 'react';
 import { Link } from '../components/Link';
 import { navFor, roleNames } from '../lib/roles';
 import { usePlace } from '../lib/router';
@@ -19,6 +19,13 @@ function LiveIndicator() {
 export function Layout({ children }: { children: ReactNode }) {
   const { viewer, signOut, api } = useSession();
   const place = usePlace();
+  // After moving to another page, focus goes to its content, as a page load would put it at the top.
+  const firstPath = useRef(place.path);
+  useEffect(() => {
+    if (place.path === firstPath.current) return;
+    firstPath.current = place.path;
+    document.getElementById('main')?.focus({ preventScroll: true });
+  }, [place.path]);
   const sections = navFor(viewer.role, api);
   // The item for this page: the longest path that is this page's or a parent of it.
   const current = sections
