@@ -56,6 +56,12 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 		d.command(e, "cancel", func(ctx context.Context) (commands.Outcome, error) {
 			return d.jobsH.Cancel(ctx, d.meta(e.tenant), jobs.Cancel{JobID: e.j.ID, Reason: "its fan-out " + p.j.ID + " was cancelled"})
 		})
+	case e.j.Status == job.StatusQueued && e.pinned() && d.decommissioned(e.j.Target.NodeID):
+		// Its node will never run it.
+		reason := "node " + e.j.Target.NodeID + " was decommissioned"
+		d.command(e, "cancel", func(ctx context.Context) (commands.Outcome, error) {
+			return d.jobsH.Cancel(ctx, d.meta(e.tenant), jobs.Cancel{JobID: e.j.ID, Reason: reason})
+		})
 	case e.j.Status == job.StatusQueued:
 		d.place(e, p, now)
 	case e.j.Status == job.StatusDispatched:
@@ -74,6 +80,11 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 			})
 		}
 	}
+}
+
+func (d *Dispatcher) decommissioned(nodeID string) bool {
+	n := d.nodes[nodeID]
+	return n != nil && n.n.Status == node.StatusDecommissioned
 }
 
 // retryable reports whether a job that ended will run again: it failed,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -401,7 +402,11 @@ func TestAgentRefusals(t *testing.T) {
 	if _, err := e.Jobs.Submit(ctxFor(t), dispatchtest.Operator, jobs.Submit{Spec: echo, Target: job.Target{NodeID: "ghost"}, Timeout: time.Minute}); !isA[*domain.NotFoundError](err) {
 		t.Errorf("job for a node that does not exist: %v", err)
 	}
+	waiting := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n2"}})
 	must(t)(e.Nodes.Decommission(ctxFor(t), dispatchtest.Operator, nodes.Decommission{NodeID: "n2"}))
+	if j := e.waitStatus(waiting, job.StatusCancelled); !strings.Contains(j.CancelReason, "decommissioned") {
+		t.Errorf("job for a decommissioned node: %+v", j)
+	}
 	eventually(t, "n2 decommissioned", func() bool {
 		_, err := e.Dispatcher.Subscribe(ctxFor(t), "n2", eventstore.Cursor{})
 		return isA[*dispatch.NodeGoneError](err)
