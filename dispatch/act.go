@@ -12,6 +12,7 @@ import (
 	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
+	"cairn/eventstore"
 )
 
 // pass looks at every open job, node and schedule and starts the commands
@@ -143,14 +144,52 @@ func (d *Dispatcher) place(e *jobEntry, parent *jobEntry, now time.Time) {
 	if target == nil {
 		return
 	}
-	d.reserve(e, target)
-	nodeID := target.n.ID
+	d.lease(e, target, now)
+}
+
+// lease leases job e to node n. The dispatcher decides the lease itself,
+// from the state it applied (the stream's version is the expected one, so
+// a change it has not seen yet makes the append fail rather than decide
+// twice), and hands the lease to the node's connections the moment it is
+// recorded, without waiting to read it back from the log. One lease per
+// node is in flight at a time, so a node's leases reach it in log order.
+func (d *Dispatcher) lease(e *jobEntry, n *nodeEntry, now time.Time) {
+	evs, err := e.j.Lease(job.Lease{JobID: e.j.ID, NodeID: n.n.ID, LeaseUntil: now.Add(d.opts.Lease), At: now})
+	if err != nil {
+		d.log.Debug().Err(err).Str("job", e.j.ID).Msg("lease not decided")
+		return
+	}
+	d.reserve(e, n)
+	n.leasing = true
+	id, version, tenant := e.j.ID, e.version, e.tenant
 	d.launchFor(e, "lease", func(ctx context.Context) (commands.Outcome, error) {
-		return d.jobsH.Lease(ctx, d.meta(e.tenant), jobs.Lease{JobID: e.j.ID, NodeID: nodeID, Duration: d.opts.Lease})
-	}, func(err error) {
-		if err != nil && e.node == target && e.j.Status == job.StatusQueued {
-			d.release(e)
+		res, err := d.store.Append(ctx, eventstore.AppendRequest{
+			Metadata: eventstore.Metadata{Actor: Actor, Tenant: tenant},
+			Streams: []eventstore.StreamAppend{{
+				StreamID: commands.StreamID(commands.JobStream, id), StreamType: commands.JobStream,
+				Expected: eventstore.Exactly(version), Events: evs,
+			}},
+		})
+		if err != nil {
+			return commands.Outcome{}, err
 		}
+		return commands.Outcome{Result: commands.ResultFor(res, commands.JobStream, id), ID: id}, nil
+	}, func(out commands.Outcome, err error) {
+		n.leasing = false
+		if err != nil {
+			if e.node == n && e.j.Status == job.StatusQueued {
+				d.release(e)
+			}
+			return
+		}
+		if e.dropped || e.version >= out.Version {
+			return // the event was applied (and delivered) already
+		}
+		leased := evs[0].(job.Leased)
+		leasedJob := e.j
+		leasedJob.Apply(leased)
+		e.leaseCursor, e.cancelCursor, e.leaseUntil = out.Cursor, eventstore.Cursor{}, leased.LeaseUntil
+		d.deliverItem(n, AgentJob{Cursor: out.Cursor, Job: leasedJob, Attempt: leased.Attempt, LeaseUntil: leased.LeaseUntil})
 	})
 }
 
@@ -158,7 +197,7 @@ func (d *Dispatcher) place(e *jobEntry, parent *jobEntry, now time.Time) {
 // not cordoned, its agent is connected here, and the job's serial queue is
 // free on it.
 func (d *Dispatcher) canTake(n *nodeEntry, e *jobEntry, now time.Time) bool {
-	if !n.n.Schedulable() || !d.present(n, now) {
+	if n.leasing || !n.n.Schedulable() || !d.present(n, now) {
 		return false
 	}
 	return e.j.Queue == "" || n.queues[e.j.Queue] == ""
@@ -210,11 +249,11 @@ func (d *Dispatcher) command(e *jobEntry, what string, run func(context.Context)
 	d.launchFor(e, what, run, nil)
 }
 
-func (d *Dispatcher) launchFor(e *jobEntry, what string, run func(context.Context) (commands.Outcome, error), after func(error)) {
+func (d *Dispatcher) launchFor(e *jobEntry, what string, run func(context.Context) (commands.Outcome, error), after func(commands.Outcome, error)) {
 	e.pending, e.awaitVersion = true, 0
 	d.launch(what+" job "+e.j.ID, run, func(out commands.Outcome, err error) {
 		if after != nil {
-			after(err)
+			after(out, err)
 		}
 		if err != nil || out.Version <= e.version {
 			e.pending = false

@@ -70,9 +70,12 @@ func feedAfter(n *nodeEntry, after eventstore.Cursor) []AgentJob {
 	return out
 }
 
-// deliver hands an item to every connection of the node.
+// deliver hands an item of job e to every connection of the node.
 func (d *Dispatcher) deliver(n *nodeEntry, e *jobEntry, cancel bool) {
-	it := item(e, cancel)
+	d.deliverItem(n, item(e, cancel))
+}
+
+func (d *Dispatcher) deliverItem(n *nodeEntry, it AgentJob) {
 	for s := range n.streams {
 		s.push(it, d.opts.FeedBuffer)
 	}

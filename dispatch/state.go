@@ -75,6 +75,8 @@ type nodeEntry struct {
 	// down, drained) is in flight and until its events are applied.
 	cmdPending   bool
 	awaitVersion int64
+	// leasing is set while a lease to the node is being recorded.
+	leasing bool
 }
 
 func newNodeEntry() *nodeEntry {
@@ -154,13 +156,17 @@ func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 	}
 	switch ev := ev.(type) {
 	case *job.Leased:
+		// A lease this process recorded was handed over already (lease).
+		delivered := e.leaseCursor == rec.Cursor()
 		e.leaseCursor, e.cancelCursor, e.leaseUntil = rec.Cursor(), eventstore.Cursor{}, ev.LeaseUntil
 		n := d.node(ev.NodeID)
 		if e.node != n {
 			d.release(e)
 			d.reserve(e, n)
 		}
-		d.deliver(n, e, false)
+		if !delivered {
+			d.deliver(n, e, false)
+		}
 	case *job.CancelRequested:
 		if e.node != nil {
 			e.cancelCursor = rec.Cursor()
