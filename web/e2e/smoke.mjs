@@ -3,7 +3,7 @@
 // which it returns to after signing in), and the page is usable by keyboard.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { screenshot } from './harness.mjs';
+import { screenshot, signIn, trackErrors } from './harness.mjs';
 
 export function smoke(ctx) {
   describe('the portal served by cairnd', () => {
@@ -38,6 +38,27 @@ export function smoke(ctx) {
       await page.getByText('Paste an API token.').waitFor();
       assert.equal(await field.getAttribute('aria-invalid'), 'true');
       await screenshot(page, '01-sign-in');
+      assert.deepEqual(errors, []);
+      await page.close();
+    });
+
+    it('opens every page it offers an administrator without an error', async () => {
+      const page = await ctx.browser.newPage();
+      const errors = trackErrors(page);
+      await signIn(page, ctx.server, ctx.server.adminToken);
+      const nav = page.getByRole('navigation', { name: 'main' });
+      const links = await nav.getByRole('link').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
+      assert.ok(links.length >= 3, `the navigation offers ${JSON.stringify(links)}`);
+      for (const [label, href] of links) {
+        await nav.getByRole('link', { name: label, exact: true }).click();
+        await page.waitForURL(`**${href}`);
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        // Wait for the page's data (or its form) rather than its loading state.
+        await page.locator('main table:visible, main .state.empty:visible, main form:visible, main .notice:visible').first().waitFor();
+        await page.locator('main .state.loading').first().waitFor({ state: 'detached' });
+        const problems = await page.locator('main .notice.error, main .notice.forbidden').allInnerTexts();
+        assert.deepEqual(problems, [], `${href} shows an error`);
+      }
       assert.deepEqual(errors, []);
       await page.close();
     });
