@@ -73,6 +73,13 @@ export function audit(ctx) {
       await page.getByTestId('as-of').waitFor();
       assert.match(await page.getByTestId('as-of').innerText(), /audited/i);
       await screenshot(page, 'flow-auditor-as-of');
+      // Following the history: a new event shows up without a reload.
+      await page.goto(`${ctx.server.url}/events?streamType=tenant&follow=1`);
+      await page.getByText('Waiting for new events that match the filters').waitFor();
+      await eventually(() => page.evaluate(() => document.querySelector('.live-live') !== null), { what: 'the live connection' });
+      await createTenant(ctx.server, ctx.server.adminToken, 'latecomer', 'Latecomer');
+      await page.getByRole('region', { name: 'New events' }).getByText('tenant-latecomer').waitFor({ timeout: 15000 });
+      await screenshot(page, 'flow-auditor-follow');
       await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Chain verification' }).click();
       await page.getByRole('button', { name: 'Verify' }).click();
       await page.getByTestId('verification').getByText('The history is intact.').waitFor({ timeout: 30000 });

@@ -737,6 +737,13 @@ export const EventsQuery = gql<
   ${EventFields}
 `;
 
+export const EventsSubscription = gql<{ events: Event }, { filter?: EventFilter; after?: Cursor }>`
+  subscription Events($filter: EventFilter, $after: Cursor) {
+    events(filter: $filter, after: $after) { ...EventFields }
+  }
+  ${EventFields}
+`;
+
 export const EventQuery = gql<{ event: EventDetail | null }, { cursor: Cursor }>`
   query Event($cursor: Cursor!) {
     event(cursor: $cursor) {

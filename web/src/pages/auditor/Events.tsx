@@ -1,6 +1,9 @@
-import { EventsQuery, type EventFilter } from '../../api/ops';
+import { useState } from 'react';
+import { EventsQuery, EventsSubscription, type EventFilter } from '../../api/ops';
+import type { Event } from '../../api/types';
+import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
-import { useApiQuery } from '../../app/hooks';
+import { useApiQuery, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { EventTable } from '../../components/EventTable';
@@ -20,6 +23,7 @@ const spec = {
   from: 'string',
   to: 'string',
   after: 'string',
+  follow: 'bool',
 } as const;
 
 const streamTypes = ['node', 'job', 'template', 'service', 'resource', 'tenant', 'user', 'api_token', 'location'];
@@ -46,6 +50,8 @@ export function EventsPage() {
   };
   const q = useApiQuery(EventsQuery, { first: 50, after: state.after || null, filter });
   const filtered = Object.values(filter).some((v) => v !== undefined);
+  const access = useAccess();
+  const canFollow = access.live('events');
   return (
     <section>
       <h1>Event history</h1>
@@ -86,7 +92,16 @@ export function EventsPage() {
             onChange={(e) => setState({ to: localInputToISO(e.target.value) ?? '', after: '' }, { replace: true })}
           />
         </div>
+        {canFollow ? (
+          <div className="field inline">
+            <label>
+              <input type="checkbox" checked={state.follow} onChange={(e) => setState({ follow: e.target.checked }, { replace: true })} /> Follow new
+              events
+            </label>
+          </div>
+        ) : null}
       </form>
+      {canFollow && state.follow ? <Following filter={filter} /> : null}
       <QueryView {...q} what="Loading events">
         {(d) =>
           d.events.edges.length === 0 ? (
@@ -105,6 +120,25 @@ export function EventsPage() {
           )
         }
       </QueryView>
+    </section>
+  );
+}
+
+const followLimit = 200;
+
+/** Events matching the filter as they are recorded from now on, newest first. */
+function Following({ filter }: { filter: EventFilter }) {
+  const [events, setEvents] = useState<Event[]>([]);
+  useSubscriptionEffect(EventsSubscription, { filter }, (d) =>
+    setEvents((list) => (list.some((e) => e.cursor === d.events.cursor) ? list : [d.events, ...list].slice(0, followLimit))),
+  );
+  return (
+    <section aria-labelledby="following" className="panel">
+      <h2 id="following">New events</h2>
+      <p className="muted small" role="status" aria-live="polite">
+        {events.length === 0 ? 'Waiting for new events that match the filters…' : `${events.length} new since you started following${events.length === followLimit ? ' (the latest shown)' : ''}.`}
+      </p>
+      {events.length > 0 ? <EventTable events={events} /> : null}
     </section>
   );
 }
