@@ -188,6 +188,7 @@ func (d *Dispatcher) lease(e *jobEntry, n *nodeEntry, now time.Time) {
 		leased := evs[0].(job.Leased)
 		leasedJob := e.j
 		leasedJob.Apply(leased)
+		e.delivered = leased
 		e.leaseCursor, e.cancelCursor, e.leaseUntil = out.Cursor, eventstore.Cursor{}, leased.LeaseUntil
 		d.deliverItem(n, AgentJob{Cursor: out.Cursor, Job: leasedJob, Attempt: leased.Attempt, LeaseUntil: leased.LeaseUntil})
 	})

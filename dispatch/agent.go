@@ -84,6 +84,11 @@ func (d *Dispatcher) lastLease(ctx context.Context, jobID string) (string, int, 
 	var attempt int
 	if e != nil {
 		nodeID, attempt = e.j.NodeID, e.j.Attempt
+		// A lease handed out but not yet applied is the current one: its
+		// agent may send output before the event comes back from the log.
+		if e.delivered.Attempt > attempt {
+			nodeID, attempt = e.delivered.NodeID, e.delivered.Attempt
+		}
 	}
 	d.mu.Unlock()
 	if e != nil && nodeID != "" {

@@ -29,6 +29,9 @@ type jobEntry struct {
 	// leaseUntil is the lease's deadline as granted (the job's own is
 	// cleared once it starts).
 	leaseUntil time.Time
+	// delivered is the lease handed to the node before the dispatcher has
+	// applied its event (see lease): the node may act on it at once.
+	delivered job.Leased
 
 	// pending is set while a command the dispatcher issued for the job is
 	// in flight, and until the events it appended have been applied
