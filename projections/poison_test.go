@@ -124,7 +124,7 @@ func TestPoisonEventsAreParkedAndVisible(t *testing.T) {
 	if got, all := count(t, e.app, `SELECT sum(events) FROM read.event_volume`), count(t, e.app, `SELECT count(*) FROM events`); got != all {
 		t.Errorf("event volume %d, log %d", got, all)
 	}
-	res, err := projections.Replay(testCtx(t), e.store, projections.ReplayOptions{Projections: models.All(), Views: models.AnalyticsViews()})
+	res, err := projections.Replay(testCtx(t), e.store, projections.ReplayOptions{Projections: models.All(), Views: models.AnalyticsViews(), Until: lastCursor(t, e)})
 	if err != nil {
 		t.Fatal(err)
 	}

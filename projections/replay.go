@@ -79,6 +79,12 @@ func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (Repl
 	limit := head
 	if !o.Until.IsZero() {
 		limit = o.Until
+		// Gap-safe reads only see events once every transaction that could
+		// still commit before them has ended: wait for that, or the replay
+		// would stop short.
+		if err := store.WaitVisible(ctx, limit); err != nil {
+			return res, err
+		}
 	}
 
 	var rnd [4]byte

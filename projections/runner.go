@@ -84,11 +84,14 @@ type Runner struct {
 	projs  []Projection
 	byName map[string]Projection
 
-	mu       sync.Mutex
-	running  bool
-	ctx      context.Context
-	workers  map[string][]*worker // by projection: its live and building workers here
-	progress chan struct{}        // closed whenever a worker moves on
+	mu      sync.Mutex
+	running bool
+	ctx     context.Context
+	workers map[string][]*worker // by projection: its live and building workers here
+	// frontier is the cursor every projection's live build here has
+	// applied; waiting holds the WaitFor calls beyond it.
+	frontier eventstore.Cursor
+	waiting  waiters
 	ready    chan struct{}
 	kick     chan struct{}
 	wg       sync.WaitGroup
@@ -105,7 +108,7 @@ func NewRunner(store *eventstore.Store, opts Options) *Runner {
 		store: store, pool: store.Pool(), opts: opts, log: opts.Log,
 		src:    newSource(store, opts.ReadBatch, opts.CachePages),
 		byName: map[string]Projection{}, workers: map[string][]*worker{},
-		progress: make(chan struct{}), ready: make(chan struct{}), kick: make(chan struct{}, 1),
+		ready: make(chan struct{}), kick: make(chan struct{}, 1),
 	}
 }
 
@@ -199,6 +202,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	r.progressed()
 	close(r.ready)
 	tick := time.NewTicker(r.opts.ControlInterval)
 	defer tick.Stop()
@@ -436,12 +440,13 @@ func (r *Runner) switched(w *worker, old *buildRow) {
 	}()
 }
 
-// progressed wakes WaitFor callers.
+// progressed moves the frontier and releases the WaitFor calls it
+// satisfies.
 func (r *Runner) progressed() {
 	r.mu.Lock()
-	close(r.progress)
-	r.progress = make(chan struct{})
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	r.frontier = r.appliedByAll()
+	r.waiting.release(r.frontier)
 }
 
 // tableNames lists every registered projection's tables.

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"time"
@@ -150,44 +151,65 @@ func (r *Runner) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	checked := false
-	for {
-		r.mu.Lock()
-		wake := r.progress
-		done := r.appliedAll(c)
+	r.mu.Lock()
+	if !r.frontier.Less(c) {
 		r.mu.Unlock()
-		if done {
+		return nil
+	}
+	w := r.waiting.wait(c)
+	r.mu.Unlock()
+	// A cursor that names no event would be waited for in vain. It is looked
+	// up only when the wait lasts: a client's own write is usually applied
+	// sooner, and a lookup per call would load the database for nothing.
+	check := time.NewTimer(50 * time.Millisecond)
+	defer check.Stop()
+	for {
+		select {
+		case <-w.done:
 			return nil
-		}
-		if !checked {
+		case <-ctx.Done():
+			r.forget(w)
+			return ctx.Err()
+		case <-check.C:
 			if err := CheckCursor(ctx, r.store, c); err != nil {
+				r.forget(w)
 				return err
 			}
-			checked = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
 		}
 	}
 }
 
-// appliedAll reports whether each projection's live worker here is at c or
-// beyond. Callers hold mu.
-func (r *Runner) appliedAll(c eventstore.Cursor) bool {
-	for _, p := range r.projs {
+// forget drops a waiter that stopped waiting.
+func (r *Runner) forget(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, x := range r.waiting {
+		if x == w {
+			heap.Remove(&r.waiting, i)
+			return
+		}
+	}
+}
+
+// appliedByAll is the cursor every projection's live worker here has
+// reached (Start while one has none). Callers hold mu.
+func (r *Runner) appliedByAll() eventstore.Cursor {
+	var out eventstore.Cursor
+	for i, p := range r.projs {
 		var live *worker
 		for _, w := range r.workers[p.Name()] {
 			if info := w.snapshot(); info.state == StateLive && (live == nil || w.build > live.build) {
 				live = w
 			}
 		}
-		if live == nil || live.snapshot().cursor.Less(c) {
-			return false
+		if live == nil {
+			return eventstore.Start
+		}
+		if c := live.snapshot().cursor; i == 0 || c.Less(out) {
+			out = c
 		}
 	}
-	return true
+	return out
 }
 
 // CheckCursor returns an *UnknownCursorError unless c is the start of the

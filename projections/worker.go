@@ -116,6 +116,12 @@ func (w *worker) run(ctx context.Context) error {
 				err = w.flush(ctx, pending, read, readAt, atHead)
 			}
 			pending = pending[:0]
+			if c := w.snapshot().cursor; err == nil && read.Less(c) {
+				// A switch caught up with the old build beyond what was
+				// read here: go on from there, or those events would apply
+				// twice.
+				read = c
+			}
 			switch {
 			case errors.Is(err, errMoved):
 				// Another process applied events meanwhile: go on from its
@@ -296,13 +302,7 @@ func (w *worker) commit(ctx context.Context, evs []Event, end eventstore.Cursor,
 	from := w.saved
 	w.mu.Unlock()
 	var sw *switchover
-	err := pgx.BeginFunc(ctx, w.r.pool, func(tx pgx.Tx) error {
-		// A crash may lose the last commits, read model and checkpoint
-		// together; they are applied again on restart. Not waiting for the
-		// flush takes a disk write off every batch.
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
-			return err
-		}
+	err := pgx.BeginTxFunc(ctx, w.r.pool, batchTx, func(tx pgx.Tx) error {
 		if len(evs) > 0 {
 			if err := w.p.Apply(ctx, tx, w.target, evs); err != nil {
 				return err
@@ -348,6 +348,13 @@ func (w *worker) commit(ctx context.Context, evs []Event, end eventstore.Cursor,
 	}
 	return nil
 }
+
+// batchTx begins a batch's transaction. It commits without waiting for the
+// disk flush: a crash may lose the last batches, read model and checkpoint
+// together, and they are applied again on restart; each batch saves a disk
+// write. Setting it in the same round trip as BEGIN keeps the transaction
+// short.
+var batchTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit TO off"}
 
 // switchover is the outcome of a successful handover.
 type switchover struct {

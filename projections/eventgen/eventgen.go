@@ -180,8 +180,16 @@ func (g *Generator) setup() {
 
 func (g *Generator) pick(xs []string) string { return xs[g.rnd.IntN(len(xs))] }
 
+// At most this many jobs and services are under way at once, as an
+// installation's concurrency is bounded: each one's events stay close
+// together in the log.
+const (
+	maxJobsUnderWay     = 200
+	maxServicesUnderWay = 50
+)
+
 func (g *Generator) jobStep() {
-	if len(g.jobs) < 20 || g.rnd.IntN(4) == 0 {
+	if len(g.jobs) < 20 || len(g.jobs) < maxJobsUnderWay && g.rnd.IntN(4) == 0 {
 		id := g.id("job")
 		n := g.pick(g.nodes)
 		j := &jobState{id: id, node: n}
@@ -214,7 +222,7 @@ func (g *Generator) jobStep() {
 }
 
 func (g *Generator) serviceStep() {
-	if len(g.services) < 10 || g.rnd.IntN(5) == 0 {
+	if len(g.services) < 10 || len(g.services) < maxServicesUnderWay && g.rnd.IntN(5) == 0 {
 		id := g.id("svc")
 		s := &serviceState{id: id, tenant: g.pick(g.tenants)}
 		for range 2 {

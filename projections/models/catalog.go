@@ -92,7 +92,7 @@ func (Catalog) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 			json(r.Descriptor).time(r.RegisteredAt).time(r.PublishedAt).time(r.DeprecatedAt).
 			ntext(r.DeprecationReason).int(r.version).int(r.position)
 	}
-	return out.write(ctx, tx, t.Table("templates"), "id")
+	return write(ctx, tx, out.writes(t.Table("templates"), "id")...)
 }
 
 func loadTemplates(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*templateRow, error) {

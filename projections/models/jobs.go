@@ -146,7 +146,7 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 			time(j.SubmittedAt).time(j.StartedAt).time(j.FinishedAt).
 			time(j.UpdatedAt).int(j.version).int(j.position)
 	}
-	return out.write(ctx, tx, t.Table("jobs"), "id")
+	return write(ctx, tx, out.writes(t.Table("jobs"), "id")...)
 }
 
 func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*jobRow, error) {

@@ -121,10 +121,7 @@ func (Nodes) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []p
 			time(n.EnrolledAt).time(n.ConnectedAt).time(n.DisconnectedAt).time(ts(n.lastSeen)).
 			time(n.UpdatedAt).int(n.version).int(n.position)
 	}
-	if err := out.write(ctx, tx, t.Table("nodes"), "id"); err != nil {
-		return err
-	}
-	return periods.insert(ctx, tx, t.Table("node_status_periods"))
+	return write(ctx, tx, append(out.writes(t.Table("nodes"), "id"), periods.insert(t.Table("node_status_periods"))...)...)
 }
 
 func loadNodes(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*nodeRow, error) {

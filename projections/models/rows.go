@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,20 +173,23 @@ func (r *rowset) selectSQL() (names string, sel string) {
 	return names, "SELECT " + strings.Join(exprs, ", ") + " FROM unnest(" + strings.Join(params, ", ") + ") AS u(" + names + ")"
 }
 
-// insert writes the rows into table.
-func (r *rowset) insert(ctx context.Context, tx pgx.Tx, table string) error {
+// stmt is one parametrised statement of an Apply's writes.
+type stmt struct {
+	sql  string
+	args []any
+}
+
+// insert is the statement writing the rows into table (none if no rows).
+func (r *rowset) insert(table string) []stmt {
 	if r.len() == 0 {
 		return nil
 	}
 	names, sel := r.selectSQL()
-	if _, err := tx.Exec(ctx, "INSERT INTO "+table+" ("+names+") "+sel, r.args()...); err != nil {
-		return fmt.Errorf("write %s: %w", table, err)
-	}
-	return nil
+	return []stmt{{"INSERT INTO " + table + " (" + names + ") " + sel, r.args()}}
 }
 
-// update replaces the rows of table with the same key.
-func (r *rowset) update(ctx context.Context, tx pgx.Tx, table string, key []string) error {
+// update is the statement replacing the rows of table with the same key.
+func (r *rowset) update(table string, key []string) []stmt {
 	if r.len() == 0 {
 		return nil
 	}
@@ -197,16 +202,24 @@ func (r *rowset) update(ctx context.Context, tx pgx.Tx, table string, key []stri
 			set = append(set, c.name+" = v."+c.name)
 		}
 	}
-	sql := "UPDATE " + table + " AS t SET " + strings.Join(set, ", ") + " FROM (" + sel + ") AS v WHERE " + strings.Join(match, " AND ")
-	if _, err := tx.Exec(ctx, sql, r.args()...); err != nil {
-		return fmt.Errorf("update %s: %w", table, err)
+	return []stmt{{"UPDATE " + table + " AS t SET " + strings.Join(set, ", ") + " FROM (" + sel + ") AS v WHERE " +
+		strings.Join(match, " AND "), r.args()}}
+}
+
+// upsert is the statement writing the rows into table, replacing rows with
+// the same key; set gives the assignments for a conflict.
+func (r *rowset) upsert(table string, key []string, set string) []stmt {
+	if r.len() == 0 {
+		return nil
 	}
-	return nil
+	names, sel := r.selectSQL()
+	return []stmt{{"INSERT INTO " + table + " AS t (" + names + ") " + sel +
+		" ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET " + set, r.args()}}
 }
 
 // split gathers the rows of entities folded from events: those that
-// existed before the batch are updated, the others inserted. Each takes
-// one statement, cheaper than INSERT … ON CONFLICT for both.
+// existed before the batch are updated, the others inserted; each is
+// cheaper than INSERT … ON CONFLICT for both.
 type split struct{ ins, upd *rowset }
 
 func newSplit(cols ...column) split { return split{ins: newRowset(cols...), upd: newRowset(cols...)} }
@@ -219,33 +232,42 @@ func (s split) row(existed bool) *rowset {
 	return s.ins
 }
 
-func (s split) write(ctx context.Context, tx pgx.Tx, table string, key ...string) error {
-	if err := s.ins.insert(ctx, tx, table); err != nil {
-		return err
-	}
-	return s.upd.update(ctx, tx, table, key)
+func (s split) writes(table string, key ...string) []stmt {
+	return append(s.ins.insert(table), s.upd.update(table, key)...)
 }
 
-// upsert writes the rows into table, replacing rows with the same key. set
-// overrides the assignments for a conflict (default: every other column).
-func (r *rowset) upsert(ctx context.Context, tx pgx.Tx, table string, key []string, set string) error {
-	if r.len() == 0 {
+var placeholder = regexp.MustCompile(`\$(\d+)`)
+
+// write runs an Apply's statements as one, each a data-modifying CTE: one
+// round trip, which keeps a batch's transaction (and the time it holds back
+// readers of the log) short.
+func write(ctx context.Context, tx pgx.Tx, stmts ...stmt) error {
+	switch len(stmts) {
+	case 0:
 		return nil
+	case 1:
+		_, err := tx.Exec(ctx, stmts[0].sql, stmts[0].args...)
+		return err
 	}
-	names, sel := r.selectSQL()
-	if set == "" {
-		var as []string
-		for _, c := range r.cols {
-			if !contains(key, c.name) {
-				as = append(as, c.name+" = EXCLUDED."+c.name)
-			}
+	var b strings.Builder
+	var args []any
+	b.WriteString("WITH ")
+	for i, s := range stmts {
+		offset := len(args)
+		if i > 0 {
+			b.WriteString(", ")
 		}
-		set = strings.Join(as, ", ")
+		fmt.Fprintf(&b, "w%d AS (", i)
+		b.WriteString(placeholder.ReplaceAllStringFunc(s.sql, func(m string) string {
+			n, _ := strconv.Atoi(m[1:])
+			return "$" + strconv.Itoa(n+offset)
+		}))
+		b.WriteString(")")
+		args = append(args, s.args...)
 	}
-	sql := "INSERT INTO " + table + " AS t (" + names + ") " + sel +
-		" ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET " + set
-	if _, err := tx.Exec(ctx, sql, r.args()...); err != nil {
-		return fmt.Errorf("write %s: %w", table, err)
+	b.WriteString(" SELECT 1")
+	if _, err := tx.Exec(ctx, b.String(), args...); err != nil {
+		return fmt.Errorf("write read models: %w", err)
 	}
 	return nil
 }

@@ -157,9 +157,6 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 			jsonOf(ids).json(remaining).time(s.RequestedAt).time(ts(s.registeredAt)).time(ts(s.firstRunningAt)).
 			time(ts(s.removedAt)).time(s.UpdatedAt).int(s.version).int(s.position)
 	}
-	if err := out.write(ctx, tx, t.Table("services"), "id"); err != nil {
-		return err
-	}
 	rout := newSplit(resourceColumns...)
 	for _, f := range resources {
 		r := f.state
@@ -171,7 +168,7 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 			ntext(string(r.FailedIn)).ntext(r.Error).json(r.Properties).jsonOf(deps).json(r.Outputs).
 			time(r.PlannedAt).time(r.UpdatedAt).int(r.version).int(r.position)
 	}
-	return rout.write(ctx, tx, t.Table("resources"), "id")
+	return write(ctx, tx, append(out.writes(t.Table("services"), "id"), rout.writes(t.Table("resources"), "id")...)...)
 }
 
 func loadServices(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*serviceRow, error) {

@@ -145,9 +145,7 @@ func (Tenancy) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 		out.row(f.existed).text(r.ID).text(r.Name).text(string(r.Status)).ntext(r.SuspendReason).time(r.CreatedAt).time(r.UpdatedAt).
 			int(r.version).int(r.position)
 	}
-	if err := out.write(ctx, tx, t.Table("tenants"), "id"); err != nil {
-		return err
-	}
+	stmts := out.writes(t.Table("tenants"), "id")
 	out = newSplit(column{"id", kText}, column{"name", kText}, column{"role", kText}, column{"tenant_id", kNText},
 		column{"status", kText}, column{"disable_reason", kNText}, column{"created_at", kTime}, column{"updated_at", kTime},
 		column{"stream_version", kInt}, column{"position", kInt})
@@ -156,9 +154,7 @@ func (Tenancy) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 		out.row(f.existed).text(r.ID).text(r.Name).text(string(r.Role)).ntext(r.TenantID).text(string(r.Status)).ntext(r.DisableReason).
 			time(r.CreatedAt).time(r.UpdatedAt).int(r.version).int(r.position)
 	}
-	if err := out.write(ctx, tx, t.Table("users"), "id"); err != nil {
-		return err
-	}
+	stmts = append(stmts, out.writes(t.Table("users"), "id")...)
 	out = newSplit(column{"id", kText}, column{"user_id", kText}, column{"role", kText}, column{"tenant_id", kNText},
 		column{"status", kText}, column{"expires_at", kTime}, column{"issued_at", kTime}, column{"revoked_at", kTime},
 		column{"revoke_reason", kNText}, column{"stream_version", kInt}, column{"position", kInt})
@@ -167,9 +163,7 @@ func (Tenancy) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 		out.row(f.existed).text(r.ID).text(r.UserID).text(string(r.Role)).ntext(r.TenantID).text(string(r.Status)).time(r.ExpiresAt).
 			time(r.IssuedAt).time(r.RevokedAt).ntext(r.RevokeReason).int(r.version).int(r.position)
 	}
-	if err := out.write(ctx, tx, t.Table("api_tokens"), "id"); err != nil {
-		return err
-	}
+	stmts = append(stmts, out.writes(t.Table("api_tokens"), "id")...)
 	out = newSplit(column{"id", kText}, column{"name", kText}, column{"description", kNText}, column{"status", kText},
 		column{"created_at", kTime}, column{"updated_at", kTime}, column{"stream_version", kInt}, column{"position", kInt})
 	for _, f := range locations {
@@ -177,7 +171,7 @@ func (Tenancy) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs [
 		out.row(f.existed).text(r.ID).text(r.Name).ntext(r.Description).text(string(r.Status)).time(r.CreatedAt).time(r.UpdatedAt).
 			int(r.version).int(r.position)
 	}
-	return out.write(ctx, tx, t.Table("locations"), "id")
+	return write(ctx, tx, append(stmts, out.writes(t.Table("locations"), "id")...)...)
 }
 
 func loadTenants(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*tenantRow, error) {

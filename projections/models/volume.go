@@ -71,8 +71,8 @@ func (EventVolume) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, e
 		v := counts[k]
 		out.date(k.day).text(k.stream).text(k.eventType).int(v.n).time(v.first).time(v.last)
 	}
-	return out.upsert(ctx, tx, t.Table("event_volume"), []string{"day", "stream_type", "event_type"},
-		"events = t.events + EXCLUDED.events, first_at = least(t.first_at, EXCLUDED.first_at), last_at = greatest(t.last_at, EXCLUDED.last_at)")
+	return write(ctx, tx, out.upsert(t.Table("event_volume"), []string{"day", "stream_type", "event_type"},
+		"events = t.events + EXCLUDED.events, first_at = least(t.first_at, EXCLUDED.first_at), last_at = greatest(t.last_at, EXCLUDED.last_at)")...)
 }
 
 func minTime(a, b time.Time) time.Time {
