@@ -68,7 +68,9 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 	case e.j.Status == job.StatusDispatched:
 		// Unacknowledged leases expire; an acknowledged one waits for its
 		// agent unless the node is gone.
-		if !now.Before(e.j.LeaseUntil) && (!e.j.Acknowledged || e.node == nil || e.node.gone()) {
+		// A lease on a decommissioned node ends at once: nobody will take it.
+		expired := !now.Before(e.j.LeaseUntil) || d.decommissioned(e.j.NodeID)
+		if expired && (!e.j.Acknowledged || e.node == nil || e.node.gone()) {
 			d.command(e, "expire lease", func(ctx context.Context) (commands.Outcome, error) {
 				return d.jobsH.ExpireLease(ctx, d.meta(e.tenant), jobs.ExpireLease{JobID: e.j.ID})
 			})
