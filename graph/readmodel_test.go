@@ -52,7 +52,9 @@ func newReadEnv(t *testing.T) *env {
 	for name, p := range principals {
 		tk.m[name] = p
 	}
-	api, err := graph.New(graph.Config{}, graph.Deps{
+	// A loaded test machine can take longer than the served default to
+	// apply a batch; the waiting itself is what these tests check.
+	api, err := graph.New(graph.Config{ConsistencyTimeout: 20 * time.Second}, graph.Deps{
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Store: store, Auth: tk, Projections: runner, ProjectionAdmin: runner,
 		Access: access.NewHandlers(store, time.Now, ids, access.Options{}), Nodes: nodes.NewHandlers(store, time.Now, ids),
 		Templates: templates.NewHandlers(store, time.Now, nil), Services: svc,
