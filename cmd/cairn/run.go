@@ -263,17 +263,49 @@ func runJob(ctx context.Context, a *app, c *client.Client, input map[string]any,
 	if err := jobOutput(follow, a, c, id, true, w, stderr); err != nil && follow.Err() == nil {
 		return err
 	}
+	// The output ends with the job, but a fan-out's children are read from
+	// the read models, which may be a moment behind: read until all ended.
 	var res jobResult
 	qctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), a.timeout)
-	err = c.Do(qctx, jobResultQuery, map[string]any{"id": id}, &res)
-	cancel()
-	if err != nil {
-		return err
-	}
-	if res.Job == nil {
-		return fmt.Errorf("job %s vanished", id)
+	defer cancel()
+	for {
+		res = jobResult{}
+		if err := c.Do(qctx, jobResultQuery, map[string]any{"id": id}, &res); err != nil {
+			return err
+		}
+		if res.Job == nil {
+			return fmt.Errorf("job %s vanished", id)
+		}
+		if ended(res) {
+			break
+		}
+		select {
+		case <-qctx.Done():
+			return exitOf(res)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	return exitOf(res)
+}
+
+// ended reports whether the job and every child it shows have ended.
+func ended(res jobResult) bool {
+	terminal := func(s string) bool {
+		switch s {
+		case "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED", "LOST":
+			return true
+		}
+		return false
+	}
+	if !terminal(res.Job.Status) {
+		return false
+	}
+	for _, k := range res.Job.Children.Edges {
+		if !terminal(k.Node.Status) {
+			return false
+		}
+	}
+	return true
 }
 
 // exitOf turns how a job ended into cairn's exit.
