@@ -27,6 +27,9 @@ type Status struct {
 	// behind; 0 when it has caught up.
 	SecondsBehind float64
 	CaughtUp      bool
+	// Indexed: the build's tables have all their indexes (a build fills its
+	// tables without them and indexes them once it has caught up).
+	Indexed bool
 	// Applied counts the events this build applied; Parked those it could
 	// not apply (see Parked).
 	Applied int64
@@ -58,7 +61,7 @@ func (r *Runner) Status(ctx context.Context) ([]Status, error) {
 		}
 		info := w.snapshot()
 		s := &out[i]
-		s.Running, s.Retrying = true, info.retrying
+		s.Running, s.Retrying, s.Indexed = true, info.retrying, s.Indexed || info.indexed
 		if s.Cursor.Less(info.cursor) {
 			s.Cursor, s.LastEventAt = info.cursor, info.cursorAt
 		}
@@ -100,6 +103,7 @@ func readStatus(ctx context.Context, store *eventstore.Store) ([]Status, eventst
 	for _, b := range rows {
 		out = append(out, Status{
 			Name: b.Name, Version: b.Version, Build: b.Build, State: b.Status, Cursor: b.Cursor, LastEventAt: b.LastEventAt,
+			Indexed: b.Indexed,
 			Applied: b.Applied, Parked: b.Parked, LastError: b.LastError, LastErrorAt: b.LastErrorAt,
 			RebuildRequested: b.RebuildRequested, StartedAt: b.StartedAt, LiveAt: b.LiveAt,
 		})

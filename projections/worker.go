@@ -57,12 +57,13 @@ func newWorker(r *Runner, p Projection, b buildRow) *worker {
 func (w *worker) snapshot() workerInfo {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return workerInfo{state: w.state, cursor: w.cursor, cursorAt: w.cursorAt, applied: w.applied, parked: w.parked,
-		retrying: w.retrying, lastError: w.lastError, errorAt: w.errorAt}
+	return workerInfo{state: w.state, indexed: w.indexed, cursor: w.cursor, cursorAt: w.cursorAt, applied: w.applied,
+		parked: w.parked, retrying: w.retrying, lastError: w.lastError, errorAt: w.errorAt}
 }
 
 type workerInfo struct {
 	state     string
+	indexed   bool
 	cursor    eventstore.Cursor
 	cursorAt  time.Time
 	applied   int64

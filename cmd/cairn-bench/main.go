@@ -145,6 +145,7 @@ var benchmarks = []benchmark{
 	{"consumer_group", benchConsumerGroup},
 	{"commit_to_handler", benchCommitToHandler},
 	{"deploy_services", benchDeploy},
+	{"rebuild", benchRebuild}, {"projection_lag", benchProjectionLag}, {"export", benchExport},
 	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
 	{"graphql", benchGraphQL},
 }

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"cairn/domain/events"
+	"cairn/eventstore"
+	"cairn/internal/database"
+	"cairn/migrations"
+	"cairn/projections"
+	"cairn/projections/audit"
+	"cairn/projections/eventgen"
+	"cairn/projections/models"
+)
+
+var rebuildEvents = flag.Int("rebuild-events", 1_000_000, "events of mixed domain types the projection benchmarks run on")
+
+// projEnv is a database of its own holding a log of real domain events (the
+// main bench database holds synthetic ones no projection knows).
+type projEnv struct {
+	app    *pgxpool.Pool
+	store  *eventstore.Store
+	events int64
+	last   eventstore.Cursor
+}
+
+// projGen makes the projection benchmarks' events; the lag benchmark goes
+// on where the fill stopped.
+var projGen = eventgen.New(eventgen.Options{Seed: 1, Nodes: 2000, Tenants: 200, Templates: 50,
+	Start: time.Now().Add(-30 * 24 * time.Hour)})
+
+// openProjections opens the projection benchmarks' database, making and
+// filling it on first use. close releases it before the cluster stops.
+func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err error) {
+	cc := e.admin.Config().ConnConfig
+	conn := func(db string) string {
+		return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", cc.Host, cc.Port, cc.User, db)
+	}
+	if err := database.CreateDatabase(ctx, conn("postgres"), "bench_projections", ""); err != nil && !database.IsDuplicateDatabase(err) {
+		return nil, nil, err
+	}
+	owner, err := database.Open(ctx, conn("bench_projections"), database.Options{MaxConns: 4})
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = migrations.Up(ctx, owner)
+	owner.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	app, err := database.Open(ctx, conn("bench_projections"), database.Options{Role: database.AppRole, MaxConns: 40})
+	if err != nil {
+		return nil, nil, err
+	}
+	p = &projEnv{app: app, store: eventstore.New(app, events.Registry(), eventstore.Options{Log: e.log})}
+	close = func() { p.store.Close(); app.Close() }
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	if err := app.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&p.events); err != nil {
+		return nil, nil, err
+	}
+	if p.events < int64(*rebuildEvents) {
+		// COPY in chunks, each its own transaction, as a long-lived log
+		// would be written.
+		start := time.Now()
+		copier := eventgen.NewCopier(app, events.Registry())
+		for p.events < int64(*rebuildEvents) {
+			items := projGen.Take(int(min(50_000, int64(*rebuildEvents)-p.events)))
+			if err := copier.Copy(ctx, items, time.Now()); err != nil {
+				return nil, nil, err
+			}
+			for _, it := range items {
+				p.events += int64(len(it.Events))
+			}
+		}
+		if _, err := app.Exec(ctx, `ANALYZE events`); err != nil {
+			return nil, nil, err
+		}
+		e.log.Info().Int64("events", p.events).Dur("took", time.Since(start)).Msg("projection benchmarks: log filled")
+	}
+	if p.last, err = p.store.Head(ctx); err != nil {
+		return nil, nil, err
+	}
+	return p, close, nil
+}
+
+func newBenchRunner(p *projEnv, e *env) (*projections.Runner, error) {
+	r := projections.NewRunner(p.store, projections.Options{Log: e.log, Views: models.AnalyticsViews()})
+	return r, r.Register(models.All()...)
+}
+
+// runRunner runs r until the returned stop is called.
+func runRunner(r *projections.Runner) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
+// benchRebuild builds every projection from position zero over the whole
+// log: the work of a rebuild, or of a new installation's first start.
+func benchRebuild(ctx context.Context, e *env) (result, error) {
+	p, closeDB, err := openProjections(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	r, err := newBenchRunner(p, e)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	stop := runRunner(r)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	err = r.WaitFor(wctx, p.last)
+	elapsed := time.Since(start)
+	if serr := stop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rebuild did not finish: %w", err)
+	}
+	sts, err := projections.ReadStatus(ctx, p.store)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sts {
+		if s.Parked > 0 {
+			return nil, fmt.Errorf("projection %s parked %d events", s.Name, s.Parked)
+		}
+	}
+	return result{
+		"rebuild_events":       p.events,
+		"rebuild_seconds":      round(elapsed.Seconds(), 2),
+		"rebuild_events_per_s": round(float64(p.events)/elapsed.Seconds(), 0),
+	}, nil
+}
+
+// benchProjectionLag appends domain events at 2,000 events/s and measures,
+// per append, the time from its commit to every projection having applied
+// it (what a client reading its own write with consistentWith waits).
+func benchProjectionLag(ctx context.Context, e *env) (result, error) {
+	const rate = 2000
+	p, closeDB, err := openProjections(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	r, err := newBenchRunner(p, e)
+	if err != nil {
+		return nil, err
+	}
+	stop := runRunner(r)
+	defer stop()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	err = r.WaitFor(wctx, p.last)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("projections did not catch up before the lag benchmark: %w", err)
+	}
+
+	// Let each build make its indexes (after catching up) before measuring.
+	if err := waitIndexed(ctx, r); err != nil {
+		return nil, err
+	}
+
+	// Commands of the generator carry one to three events; pace commands
+	// so that events arrive at the rate.
+	items := projGen.Take(rate * int(2*e.cfg.duration/time.Second+1))
+	var perItem float64
+	for _, it := range items {
+		perItem += float64(len(it.Events))
+	}
+	perItem /= float64(len(items))
+	tick := time.NewTicker(time.Duration(float64(time.Second) * perItem / rate))
+	defer tick.Stop()
+
+	var (
+		mu      sync.Mutex
+		lat     []float64
+		next    atomic.Int64
+		sent    atomic.Int64
+		waiters sync.WaitGroup
+		wg      sync.WaitGroup
+	)
+	errs := make(chan error, 64)
+	end := time.Now().Add(2 * e.cfg.duration)
+	start := time.Now()
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return
+				}
+				i := next.Add(1) - 1
+				if int(i) >= len(items) {
+					return
+				}
+				it := items[i]
+				res, err := p.store.Append(ctx, eventstore.AppendRequest{Metadata: it.Metadata, Streams: []eventstore.StreamAppend{{
+					StreamID: it.StreamID, StreamType: it.StreamType, Expected: eventstore.AnyVersion, Events: it.Events}}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				committed := time.Now()
+				sent.Add(int64(len(it.Events)))
+				waiters.Add(1)
+				go func() {
+					defer waiters.Done()
+					c, cancel := context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+					if err := r.WaitFor(c, res.Cursor); err != nil {
+						errs <- err
+						return
+					}
+					d := time.Since(committed).Seconds() * 1000
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	waiters.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	if len(lat) == 0 {
+		return nil, errors.New("no appends were measured")
+	}
+	slices.Sort(lat)
+	pct := func(q float64) float64 { return round(lat[int(q*float64(len(lat)-1))], 2) }
+	return result{
+		"projection_lag_p50_ms":     pct(0.50),
+		"projection_lag_p99_ms":     pct(0.99),
+		"projection_lag_rate_per_s": round(float64(sent.Load())/elapsed.Seconds(), 0),
+	}, nil
+}
+
+// waitIndexed waits until every live build has its indexes.
+func waitIndexed(ctx context.Context, r *projections.Runner) error {
+	for range 600 {
+		sts, err := r.Status(ctx)
+		if err != nil {
+			return err
+		}
+		done := true
+		for _, s := range sts {
+			done = done && s.Indexed && s.State == projections.StateLive
+		}
+		if done {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("projections did not finish indexing within a minute")
+}
+
+// benchExport writes the whole log as an auditor's NDJSON export to a file,
+// then verifies the file offline.
+func benchExport(ctx context.Context, e *env) (result, error) {
+	p, closeDB, err := openProjections(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	f, err := os.CreateTemp("", "cairn-export-*.ndjson")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	start := time.Now()
+	sum, err := audit.Export(ctx, p.store, f, audit.ExportOptions{})
+	if err != nil {
+		return nil, err
+	}
+	exported := time.Since(start)
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	rep, err := audit.VerifyFile(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if !rep.OK() {
+		return nil, fmt.Errorf("the export does not verify: %v", rep.First())
+	}
+	verified := time.Since(start)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return result{
+		"export_events":       sum.Events,
+		"export_mib":          round(float64(st.Size())/(1<<20), 1),
+		"export_events_per_s": round(float64(sum.Events)/exported.Seconds(), 0),
+		"verify_events_per_s": round(float64(rep.Events)/verified.Seconds(), 0),
+	}, nil
+}
