@@ -23,7 +23,10 @@ type config struct {
 	DataDir     string
 	LogFormat   string
 	LogLevel    string
-	Jobs        jobConfig
+	// Plugins is a plugins configuration file (YAML or JSON, see
+	// docs/plugins.md); empty runs with the plugins that need none.
+	Plugins string
+	Jobs    jobConfig
 
 	level zerolog.Level // LogLevel, parsed by resolve
 }
@@ -34,6 +37,7 @@ var envFlags = []struct{ flag, env string }{
 	{"data-dir", "CAIRN_DATA_DIR"},
 	{"log-format", "CAIRN_LOG_FORMAT"},
 	{"log-level", "CAIRN_LOG_LEVEL"},
+	{"plugins", "CAIRN_PLUGINS"},
 }
 
 func envOf(flag string) string {
@@ -59,6 +63,8 @@ func (c *config) bindGlobalFlags(fs *pflag.FlagSet) {
 func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080",
 		"address to serve HTTP on (env "+envOf("listen")+")")
+	fs.StringVar(&c.Plugins, "plugins", "",
+		"plugins configuration file, YAML or JSON: http endpoints, out-of-process plugins, terraform (env "+envOf("plugins")+"); the agent plugin needs none")
 	c.Jobs.bindFlags(fs)
 }
 

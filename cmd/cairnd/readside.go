@@ -17,9 +17,11 @@ import (
 	"cairn/commands/templates"
 	"cairn/eventstore"
 	"cairn/plugins"
+	"cairn/plugins/agent/cluster"
 	"cairn/plugins/builtin"
 	"cairn/projections"
 	"cairn/projections/models"
+	"cairn/projections/readmodel"
 )
 
 // serviceSide is what serves the read models, the catalog and services:
@@ -70,7 +72,17 @@ func loadSecretsKey(dataDir string) ([]byte, error) {
 	return key, f.Close()
 }
 
-func newServiceSide(ctx context.Context, store *eventstore.Store, dataDir string, log zerolog.Logger) (*serviceSide, error) {
+// newServiceSide builds the service side. The agent plugin runs its actions
+// as jobs through js, on the nodes the read models list as online.
+func newServiceSide(ctx context.Context, store *eventstore.Store, js *jobSide, cfg *config, log zerolog.Logger) (*serviceSide, error) {
+	dataDir := cfg.DataDir
+	var pcfg builtin.Config
+	if cfg.Plugins != "" {
+		var err error
+		if pcfg, err = builtin.Load(cfg.Plugins); err != nil {
+			return nil, err
+		}
+	}
 	key, err := loadSecretsKey(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("secrets key: %w", err)
@@ -79,7 +91,11 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, dataDir string
 	if err != nil {
 		return nil, err
 	}
-	reg, err := builtin.Registry(ctx, builtin.Config{}, builtin.Deps{DataDir: dataDir, Log: log.With().Str("component", "plugins").Logger()})
+	reg, err := builtin.Registry(ctx, pcfg, builtin.Deps{
+		AgentRunner: cluster.NewRunner(js.jobs, store, cluster.RunnerOptions{}),
+		AgentNodes:  cluster.Nodes{Reader: readmodel.New(store.Pool())},
+		DataDir:     dataDir, Log: log.With().Str("component", "plugins").Logger(),
+	})
 	if err != nil {
 		return nil, err
 	}

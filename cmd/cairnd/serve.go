@@ -103,7 +103,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
-	ss, err := newServiceSide(ctx, store, cfg.DataDir, log)
+	ss, err := newServiceSide(ctx, store, js, cfg, log)
 	if err != nil {
 		return err
 	}
