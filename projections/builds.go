@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -194,5 +193,3 @@ func retiredWithTables(ctx context.Context, q querier) ([]buildRow, error) {
 	}
 	return scanBuilds(rows)
 }
-
-func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -92,6 +92,7 @@ type Runner struct {
 	// applied; waiting holds the WaitFor calls beyond it.
 	frontier eventstore.Cursor
 	waiting  waiters
+	checks   chan struct{} // bounds WaitFor's concurrent cursor lookups
 	ready    chan struct{}
 	kick     chan struct{}
 	wg       sync.WaitGroup
@@ -108,7 +109,7 @@ func NewRunner(store *eventstore.Store, opts Options) *Runner {
 		store: store, pool: store.Pool(), opts: opts, log: opts.Log,
 		src:    newSource(store, opts.ReadBatch, opts.CachePages),
 		byName: map[string]Projection{}, workers: map[string][]*worker{},
-		ready: make(chan struct{}), kick: make(chan struct{}, 1),
+		ready: make(chan struct{}), kick: make(chan struct{}, 1), checks: make(chan struct{}, 4),
 	}
 }
 
@@ -447,15 +448,6 @@ func (r *Runner) progressed() {
 	defer r.mu.Unlock()
 	r.frontier = r.appliedByAll()
 	r.waiting.release(r.frontier)
-}
-
-// tableNames lists every registered projection's tables.
-func (r *Runner) tableNames() []string {
-	var out []string
-	for _, p := range r.projs {
-		out = append(out, p.Tables()...)
-	}
-	return out
 }
 
 // readViews lists the views in a schema.

@@ -26,6 +26,9 @@ type source struct {
 	pages   map[eventstore.Cursor]*page
 	order   []eventstore.Cursor // insertion order, for eviction
 	changed chan struct{}       // closed when the feed brings events
+	// fed is the last event the live feed has read: every event up to it
+	// is readable.
+	fed eventstore.Cursor
 }
 
 type page struct {
@@ -55,9 +58,31 @@ func (s *source) signal() {
 }
 
 // read returns the next events after the cursor in global order (at most
-// about limit; none when the reader is at the head). Events are shared
-// between callers: they must not be modified.
-func (s *source) read(ctx context.Context, after eventstore.Cursor) ([]Event, error) {
+// about limit; none when the reader is at the head), and whether more are
+// known to follow: the page was full, the next page is in the cache, or the
+// live feed has read beyond the page. A short page alone does not say the
+// reader is at the head: the live feed caches one short page per wake-up,
+// and a reader behind it must go on through them without waiting (a wake-up
+// that came before the reader looked would not come again). Events are
+// shared between callers: they must not be modified.
+func (s *source) read(ctx context.Context, after eventstore.Cursor) ([]Event, bool, error) {
+	evs, err := s.page(ctx, after)
+	if err != nil || len(evs) == 0 {
+		return evs, false, err
+	}
+	if len(evs) >= s.limit {
+		return evs, true, nil
+	}
+	last := evs[len(evs)-1].Cursor()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A page still loading does not count: it may well come back empty.
+	next, ok := s.pages[last]
+	return evs, ok && isLoaded(next) && len(next.events) > 0 || last.Less(s.fed), nil
+}
+
+// page returns the events after the cursor, from the cache or the log.
+func (s *source) page(ctx context.Context, after eventstore.Cursor) ([]Event, error) {
 	s.mu.Lock()
 	if p, ok := s.pages[after]; ok {
 		s.mu.Unlock()
@@ -136,13 +161,24 @@ func (s *source) feed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.advance(head)
 	cursor := head
 	return s.store.Subscribe(ctx, eventstore.SubscribeOptions{From: head, BatchSize: s.limit}, func(_ context.Context, b eventstore.Batch) error {
 		s.put(cursor, b.Events)
+		s.advance(b.Cursor)
 		cursor = b.Cursor
 		s.signal()
 		return nil
 	})
+}
+
+// advance records that the live feed has read up to c.
+func (s *source) advance(c eventstore.Cursor) {
+	s.mu.Lock()
+	if s.fed.Less(c) {
+		s.fed = c
+	}
+	s.mu.Unlock()
 }
 
 func decodeAll(store *eventstore.Store, recs []eventstore.RecordedEvent) []Event {

@@ -143,9 +143,10 @@ func fillLag(ctx context.Context, store *eventstore.Store, out []Status, head ev
 
 // WaitFor blocks until every projection's live build has applied the event
 // at cursor c (and everything before it), so that a read model reflects a
-// write whose cursor the client holds. It fails at once with an
-// *UnknownCursorError for a cursor that names no event, and otherwise waits
-// as long as ctx allows.
+// write whose cursor the client holds. It fails with an
+// *UnknownCursorError for a cursor that names no event (once the wait has
+// lasted a moment: see cursorCheckAfter), and otherwise waits as long as ctx
+// allows.
 func (r *Runner) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 	if c.IsZero() {
 		return nil
@@ -163,9 +164,10 @@ func (r *Runner) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 	w := r.waiting.wait(c)
 	r.mu.Unlock()
 	// A cursor that names no event would be waited for in vain. It is looked
-	// up only when the wait lasts: a client's own write is usually applied
-	// sooner, and a lookup per call would load the database for nothing.
-	check := time.NewTimer(50 * time.Millisecond)
+	// up only when the wait lasts, by a few callers at a time: a client's own
+	// write is usually applied sooner, and a lookup per call would take
+	// connections the projections need exactly when they are behind.
+	check := time.NewTimer(cursorCheckAfter)
 	defer check.Stop()
 	for {
 		select {
@@ -175,13 +177,26 @@ func (r *Runner) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 			r.forget(w)
 			return ctx.Err()
 		case <-check.C:
-			if err := CheckCursor(ctx, r.store, c); err != nil {
+			select {
+			case r.checks <- struct{}{}:
+			case <-w.done:
+				return nil
+			case <-ctx.Done():
+				r.forget(w)
+				return ctx.Err()
+			}
+			err := CheckCursor(ctx, r.store, c)
+			<-r.checks
+			if err != nil {
 				r.forget(w)
 				return err
 			}
 		}
 	}
 }
+
+// cursorCheckAfter is how long WaitFor waits before it looks up its cursor.
+const cursorCheckAfter = 250 * time.Millisecond
 
 // forget drops a waiter that stopped waiting.
 func (r *Runner) forget(w *waiter) {

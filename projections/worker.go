@@ -81,7 +81,7 @@ func (w *worker) run(ctx context.Context) error {
 	var pending []Event
 	for {
 		wake := w.r.src.wake()
-		evs, err := w.r.src.read(ctx, read)
+		evs, more, err := w.r.src.read(ctx, read)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -100,7 +100,7 @@ func (w *worker) run(ctx context.Context) error {
 		if len(evs) > 0 {
 			read, readAt = evs[len(evs)-1].Cursor(), evs[len(evs)-1].RecordedAt
 		}
-		atHead := len(evs) < opts.ReadBatch
+		atHead := !more
 		// While catching up, reads gather into big transactions; a sparse
 		// projection still saves its place every SaveInterval.
 		if len(pending) >= opts.MaxBatch || atHead || time.Since(w.savedTime()) >= opts.SaveInterval {
@@ -439,7 +439,7 @@ func (w *worker) eventsBetween(ctx context.Context, from, to eventstore.Cursor) 
 	var out []Event
 	cur, at := from, time.Time{}
 	for cur.Less(to) {
-		evs, err := w.r.src.read(ctx, cur)
+		evs, _, err := w.r.src.read(ctx, cur)
 		if err != nil {
 			return nil, cur, at, err
 		}
