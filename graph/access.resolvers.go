@@ -109,7 +109,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 	if userID == "" {
 		userID = principal(ctx).UserID
 	}
-	u, err := r.visibleUser(ctx, userID)
+	u, err := r.visibleUser(ctx, userID, auth.TokenIssue)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +137,10 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 }
 
 func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.RevokeAPITokenInput) (*model.APITokenPayload, error) {
+	// Who may neither read nor revoke tokens learns nothing of which exist.
+	if _, err := r.authorizeRole(ctx, auth.TokenRead, auth.TokenRevoke); err != nil {
+		return nil, err
+	}
 	t, _, err := load[tenant.APIToken](ctx, r.Server, commands.TokenStream, input.TokenID)
 	if err != nil {
 		return nil, err

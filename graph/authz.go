@@ -45,6 +45,26 @@ func (s *Server) authorizeOwn(ctx context.Context, action auth.Action) (Principa
 	return s.authorize(ctx, action, auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID})
 }
 
+// authorizeRole refuses a caller whose role includes none of the actions:
+// no token, or a role without them, anywhere. It runs before an entity is
+// looked up by id, so that a caller who may neither read nor change such
+// entities cannot tell one that exists from one that does not.
+func (s *Server) authorizeRole(ctx context.Context, actions ...auth.Action) (Principal, error) {
+	p := principal(ctx)
+	own := auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID, Vendor: p.UserID, Grants: p.Role}
+	var first error
+	for _, a := range actions {
+		_, err := s.authorize(ctx, a, own)
+		if err == nil {
+			return p, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return p, first
+}
+
 // tenantScoped reports whether p sees only its own tenant's data.
 func tenantScoped(p Principal) bool {
 	return p.Role == auth.RoleTenantAdmin || p.Role == auth.RoleTenantMember

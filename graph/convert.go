@@ -166,9 +166,13 @@ func (s *Server) nodePayload(ctx context.Context, out commands.Outcome) (*model.
 	return &model.NodePayload{Node: nodeModel(n, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
-// visibleUser loads a user the caller may know of: to a tenant role another
-// tenant's user does not exist.
-func (s *Server) visibleUser(ctx context.Context, userID string) (tenant.User, error) {
+// visibleUser loads a user the caller may know of, for action: to a tenant
+// role another tenant's user does not exist, and a caller who may neither
+// read users nor take the action is refused before anything is looked up.
+func (s *Server) visibleUser(ctx context.Context, userID string, action auth.Action) (tenant.User, error) {
+	if _, err := s.authorizeRole(ctx, auth.UserRead, action); err != nil {
+		return tenant.User{}, err
+	}
 	if userID == "" {
 		return tenant.User{}, invalidInput("userId", "is required")
 	}
@@ -184,7 +188,7 @@ func (s *Server) visibleUser(ctx context.Context, userID string) (tenant.User, e
 
 // manageUser authorizes disabling or enabling a user.
 func (s *Server) manageUser(ctx context.Context, userID string) (Principal, error) {
-	u, err := s.visibleUser(ctx, userID)
+	u, err := s.visibleUser(ctx, userID, auth.UserUpdate)
 	if err != nil {
 		return principal(ctx), err
 	}
