@@ -84,12 +84,19 @@ func (r *queryResolver) Schedule(ctx context.Context, id string) (*model.Schedul
 	if err := r.schedulesReady(); err != nil {
 		return nil, err
 	}
-	if _, err := r.authorize(ctx, auth.JobRead, auth.Resource{TenantID: principal(ctx).TenantID}); err != nil {
+	p, err := r.authorizeOwn(ctx, auth.JobRead)
+	if err != nil {
 		return nil, err
 	}
-	s, v, err := r.loadSchedule(ctx, id)
+	s, v, tenantID, err := r.loadOwnedSchedule(ctx, id)
 	if err != nil || !s.Exists() {
 		return nil, err
+	}
+	// Its jobs are its tenant's: to a caller who may not read them (another
+	// tenant, a tenant role and an operator's schedule, an agent) it does
+	// not exist.
+	if auth.Can(p, auth.JobRead, auth.Resource{TenantID: tenantID}) != nil {
+		return nil, nil
 	}
 	return scheduleModel(s, v, r.deps.Now()), nil
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cairn/auth"
@@ -9,6 +10,7 @@ import (
 	"cairn/commands/jobs"
 	"cairn/dispatch"
 	"cairn/domain/schedule"
+	"cairn/eventstore"
 	"cairn/graph/model"
 )
 
@@ -35,6 +37,32 @@ func (s *Server) loadSchedule(ctx context.Context, id string) (schedule.Schedule
 		return schedule.Schedule{}, 0, invalidInput("id", "is required")
 	}
 	return commands.Load[schedule.Schedule](ctx, s.deps.Store, dispatch.ScheduleStream, id)
+}
+
+// loadOwnedSchedule folds a schedule's stream and says which tenant it
+// belongs to: the one its creator acted for (none when an operator made
+// it), as for jobs.
+func (s *Server) loadOwnedSchedule(ctx context.Context, id string) (schedule.Schedule, int64, string, error) {
+	var sc schedule.Schedule
+	if id == "" {
+		return sc, 0, "", invalidInput("id", "is required")
+	}
+	evs, err := s.deps.Store.ReadStream(ctx, commands.StreamID(dispatch.ScheduleStream, id), eventstore.ReadStreamOptions{})
+	var nf *eventstore.StreamNotFoundError
+	if errors.As(err, &nf) {
+		return sc, 0, "", nil
+	}
+	if err != nil {
+		return sc, 0, "", err
+	}
+	for _, rec := range evs {
+		ev, err := s.deps.Store.Decode(rec)
+		if err != nil {
+			return sc, 0, "", err
+		}
+		sc.Apply(ev)
+	}
+	return sc, evs[len(evs)-1].Version, evs[0].Metadata.Tenant, nil
 }
 
 func (s *Server) schedulePayload(ctx context.Context, out commands.Outcome) (*model.SchedulePayload, error) {
