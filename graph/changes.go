@@ -55,9 +55,14 @@ func (s *Server) nodeChanges(ctx context.Context, p Principal, id *string, after
 func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string, after *model.Cursor) (<-chan *model.JobChange, error) {
 	match := streamMatch(commands.JobStream, id)
 	if tenantScoped(p) {
-		// A job's events carry the tenant its submitter acted for.
+		// A job's events carry the tenant their actor acted for: the
+		// submitter's, the dispatcher's for the job's tenant, none for an
+		// operator's cancel or the agent's reports. Those of another tenant
+		// are skipped here; the rest are checked against the job below.
 		inner := match
-		match = func(e live.Event) bool { return inner(e) && e.Metadata.Tenant == p.TenantID }
+		match = func(e live.Event) bool {
+			return inner(e) && (e.Metadata.Tenant == "" || e.Metadata.Tenant == p.TenantID)
+		}
 	}
 	return subscribe(ctx, s.projected, after, match, func(ctx context.Context, e live.Event) (*model.JobChange, error) {
 		j, err := visibleOne(s.reader.Job(ctx, entityID(e)))
