@@ -156,7 +156,13 @@ func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, m
 			}
 			v, err := render(ctx, e)
 			if err != nil {
-				endWith(ctx, err)
+				switch {
+				case sess != nil && sess.Err() != nil:
+					endWith(ctx, sess.Err())
+				case ctx.Err() == nil:
+					endWith(ctx, err)
+				}
+				// Otherwise the subscriber went away: nobody to tell.
 				return
 			}
 			if v == nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -199,7 +200,18 @@ func (terminalErrors) Validate(schema graphql.ExecutableSchema) error { return n
 
 type terminalKey struct{}
 
-type terminal struct{ err error }
+// terminal is written by the subscription's goroutine and read by the
+// transport's, which may give up on its own when the client goes away.
+type terminal struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (t *terminal) get() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
 
 func (te terminalErrors) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	oc := graphql.GetOperationContext(ctx)
@@ -214,12 +226,16 @@ func (te terminalErrors) InterceptOperation(ctx context.Context, next graphql.Op
 			return nil
 		}
 		resp := responses(ctx)
-		if resp != nil || t.err == nil {
+		if resp != nil {
 			return resp
+		}
+		err := t.get()
+		if err == nil {
+			return nil
 		}
 		done = true
 		ctx = graphql.WithResponseContext(ctx, te.present, te.recover)
-		graphql.AddError(ctx, t.err)
+		graphql.AddError(ctx, err)
 		return &graphql.Response{Errors: graphql.GetErrors(ctx)}
 	}
 }
@@ -227,7 +243,11 @@ func (te terminalErrors) InterceptOperation(ctx context.Context, next graphql.Op
 // endWith records the error a subscription ends with; the caller then closes
 // the subscription's channel.
 func endWith(ctx context.Context, err error) {
-	if t, ok := ctx.Value(terminalKey{}).(*terminal); ok && t.err == nil {
-		t.err = err
+	if t, ok := ctx.Value(terminalKey{}).(*terminal); ok {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.err == nil {
+			t.err = err
+		}
 	}
 }
