@@ -182,13 +182,15 @@ export async function createTenant(server, adminToken, id, name) {
 
 /**
  * Starts cairn-agent enrolled with a join token. Its flags follow the
- * agent's documented command line (--server, --join-token, --data-dir).
+ * agent's documented command line (--server, --join-token, --data-dir,
+ * --file-root: the directory file actions may touch).
  */
-export async function startAgent(server, joinToken, { hostname } = {}) {
+export async function startAgent(server, joinToken, { hostname, fileRoot } = {}) {
   if (!existsSync(binaries.agent)) throw new Error(`${binaries.agent} does not exist: build it first (make build)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'cairn-agent-e2e-'));
   const args = ['--server', server.url, '--join-token', joinToken, '--data-dir', dataDir];
   if (hostname) args.push('--hostname', hostname);
+  if (fileRoot) args.push('--file-root', fileRoot);
   const proc = spawn(binaries.agent, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout.on('data', (d) => (output += d));

@@ -28,7 +28,9 @@ export function useApiQuery<D, V extends AnyVariables>(
   const [result, reexecute] = useQuery<D, V>({ query, variables: vars, pause: opts.pause, requestPolicy: opts.policy } as never);
   const key = opts.key ?? JSON.stringify({ ...(variables as object), consistentWith: undefined });
   const last = useRef<{ key: string; data: D } | undefined>(undefined);
-  if (result.data !== undefined) last.current = { key, data: result.data };
+  // A response whose errors left no data carries data: null; keep showing
+  // what was read before, beside the problems.
+  if (result.data != null) last.current = { key, data: result.data };
   const data = result.data ?? (last.current?.key === key ? last.current.data : undefined);
   const refetch = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
   return {

@@ -58,13 +58,13 @@ export function QueryView<D>({
   children,
   what,
 }: {
-  data: D | undefined;
+  data: D | null | undefined;
   fetching: boolean;
   problems: Problem[] | undefined;
   children: (data: D) => ReactNode;
   what?: string;
 }) {
-  if (data === undefined) {
+  if (data == null) {
     if (problems) return <Problems problems={problems} />;
     if (fetching) return <Loading what={what} />;
     return <Loading what={what} />;

@@ -143,7 +143,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
 function History({ service: s }: { service: ServiceDetail }) {
   const access = useAccess();
   const streams = [`service-${s.id}`, ...s.resources.map((r) => `resource-${r.id}`)];
-  const q = useApiQuery(EventsQuery, { first: 500, filter: { streamIds: streams } });
+  const q = useApiQuery(EventsQuery, { first: 200, filter: { streamIds: streams } });
   // The service's version moves with each of its events: read the history again then.
   const seen = useRef(s.version);
   const { refetch } = q;
