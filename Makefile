@@ -8,6 +8,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCH_FLAGS ?=
+FUZZTIME    ?= 20s
 NPM         ?= npm
 WEB_DIST    := web/static/dist/index.html
 WEB_SRC     := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json
@@ -40,8 +41,9 @@ web/node_modules/.package-lock.json: web/package-lock.json web/package.json
 $(WEB_DIST): web/node_modules/.package-lock.json $(WEB_SRC)
 	cd web && $(NPM) run build
 
-test: ## Run every test: Go packages sharing one private PostgreSQL cluster, then the portal's (test-web)
+test: ## Run every test: Go packages sharing one private PostgreSQL cluster, the descriptor fuzzer for 10 s, then the portal's (test-web)
 	$(GO) run ./internal/testdb/withcluster $(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 	$(MAKE) --no-print-directory test-web
 
 test-web: web ## The portal's unit tests, then its pages and its flows on a real cairnd and agent in headless Chromium
@@ -64,12 +66,8 @@ lint: ## Check formatting, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-fuzz: ## Fuzz the service descriptor parser for 20 s
-	@if [ -d domain/ocl ]; then \
-		$(GO) test -run='^$$' -fuzz=FuzzParseValidate -fuzztime=20s ./domain/ocl/; \
-	else \
-		echo "domain/ocl does not exist: nothing to fuzz"; \
-	fi
+fuzz: ## Fuzz the service descriptor parser and validator (FUZZTIME, default 20s; make test runs it for 10s)
+	$(GO) test -run='^$$' -fuzz=FuzzParseValidate -fuzztime=$(FUZZTIME) ./domain/ocl/
 
 clean: ## Remove build output (never the data in .cairn/)
 	rm -rf $(BIN) web/static/dist
