@@ -75,23 +75,33 @@ func Load[S any, PS interface {
 	*S
 	Aggregate
 }](ctx context.Context, store *eventstore.Store, streamType, id string) (S, int64, error) {
+	state, version, _, err := load[S, PS](ctx, store, streamType, id)
+	return state, version, err
+}
+
+// load is Load that also returns the tenant the stream was created in ("" for
+// streams of no tenant, and for a stream that does not exist).
+func load[S any, PS interface {
+	*S
+	Aggregate
+}](ctx context.Context, store *eventstore.Store, streamType, id string) (S, int64, string, error) {
 	var state S
 	evs, err := store.ReadStream(ctx, StreamID(streamType, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
-		return state, 0, nil
+		return state, 0, "", nil
 	}
 	if err != nil {
-		return state, 0, err
+		return state, 0, "", err
 	}
 	for _, rec := range evs {
 		ev, err := store.Decode(rec)
 		if err != nil {
-			return state, 0, fmt.Errorf("load %s %q: %w", streamType, id, err)
+			return state, 0, "", fmt.Errorf("load %s %q: %w", streamType, id, err)
 		}
 		PS(&state).Apply(ev)
 	}
-	return state, int64(len(evs)), nil
+	return state, int64(len(evs)), evs[0].Metadata.Tenant, nil
 }
 
 // Execute runs one command against one aggregate: load, decide, append with
@@ -118,7 +128,7 @@ func Execute[S any, PS interface {
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		state, version, err := Load[S, PS](ctx, store, streamType, id)
+		state, version, tenant, err := load[S, PS](ctx, store, streamType, id)
 		if err != nil {
 			return Result{}, err
 		}
@@ -129,10 +139,17 @@ func Execute[S any, PS interface {
 		if len(evs) == 0 {
 			return Result{Version: version}, nil
 		}
+		md := meta.metadata()
+		// An entity stays in the tenant it was made in: what an operator, an
+		// agent or the system does to it is tagged with that tenant, so the
+		// tenant sees its whole history.
+		if md.Tenant == "" {
+			md.Tenant = tenant
+		}
 		res, err := store.Append(ctx, eventstore.AppendRequest{
 			CommandID:   meta.CommandID,
 			Fingerprint: fp,
-			Metadata:    meta.metadata(),
+			Metadata:    md,
 			Streams: []eventstore.StreamAppend{{
 				StreamID: StreamID(streamType, id), StreamType: streamType,
 				Expected: eventstore.Exactly(version), Events: evs,

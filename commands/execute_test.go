@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -117,5 +118,52 @@ func TestExecuteRedecidesAfterConcurrentChange(t *testing.T) {
 	v, _ := s.StreamVersion(ctx, "node-n4")
 	if int(v) != 1+8-failed || failed > 4 {
 		t.Fatalf("version %d after 8 label changes with %d conflicts", v, failed)
+	}
+}
+
+// An entity stays in the tenant it was made in: commands by callers of no
+// tenant (operators, agents, the system) are tagged with it, so the tenant
+// sees its whole history; a caller's own tenant is kept.
+func TestExecuteTagsEventsWithTheStreamsTenant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := enroll(ctx, s, commands.Meta{Actor: "u-1", Tenant: "acme"}, "n9"); err != nil {
+		t.Fatal(err)
+	}
+	relabel := func(meta commands.Meta, labels map[string]string) {
+		t.Helper()
+		_, err := commands.Execute[node.Node](ctx, s, commands.NodeStream, "n9", meta, labels, func(n node.Node) ([]domain.Event, error) {
+			return n.SetLabels(node.SetLabels{NodeID: "n9", Labels: labels, At: at})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel(commands.Meta{Actor: "operator"}, map[string]string{"rack": "b"})
+	relabel(commands.Meta{Actor: "other", Tenant: "globex"}, map[string]string{"rack": "c"})
+	if _, err := enroll(ctx, s, commands.Meta{Actor: "operator"}, "n10"); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		stream string
+		want   []string
+	}{
+		{"node-n9", []string{"acme", "acme", "globex"}},
+		{"node-n10", []string{""}},
+	}
+	for _, tt := range tests {
+		evs, err := s.ReadStream(ctx, tt.stream, eventstore.ReadStreamOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.Metadata.Tenant)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: tenants %q, want %q", tt.stream, got, tt.want)
+		}
 	}
 }

@@ -1289,7 +1289,8 @@ func (f *mxFixture) emit(t *testing.T) {
 			map[string]any{"n": r.svc})
 		f.emitted = append(f.emitted, emission{kind: "service", id: r.svc, cursor: cur, entity: auth.Resource{TenantID: r.tenant}, tenant: r.tenant})
 		cur = do(op, `mutation($id: ID!) { cancelJob(input: {jobId: $id, reason: "emit"}) { cursor } }`, map[string]any{"id": r.job})
-		f.emitted = append(f.emitted, emission{kind: "job", id: r.job, cursor: cur, entity: f.jobs[r.job]})
+		// The operator acts in no tenant; its event is tagged with the job's.
+		f.emitted = append(f.emitted, emission{kind: "job", id: r.job, cursor: cur, entity: f.jobs[r.job], tenant: f.jobs[r.job].TenantID})
 		cur = do(op, `mutation($id: ID!, $v: String!) { setNodeLabels(input: {nodeId: $id, labels: [{key: "round", value: $v}]}) { cursor } }`,
 			map[string]any{"id": r.node, "v": fmt.Sprint(i)})
 		f.emitted = append(f.emitted, emission{kind: "node", id: r.node, cursor: cur, entity: auth.Resource{NodeID: r.node}})
