@@ -10,11 +10,29 @@ import (
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/domain/tenant"
+	"cairn/graph/generated"
 	"cairn/graph/model"
 	"cairn/projections/readmodel"
 	"context"
 	"time"
 )
+
+func (r *apiTokenResolver) User(ctx context.Context, obj *model.APIToken) (*model.User, error) {
+	// A token carries its user's tenant: callers who may not read that
+	// tenant's users learn nothing, not even by a query.
+	if !mayRead(ctx, auth.UserRead, auth.Resource{TenantID: deref(obj.TenantID)}) {
+		return nil, nil
+	}
+	u, err := r.loaders(ctx).users.Load(ctx, obj.UserID)
+	if err != nil || u == nil || !mayRead(ctx, auth.UserRead, auth.Resource{TenantID: u.TenantID}) {
+		return nil, err
+	}
+	return userRowModel(*u), nil
+}
+
+func (r *apiTokenResolver) Tenant(ctx context.Context, obj *model.APIToken) (*model.Tenant, error) {
+	return r.relatedTenant(ctx, obj.TenantID)
+}
 
 func (r *mutationResolver) CreateTenant(ctx context.Context, input model.CreateTenantInput) (*model.TenantPayload, error) {
 	p, err := r.authorize(ctx, auth.TenantCreate, auth.Resource{})
@@ -371,3 +389,16 @@ func (r *queryResolver) Locations(ctx context.Context, first *int, after *string
 	}
 	return out, nil
 }
+
+func (r *userResolver) Tenant(ctx context.Context, obj *model.User) (*model.Tenant, error) {
+	return r.relatedTenant(ctx, obj.TenantID)
+}
+
+func (r *Resolver) ApiToken() generated.ApiTokenResolver { return &apiTokenResolver{r} }
+
+func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
+
+type (
+	apiTokenResolver struct{ *Resolver }
+	userResolver     struct{ *Resolver }
+)

@@ -163,6 +163,13 @@ func (r *mutationResolver) PollAgentJobs(ctx context.Context, input model.PollAg
 }
 
 func (r *nodeResolver) Statistics(ctx context.Context, obj *model.Node, rangeArg *model.TimeRange, maxPoints *int) ([]model.NodeStatSample, error) {
+	// Not batched: each node's series is downsampled on its own (buckets
+	// cut from that node's first and last sample in the range), so reading
+	// many nodes at once would mean a second implementation of the
+	// downsampling in one SQL statement, for a field whose cost is the
+	// samples themselves (up to maxPoints per node), not the round trips.
+	// The complexity limit charges each call for its queries (limits.go,
+	// ownQuery) as well as for maxPoints samples.
 	if err := r.jobsReady(); err != nil {
 		return nil, err
 	}

@@ -109,6 +109,7 @@ func jobModel(j loadedJob) *model.Job {
 		CancelReason: optional(j.CancelReason), LostReason: optional(j.LostReason),
 		SubmittedAt: j.SubmittedAt, StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt),
 		UpdatedAt: j.UpdatedAt, Version: int(j.version), AllowedActions: j.AllowedCommands(),
+		ChildIDs: j.Children,
 	}
 	if out.AllowedActions == nil {
 		out.AllowedActions = []string{}

@@ -71,6 +71,16 @@ func selectionDepth(set ast.SelectionSet, inFragment map[string]bool) int {
 // the complexity limit should see it that way.
 type weighted struct{ graphql.ExecutableSchema }
 
+// ownQuery are the fields that read with queries of their own for each
+// object they are asked on, instead of through the batching loaders
+// (loaders.go; their resolvers say why). Each call costs this much on top of
+// its selection, so asking for them on every row of a long list is refused
+// before it runs: nodes(first: 500) { ... statistics } is 500 reads.
+var ownQuery = map[string]int{
+	"Node.statistics": 20,
+	"Job.log":         20,
+}
+
 func (w weighted) Complexity(ctx context.Context, typeName, field string, childComplexity int, args map[string]any) (int, bool) {
 	if c, ok := w.ExecutableSchema.Complexity(ctx, typeName, field, childComplexity, args); ok {
 		return c, ok
@@ -82,7 +92,7 @@ func (w weighted) Complexity(ctx context.Context, typeName, field string, childC
 			break
 		}
 	}
-	c := 1 + childComplexity*n
+	c := 1 + ownQuery[typeName+"."+field] + childComplexity*n
 	if c < 0 || c > 1<<30 { // overflow, or absurd: clamp so the limit refuses it
 		c = 1 << 30
 	}

@@ -17,6 +17,10 @@ import (
 	"time"
 )
 
+func (r *joinTokenResolver) Location(ctx context.Context, obj *model.JoinToken) (*model.Location, error) {
+	return r.relatedLocation(ctx, obj.LocationID)
+}
+
 func (r *mutationResolver) SetNodeLabels(ctx context.Context, input model.SetNodeLabelsInput) (*model.NodePayload, error) {
 	p, err := r.authorize(ctx, auth.NodeUpdate, auth.Resource{NodeID: input.NodeID})
 	if err != nil {
@@ -102,6 +106,10 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 		Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
+func (r *nodeResolver) Location(ctx context.Context, obj *model.Node) (*model.Location, error) {
+	return r.relatedLocation(ctx, obj.LocationID)
+}
+
 func (r *queryResolver) Node(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Node, error) {
 	p, err := r.authorizeOwn(ctx, auth.NodeRead)
 	if err != nil {
@@ -173,6 +181,11 @@ func (r *subscriptionResolver) NodeChanged(ctx context.Context, id *string, afte
 	return r.nodeChanges(ctx, p, id, after)
 }
 
+func (r *Resolver) JoinToken() generated.JoinTokenResolver { return &joinTokenResolver{r} }
+
 func (r *Resolver) Node() generated.NodeResolver { return &nodeResolver{r} }
 
-type nodeResolver struct{ *Resolver }
+type (
+	joinTokenResolver struct{ *Resolver }
+	nodeResolver      struct{ *Resolver }
+)

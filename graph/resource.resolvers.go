@@ -8,6 +8,7 @@ package graph
 import (
 	"cairn/auth"
 	"cairn/domain/resource"
+	"cairn/graph/generated"
 	"cairn/graph/model"
 	"cairn/projections/readmodel"
 	"context"
@@ -61,3 +62,15 @@ func (r *queryResolver) Resources(ctx context.Context, first *int, after *string
 	}
 	return out, nil
 }
+
+func (r *resourceResolver) Service(ctx context.Context, obj *model.Resource) (*model.Service, error) {
+	sv, err := r.loaders(ctx).services.Load(ctx, obj.ServiceID)
+	if err != nil || sv == nil || !mayRead(ctx, auth.ServiceRead, auth.Resource{TenantID: sv.row.TenantID}) {
+		return nil, err
+	}
+	return serviceRowModel(sv.row, sv.resources), nil
+}
+
+func (r *Resolver) Resource() generated.ResourceResolver { return &resourceResolver{r} }
+
+type resourceResolver struct{ *Resolver }

@@ -49,6 +49,9 @@ type Config struct {
 	ConsistencyTimeout time.Duration
 	// Live sizes the subscription hubs.
 	Live live.Options
+	// BatchWait is how long the loaders of relations (Node.location, ...)
+	// collect keys before reading them in one query.
+	BatchWait time.Duration
 }
 
 func (c *Config) defaults() {
@@ -72,6 +75,9 @@ func (c *Config) defaults() {
 	}
 	if c.ConsistencyTimeout <= 0 {
 		c.ConsistencyTimeout = 2 * time.Second
+	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = defaultBatchWait
 	}
 }
 
@@ -134,6 +140,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	gql.Use(depthLimit{max: cfg.MaxDepth})
 	gql.Use(&complexityLimit{max: cfg.MaxComplexity})
 	gql.Use(terminalErrors{present: s.presentError, recover: s.recoverPanic})
+	gql.Use(withLoaders{s: s})
 	gql.SetErrorPresenter(s.presentError)
 	gql.SetRecoverFunc(s.recoverPanic)
 	s.gql = gql

@@ -9,6 +9,8 @@ import (
 	"cairn/auth"
 	"cairn/commands/services"
 	"cairn/domain/service"
+	"cairn/domain/template"
+	"cairn/graph/generated"
 	"cairn/graph/model"
 	"cairn/projections/readmodel"
 	"context"
@@ -136,6 +138,18 @@ func (r *queryResolver) Services(ctx context.Context, first *int, after *string,
 	return out, nil
 }
 
+func (r *serviceResolver) Tenant(ctx context.Context, obj *model.Service) (*model.Tenant, error) {
+	return r.relatedTenant(ctx, &obj.TenantID)
+}
+
+func (r *serviceResolver) Template(ctx context.Context, obj *model.Service) (*model.TemplateVersion, error) {
+	if !mayRead(ctx, auth.TemplateRead, auth.Resource{}) {
+		return nil, nil
+	}
+	id := template.ID(obj.TemplateName, obj.TemplateVersion)
+	return related(ctx, r.loaders(ctx).templates, &id, templateRowModel)
+}
+
 func (r *subscriptionResolver) ServiceChanged(ctx context.Context, id *string, after *model.Cursor) (<-chan *model.ServiceChange, error) {
 	p, err := r.authorizeOwn(ctx, auth.ServiceRead)
 	if err != nil {
@@ -143,3 +157,7 @@ func (r *subscriptionResolver) ServiceChanged(ctx context.Context, id *string, a
 	}
 	return r.serviceChanges(ctx, p, id, after)
 }
+
+func (r *Resolver) Service() generated.ServiceResolver { return &serviceResolver{r} }
+
+type serviceResolver struct{ *Resolver }

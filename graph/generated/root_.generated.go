@@ -22,11 +22,17 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	ApiToken() ApiTokenResolver
 	Job() JobResolver
+	JobTarget() JobTargetResolver
+	JoinToken() JoinTokenResolver
 	Mutation() MutationResolver
 	Node() NodeResolver
 	Query() QueryResolver
+	Resource() ResourceResolver
+	Service() ServiceResolver
 	Subscription() SubscriptionResolver
+	User() UserResolver
 	Viewer() ViewerResolver
 }
 
@@ -50,7 +56,9 @@ type ComplexityRoot struct {
 		RevokedAt    func(childComplexity int) int
 		Role         func(childComplexity int) int
 		Status       func(childComplexity int) int
+		Tenant       func(childComplexity int) int
 		TenantID     func(childComplexity int) int
+		User         func(childComplexity int) int
 		UserID       func(childComplexity int) int
 	}
 
@@ -224,7 +232,9 @@ type ComplexityRoot struct {
 		LeaseUntil     func(childComplexity int) int
 		Log            func(childComplexity int, first *int, after *string) int
 		LostReason     func(childComplexity int) int
+		Node           func(childComplexity int) int
 		NodeID         func(childComplexity int) int
+		Parent         func(childComplexity int) int
 		ParentID       func(childComplexity int) int
 		Queue          func(childComplexity int) int
 		Result         func(childComplexity int) int
@@ -235,6 +245,7 @@ type ComplexityRoot struct {
 		SubmittedAt    func(childComplexity int) int
 		Submitter      func(childComplexity int) int
 		Target         func(childComplexity int) int
+		Tenant         func(childComplexity int) int
 		TenantID       func(childComplexity int) int
 		TimeoutSeconds func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
@@ -300,6 +311,7 @@ type ComplexityRoot struct {
 	JobTarget struct {
 		MaxParallel func(childComplexity int) int
 		Mode        func(childComplexity int) int
+		Node        func(childComplexity int) int
 		NodeID      func(childComplexity int) int
 		Selector    func(childComplexity int) int
 	}
@@ -309,6 +321,7 @@ type ComplexityRoot struct {
 		ExpiresAt    func(childComplexity int) int
 		ID           func(childComplexity int) int
 		Labels       func(childComplexity int) int
+		Location     func(childComplexity int) int
 		LocationID   func(childComplexity int) int
 		UsedAt       func(childComplexity int) int
 		UsedByNodeID func(childComplexity int) int
@@ -419,6 +432,7 @@ type ComplexityRoot struct {
 		Hostname       func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Labels         func(childComplexity int) int
+		Location       func(childComplexity int) int
 		LocationID     func(childComplexity int) int
 		Statistics     func(childComplexity int, rangeArg *model.TimeRange, maxPoints *int) int
 		Status         func(childComplexity int) int
@@ -552,6 +566,7 @@ type ComplexityRoot struct {
 		PlannedAt  func(childComplexity int) int
 		Plugin     func(childComplexity int) int
 		Properties func(childComplexity int) int
+		Service    func(childComplexity int) int
 		ServiceID  func(childComplexity int) int
 		Status     func(childComplexity int) int
 		Type       func(childComplexity int) int
@@ -619,8 +634,10 @@ type ComplexityRoot struct {
 		RequestedAt     func(childComplexity int) int
 		Resources       func(childComplexity int) int
 		Status          func(childComplexity int) int
+		Template        func(childComplexity int) int
 		TemplateName    func(childComplexity int) int
 		TemplateVersion func(childComplexity int) int
+		Tenant          func(childComplexity int) int
 		TenantID        func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 		Variables       func(childComplexity int) int
@@ -749,6 +766,7 @@ type ComplexityRoot struct {
 		Name           func(childComplexity int) int
 		Role           func(childComplexity int) int
 		Status         func(childComplexity int) int
+		Tenant         func(childComplexity int) int
 		TenantID       func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 		Version        func(childComplexity int) int
@@ -869,12 +887,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiToken.Status(childComplexity), true
+	case "ApiToken.tenant":
+		if e.ComplexityRoot.ApiToken.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.Tenant(childComplexity), true
 	case "ApiToken.tenantId":
 		if e.ComplexityRoot.ApiToken.TenantID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ApiToken.TenantID(childComplexity), true
+	case "ApiToken.user":
+		if e.ComplexityRoot.ApiToken.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiToken.User(childComplexity), true
 	case "ApiToken.userId":
 		if e.ComplexityRoot.ApiToken.UserID == nil {
 			break
@@ -1515,12 +1545,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.LostReason(childComplexity), true
+	case "Job.node":
+		if e.ComplexityRoot.Job.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Node(childComplexity), true
 	case "Job.nodeId":
 		if e.ComplexityRoot.Job.NodeID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Job.NodeID(childComplexity), true
+	case "Job.parent":
+		if e.ComplexityRoot.Job.Parent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Parent(childComplexity), true
 	case "Job.parentId":
 		if e.ComplexityRoot.Job.ParentID == nil {
 			break
@@ -1581,6 +1623,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Target(childComplexity), true
+	case "Job.tenant":
+		if e.ComplexityRoot.Job.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.Tenant(childComplexity), true
 	case "Job.tenantId":
 		if e.ComplexityRoot.Job.TenantID == nil {
 			break
@@ -1801,6 +1849,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.JobTarget.Mode(childComplexity), true
+	case "JobTarget.node":
+		if e.ComplexityRoot.JobTarget.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.Node(childComplexity), true
 	case "JobTarget.nodeId":
 		if e.ComplexityRoot.JobTarget.NodeID == nil {
 			break
@@ -1838,6 +1892,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.JoinToken.Labels(childComplexity), true
+	case "JoinToken.location":
+		if e.ComplexityRoot.JoinToken.Location == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JoinToken.Location(childComplexity), true
 	case "JoinToken.locationId":
 		if e.ComplexityRoot.JoinToken.LocationID == nil {
 			break
@@ -2555,6 +2615,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Node.Labels(childComplexity), true
+	case "Node.location":
+		if e.ComplexityRoot.Node.Location == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Node.Location(childComplexity), true
 	case "Node.locationId":
 		if e.ComplexityRoot.Node.LocationID == nil {
 			break
@@ -3219,6 +3285,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.Properties(childComplexity), true
+	case "Resource.service":
+		if e.ComplexityRoot.Resource.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Service(childComplexity), true
 	case "Resource.serviceId":
 		if e.ComplexityRoot.Resource.ServiceID == nil {
 			break
@@ -3485,6 +3557,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.Status(childComplexity), true
+	case "Service.template":
+		if e.ComplexityRoot.Service.Template == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Template(childComplexity), true
 	case "Service.templateName":
 		if e.ComplexityRoot.Service.TemplateName == nil {
 			break
@@ -3497,6 +3575,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.TemplateVersion(childComplexity), true
+	case "Service.tenant":
+		if e.ComplexityRoot.Service.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Tenant(childComplexity), true
 	case "Service.tenantId":
 		if e.ComplexityRoot.Service.TenantID == nil {
 			break
@@ -4023,6 +4107,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Status(childComplexity), true
+	case "User.tenant":
+		if e.ComplexityRoot.User.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.Tenant(childComplexity), true
 	case "User.tenantId":
 		if e.ComplexityRoot.User.TenantID == nil {
 			break
@@ -4334,6 +4424,8 @@ type User {
   name: String!
   role: Role!
   tenantId: ID
+  "The tenant of tenantId; null for roles of no tenant."
+  tenant: Tenant
   status: UserStatus!
   disableReason: String
   createdAt: Time!
@@ -4353,9 +4445,13 @@ enum TokenStatus {
 type ApiToken {
   id: ID!
   userId: ID!
+  "The user of userId; null when the caller may not read it."
+  user: User
   "The token acts with its user's role."
   role: Role!
   tenantId: ID
+  "The tenant of tenantId; null for roles of no tenant."
+  tenant: Tenant
   status: TokenStatus!
   expiresAt: Time!
   issuedAt: Time!
@@ -5139,6 +5235,8 @@ type Job {
   id: ID!
   "Set on the child jobs of a fan-out."
   parentId: ID
+  "The fan-out job this is a child of; null for a top-level job or when the caller may not read it."
+  parent: Job
   "Child jobs of a fan-out (target mode ALL), one per node, in the order they were spawned."
   children(first: Int = 50, after: String): JobConnection!
   spec: JobSpec!
@@ -5153,11 +5251,15 @@ type Job {
   submitter: String!
   "The tenant the job was submitted for, when a tenant's service submitted it."
   tenantId: ID
+  "The tenant of tenantId; null when none or when the caller may not read it."
+  tenant: Tenant
   status: JobStatus!
   "Leases so far."
   attempt: Int!
   "Node of the current or last lease."
   nodeId: ID
+  "The node of nodeId; null before the first lease or when the caller may not read nodes (tenant roles)."
+  node: Node
   leaseUntil: Time
   acknowledged: Boolean!
   "How the last attempt ended, when an agent reported it."
@@ -5206,6 +5308,8 @@ type ScriptSpec {
 
 type JobTarget {
   nodeId: ID
+  "The node of nodeId; null for a selector or when the caller may not read nodes."
+  node: Node
   selector: [Label!]!
   mode: TargetMode
   "ALL only: children running at once; 0 is no limit."
@@ -5402,6 +5506,8 @@ type Node {
   drainReason: String
   labels: [Label!]!
   locationId: ID
+  "The location of locationId; null when unassigned or when the caller may not read locations."
+  location: Location
   "What the agent last reported about its hardware and OS; null before the first report."
   facts: NodeFacts
   factsAt: Time
@@ -5463,6 +5569,8 @@ A short-lived, single-use secret an agent trades for a node credential
 type JoinToken {
   id: ID!
   locationId: ID
+  "The location the enrolled node joins; null when none."
+  location: Location
   labels: [Label!]!
   expiresAt: Time!
   createdAt: Time!
@@ -5658,6 +5766,8 @@ type Resource {
   "Deterministic: the same service and descriptor resource always get the same id."
   id: ID!
   serviceId: ID!
+  "The service of serviceId; null when the caller may not read it."
+  service: Service
   "agent, http, terraform, or an out-of-process plugin's name."
   plugin: String!
   type: String!
@@ -5812,9 +5922,13 @@ enum ServicePhase {
 type Service {
   id: ID!
   tenantId: ID!
+  "The tenant of tenantId; null when the caller may not read it."
+  tenant: Tenant
   name: String!
   templateName: String!
   templateVersion: String!
+  "The catalog entry templateName@templateVersion; null when the caller may not read the catalog."
+  template: TemplateVersion
   "The variables the service was deployed with; sensitive values are replaced by null."
   variables: JSON
   status: ServiceStatus!
@@ -6086,10 +6200,14 @@ func (ec *executionContext) childFields_ApiToken(ctx context.Context, field grap
 		return ec.fieldContext_ApiToken_id(ctx, field)
 	case "userId":
 		return ec.fieldContext_ApiToken_userId(ctx, field)
+	case "user":
+		return ec.fieldContext_ApiToken_user(ctx, field)
 	case "role":
 		return ec.fieldContext_ApiToken_role(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_ApiToken_tenantId(ctx, field)
+	case "tenant":
+		return ec.fieldContext_ApiToken_tenant(ctx, field)
 	case "status":
 		return ec.fieldContext_ApiToken_status(ctx, field)
 	case "expiresAt":
@@ -6424,6 +6542,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_id(ctx, field)
 	case "parentId":
 		return ec.fieldContext_Job_parentId(ctx, field)
+	case "parent":
+		return ec.fieldContext_Job_parent(ctx, field)
 	case "children":
 		return ec.fieldContext_Job_children(ctx, field)
 	case "spec":
@@ -6442,12 +6562,16 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_submitter(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_Job_tenantId(ctx, field)
+	case "tenant":
+		return ec.fieldContext_Job_tenant(ctx, field)
 	case "status":
 		return ec.fieldContext_Job_status(ctx, field)
 	case "attempt":
 		return ec.fieldContext_Job_attempt(ctx, field)
 	case "nodeId":
 		return ec.fieldContext_Job_nodeId(ctx, field)
+	case "node":
+		return ec.fieldContext_Job_node(ctx, field)
 	case "leaseUntil":
 		return ec.fieldContext_Job_leaseUntil(ctx, field)
 	case "acknowledged":
@@ -6594,6 +6718,8 @@ func (ec *executionContext) childFields_JobTarget(ctx context.Context, field gra
 	switch field.Name {
 	case "nodeId":
 		return ec.fieldContext_JobTarget_nodeId(ctx, field)
+	case "node":
+		return ec.fieldContext_JobTarget_node(ctx, field)
 	case "selector":
 		return ec.fieldContext_JobTarget_selector(ctx, field)
 	case "mode":
@@ -6610,6 +6736,8 @@ func (ec *executionContext) childFields_JoinToken(ctx context.Context, field gra
 		return ec.fieldContext_JoinToken_id(ctx, field)
 	case "locationId":
 		return ec.fieldContext_JoinToken_locationId(ctx, field)
+	case "location":
+		return ec.fieldContext_JoinToken_location(ctx, field)
 	case "labels":
 		return ec.fieldContext_JoinToken_labels(ctx, field)
 	case "expiresAt":
@@ -6736,6 +6864,8 @@ func (ec *executionContext) childFields_Node(ctx context.Context, field graphql.
 		return ec.fieldContext_Node_labels(ctx, field)
 	case "locationId":
 		return ec.fieldContext_Node_locationId(ctx, field)
+	case "location":
+		return ec.fieldContext_Node_location(ctx, field)
 	case "facts":
 		return ec.fieldContext_Node_facts(ctx, field)
 	case "factsAt":
@@ -6940,6 +7070,8 @@ func (ec *executionContext) childFields_Resource(ctx context.Context, field grap
 		return ec.fieldContext_Resource_id(ctx, field)
 	case "serviceId":
 		return ec.fieldContext_Resource_serviceId(ctx, field)
+	case "service":
+		return ec.fieldContext_Resource_service(ctx, field)
 	case "plugin":
 		return ec.fieldContext_Resource_plugin(ctx, field)
 	case "type":
@@ -7070,12 +7202,16 @@ func (ec *executionContext) childFields_Service(ctx context.Context, field graph
 		return ec.fieldContext_Service_id(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_Service_tenantId(ctx, field)
+	case "tenant":
+		return ec.fieldContext_Service_tenant(ctx, field)
 	case "name":
 		return ec.fieldContext_Service_name(ctx, field)
 	case "templateName":
 		return ec.fieldContext_Service_templateName(ctx, field)
 	case "templateVersion":
 		return ec.fieldContext_Service_templateVersion(ctx, field)
+	case "template":
+		return ec.fieldContext_Service_template(ctx, field)
 	case "variables":
 		return ec.fieldContext_Service_variables(ctx, field)
 	case "status":
@@ -7322,6 +7458,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_role(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_User_tenantId(ctx, field)
+	case "tenant":
+		return ec.fieldContext_User_tenant(ctx, field)
 	case "status":
 		return ec.fieldContext_User_status(ctx, field)
 	case "disableReason":

@@ -33,9 +33,13 @@ type AgentJobInput struct {
 type APIToken struct {
 	ID     string `json:"id"`
 	UserID string `json:"userId"`
+	// The user of userId; null when the caller may not read it.
+	User *User `json:"user,omitempty"`
 	// The token acts with its user's role.
-	Role         Role        `json:"role"`
-	TenantID     *string     `json:"tenantId,omitempty"`
+	Role     Role    `json:"role"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// The tenant of tenantId; null for roles of no tenant.
+	Tenant       *Tenant     `json:"tenant,omitempty"`
 	Status       TokenStatus `json:"status"`
 	ExpiresAt    time.Time   `json:"expiresAt"`
 	IssuedAt     time.Time   `json:"issuedAt"`
@@ -426,6 +430,8 @@ type Job struct {
 	ID string `json:"id"`
 	// Set on the child jobs of a fan-out.
 	ParentID *string `json:"parentId,omitempty"`
+	// The fan-out job this is a child of; null for a top-level job or when the caller may not read it.
+	Parent *Job `json:"parent,omitempty"`
 	// Child jobs of a fan-out (target mode ALL), one per node, in the order they were spawned.
 	Children       *JobConnection `json:"children"`
 	Spec           *JobSpec       `json:"spec"`
@@ -439,12 +445,16 @@ type Job struct {
 	// Who submitted the job: a user or token id, or a process manager.
 	Submitter string `json:"submitter"`
 	// The tenant the job was submitted for, when a tenant's service submitted it.
-	TenantID *string   `json:"tenantId,omitempty"`
-	Status   JobStatus `json:"status"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// The tenant of tenantId; null when none or when the caller may not read it.
+	Tenant *Tenant   `json:"tenant,omitempty"`
+	Status JobStatus `json:"status"`
 	// Leases so far.
 	Attempt int `json:"attempt"`
 	// Node of the current or last lease.
-	NodeID       *string    `json:"nodeId,omitempty"`
+	NodeID *string `json:"nodeId,omitempty"`
+	// The node of nodeId; null before the first lease or when the caller may not read nodes (tenant roles).
+	Node         *Node      `json:"node,omitempty"`
 	LeaseUntil   *time.Time `json:"leaseUntil,omitempty"`
 	Acknowledged bool       `json:"acknowledged"`
 	// How the last attempt ended, when an agent reported it.
@@ -461,6 +471,8 @@ type Job struct {
 	AllowedActions []string      `json:"allowedActions"`
 	// Output lines in order. `after` is an `endCursor` of an earlier page.
 	Log *JobLogConnection `json:"log"`
+	// Ids of the fan-out's children, in spawn order, for the children field.
+	ChildIDs []string `json:"-"`
 }
 
 // A change to a job, delivered after the read models applied it.
@@ -562,7 +574,9 @@ type JobSpecInput struct {
 }
 
 type JobTarget struct {
-	NodeID   *string     `json:"nodeId,omitempty"`
+	NodeID *string `json:"nodeId,omitempty"`
+	// The node of nodeId; null for a selector or when the caller may not read nodes.
+	Node     *Node       `json:"node,omitempty"`
 	Selector []Label     `json:"selector"`
 	Mode     *TargetMode `json:"mode,omitempty"`
 	// ALL only: children running at once; 0 is no limit.
@@ -581,11 +595,13 @@ type JobTargetInput struct {
 // A short-lived, single-use secret an agent trades for a node credential
 // (`enrollAgent`).
 type JoinToken struct {
-	ID         string    `json:"id"`
-	LocationID *string   `json:"locationId,omitempty"`
-	Labels     []Label   `json:"labels"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-	CreatedAt  time.Time `json:"createdAt"`
+	ID         string  `json:"id"`
+	LocationID *string `json:"locationId,omitempty"`
+	// The location the enrolled node joins; null when none.
+	Location  *Location `json:"location,omitempty"`
+	Labels    []Label   `json:"labels"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	CreatedAt time.Time `json:"createdAt"`
 	// Set once an agent used it.
 	UsedAt       *time.Time `json:"usedAt,omitempty"`
 	UsedByNodeID *string    `json:"usedByNodeId,omitempty"`
@@ -690,6 +706,8 @@ type Node struct {
 	DrainReason *string `json:"drainReason,omitempty"`
 	Labels      []Label `json:"labels"`
 	LocationID  *string `json:"locationId,omitempty"`
+	// The location of locationId; null when unassigned or when the caller may not read locations.
+	Location *Location `json:"location,omitempty"`
 	// What the agent last reported about its hardware and OS; null before the first report.
 	Facts          *NodeFacts `json:"facts,omitempty"`
 	FactsAt        *time.Time `json:"factsAt,omitempty"`
@@ -897,6 +915,8 @@ type Resource struct {
 	// Deterministic: the same service and descriptor resource always get the same id.
 	ID        string `json:"id"`
 	ServiceID string `json:"serviceId"`
+	// The service of serviceId; null when the caller may not read it.
+	Service *Service `json:"service,omitempty"`
 	// agent, http, terraform, or an out-of-process plugin's name.
 	Plugin     string `json:"plugin"`
 	Type       string `json:"type"`
@@ -1021,11 +1041,15 @@ type ScriptSpecInput struct {
 }
 
 type Service struct {
-	ID              string `json:"id"`
-	TenantID        string `json:"tenantId"`
-	Name            string `json:"name"`
-	TemplateName    string `json:"templateName"`
-	TemplateVersion string `json:"templateVersion"`
+	ID       string `json:"id"`
+	TenantID string `json:"tenantId"`
+	// The tenant of tenantId; null when the caller may not read it.
+	Tenant          *Tenant `json:"tenant,omitempty"`
+	Name            string  `json:"name"`
+	TemplateName    string  `json:"templateName"`
+	TemplateVersion string  `json:"templateVersion"`
+	// The catalog entry templateName@templateVersion; null when the caller may not read the catalog.
+	Template *TemplateVersion `json:"template,omitempty"`
 	// The variables the service was deployed with; sensitive values are replaced by null.
 	Variables JSON          `json:"variables,omitempty"`
 	Status    ServiceStatus `json:"status"`
@@ -1249,10 +1273,12 @@ type UpdateLocationInput struct {
 }
 
 type User struct {
-	ID             string     `json:"id"`
-	Name           string     `json:"name"`
-	Role           Role       `json:"role"`
-	TenantID       *string    `json:"tenantId,omitempty"`
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Role     Role    `json:"role"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// The tenant of tenantId; null for roles of no tenant.
+	Tenant         *Tenant    `json:"tenant,omitempty"`
 	Status         UserStatus `json:"status"`
 	DisableReason  *string    `json:"disableReason,omitempty"`
 	CreatedAt      time.Time  `json:"createdAt"`

@@ -1,0 +1,211 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vikstrous/dataloadgen"
+
+	"cairn/auth"
+	"cairn/commands"
+	"cairn/graph/model"
+	"cairn/projections/readmodel"
+)
+
+// Relations (Node.location, Job.node, Service.tenant, ...) are read through
+// loaders so that a list does not issue a query per row: every key asked for
+// within one batch window (Config.BatchWait) is read with one
+// `WHERE id = ANY($1)` query, and a key asked for twice is read once.
+//
+// A set of loaders lives for one response: one query or mutation, or one
+// item of a subscription, so that a long-lived connection never serves an
+// entity it read earlier. Nothing is shared between requests.
+//
+// Relations read the read models (jobs excepted: a job is read from its own
+// stream, like Query.job), and resolve to null, never to an error, when the
+// entity is missing or the caller may not read it: a relation tells nobody
+// more than the root fields would.
+
+// loaders are one response's batching readers, one per kind of entity.
+type loaders struct {
+	nodes     *dataloadgen.Loader[string, *readmodel.Node]
+	locations *dataloadgen.Loader[string, *readmodel.Location]
+	tenants   *dataloadgen.Loader[string, *readmodel.Tenant]
+	users     *dataloadgen.Loader[string, *readmodel.User]
+	templates *dataloadgen.Loader[string, *readmodel.Template]
+	services  *dataloadgen.Loader[string, *serviceWithResources]
+	jobs      *dataloadgen.Loader[string, *loadedJob]
+}
+
+// serviceWithResources is a service row and its resources, which the
+// Service type carries.
+type serviceWithResources struct {
+	row       readmodel.Service
+	resources []readmodel.Resource
+}
+
+func (s *Server) newLoaders() *loaders {
+	rm := s.reader
+	wait := dataloadgen.WithWait(s.cfg.BatchWait)
+	return &loaders{
+		nodes:     dataloadgen.NewLoader(batched(rm.NodesByID), wait),
+		locations: dataloadgen.NewLoader(batched(rm.LocationsByID), wait),
+		tenants:   dataloadgen.NewLoader(batched(rm.TenantsByID), wait),
+		users:     dataloadgen.NewLoader(batched(rm.UsersByID), wait),
+		templates: dataloadgen.NewLoader(batched(rm.TemplatesByID), wait),
+		services:  dataloadgen.NewLoader(batched(s.servicesByID), wait),
+		jobs:      dataloadgen.NewLoader(batched(s.jobsByID), wait),
+	}
+}
+
+// batched adapts a read of many rows by id (in the order of ids, nil where
+// none exists) to a loader's fetch: a failed read fails every key.
+func batched[V any](read func(context.Context, []string) ([]*V, error)) func(context.Context, []string) ([]*V, []error) {
+	return func(ctx context.Context, ids []string) ([]*V, []error) {
+		vs, err := read(ctx, ids)
+		if err != nil {
+			return nil, []error{err}
+		}
+		return vs, nil
+	}
+}
+
+// servicesByID reads services with their resources: two queries for any
+// number of services.
+func (s *Server) servicesByID(ctx context.Context, ids []string) ([]*serviceWithResources, error) {
+	rows, err := s.reader.ServicesByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, r := range rows {
+		if r != nil {
+			found = append(found, r.ID)
+		}
+	}
+	res, err := s.reader.ResourcesOfServices(ctx, found)
+	if err != nil {
+		return nil, err
+	}
+	mine := make(map[string][]readmodel.Resource, len(found))
+	for i, id := range found {
+		mine[id] = res[i]
+	}
+	out := make([]*serviceWithResources, len(ids))
+	for i, r := range rows {
+		if r != nil {
+			out[i] = &serviceWithResources{row: *r, resources: mine[r.ID]}
+		}
+	}
+	return out, nil
+}
+
+// jobsByID folds the streams of many jobs read with one query; nil where a
+// job does not exist.
+func (s *Server) jobsByID(ctx context.Context, ids []string) ([]*loadedJob, error) {
+	streams := make([]string, len(ids))
+	for i, id := range ids {
+		streams[i] = commands.StreamID(commands.JobStream, id)
+	}
+	evs, err := s.deps.Store.ReadStreams(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*loadedJob, len(ids))
+	for i, sid := range streams {
+		recs := evs[sid]
+		if len(recs) == 0 {
+			continue
+		}
+		j := &loadedJob{tenant: recs[0].Metadata.Tenant, version: int64(len(recs))}
+		for _, rec := range recs {
+			ev, err := s.deps.Store.Decode(rec)
+			if err != nil {
+				return nil, err
+			}
+			j.Apply(ev)
+		}
+		out[i] = j
+	}
+	return out, nil
+}
+
+type loadersKey struct{}
+
+// withLoaders gives each response its own loaders (see loaders).
+type withLoaders struct{ s *Server }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.ResponseInterceptor
+} = withLoaders{}
+
+func (withLoaders) ExtensionName() string                          { return "Loaders" }
+func (withLoaders) Validate(schema graphql.ExecutableSchema) error { return nil }
+
+func (w withLoaders) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	return next(context.WithValue(ctx, loadersKey{}, w.s.newLoaders()))
+}
+
+// loaders returns the response's loaders; outside a response (which gqlgen
+// never does) a fresh set, so a caller still gets correct answers.
+func (s *Server) loaders(ctx context.Context) *loaders {
+	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok {
+		return l
+	}
+	return s.newLoaders()
+}
+
+// mayRead reports whether the caller may read the entity a relation points
+// to; when not, the relation is null.
+func mayRead(ctx context.Context, action auth.Action, res auth.Resource) bool {
+	if sess := sessionFrom(ctx); sess != nil && sess.Err() != nil {
+		return false
+	}
+	p := principal(ctx)
+	return p.Role != "" && auth.Can(p, action, res) == nil
+}
+
+// related loads the entity of an optional id through a loader and converts
+// it; null when there is no id or no such entity.
+func related[V, M any](ctx context.Context, l *dataloadgen.Loader[string, *V], id *string, convert func(V) *M) (*M, error) {
+	if id == nil || *id == "" {
+		return nil, nil
+	}
+	v, err := l.Load(ctx, *id)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return convert(*v), nil
+}
+
+// defaultBatchWait is how long a loader collects keys before it reads them.
+// gqlgen starts the resolvers of a list's rows together, but on a busy
+// machine the last of 50 rows can ask a few milliseconds after the first, so
+// a window of one or two milliseconds splits batches. Each level of
+// relations in a response waits this long once, not once per row.
+const defaultBatchWait = 10 * time.Millisecond
+
+// relatedTenant, relatedNode and relatedLocation resolve the relations to
+// those entities from an optional id.
+func (s *Server) relatedTenant(ctx context.Context, id *string) (*model.Tenant, error) {
+	if id == nil || !mayRead(ctx, auth.TenantRead, auth.Resource{TenantID: *id}) {
+		return nil, nil
+	}
+	return related(ctx, s.loaders(ctx).tenants, id, tenantRowModel)
+}
+
+func (s *Server) relatedNode(ctx context.Context, id *string) (*model.Node, error) {
+	if id == nil || !mayRead(ctx, auth.NodeRead, auth.Resource{NodeID: *id}) {
+		return nil, nil
+	}
+	return related(ctx, s.loaders(ctx).nodes, id, nodeRowModel)
+}
+
+func (s *Server) relatedLocation(ctx context.Context, id *string) (*model.Location, error) {
+	if id == nil || !mayRead(ctx, auth.LocationRead, auth.Resource{}) {
+		return nil, nil
+	}
+	return related(ctx, s.loaders(ctx).locations, id, locationRowModel)
+}
