@@ -22,6 +22,7 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
 	"cairn/commands/jobs"
+	"cairn/commands/nodes"
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/dispatch"
@@ -465,6 +466,10 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 		f.by[c.name] = c
 		f.joinTokens[c.name] = seedOK[access.IssuedJoinToken](t, "join token")(de.Access.IssueJoinToken(ctx, operator, access.IssueJoinToken{})).Token
 	}
+	// Nodes X (the agent's own) and Z are in a location, for Node.location.
+	for _, id := range []string{f.nodeX, f.nodeZ} {
+		seedOK[commands.Outcome](t, "node location")(de.Nodes.SetLocation(ctx, operator, nodes.SetLocation{NodeID: id, LocationID: "loc-1"}))
+	}
 
 	onNode := map[string][]string{
 		f.nodeX: {"job-a", "job-ka", "job-ca", "job-mx"},
@@ -477,6 +482,14 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 			seedOK[commands.Outcome](t, "job "+id)(de.Jobs.Submit(ctx, m, jobs.Submit{JobID: id, Spec: echoSpec, Target: job.Target{NodeID: nodeID}}))
 			f.jobs[id] = auth.Resource{TenantID: tenantOf[id], NodeID: nodeID}
 		}
+	}
+	// Jobs with a parent, for Job.parent: one of tenant A whose parent is
+	// A's, and one of tenant B whose parent is A's, which B must not see
+	// through the relation. Neither is leased (node Z has no agent).
+	for id, tn := range map[string]string{"job-ac": tenantA, "job-xc": tenantB} {
+		m := commands.Meta{Actor: "u-operator", Tenant: tn}
+		seedOK[commands.Outcome](t, "job "+id)(de.Jobs.Submit(ctx, m, jobs.Submit{JobID: id, ParentID: "job-a", Spec: echoSpec, Target: job.Target{NodeID: f.nodeZ}}))
+		f.jobs[id] = auth.Resource{TenantID: tn}
 	}
 	// The agents take their jobs; one of each runs and has written output.
 	for nodeID, cred := range map[string]string{f.nodeX: credX, f.nodeY: f.credY} {
@@ -1050,6 +1063,15 @@ func TestAuthzMatrix(t *testing.T) {
 			t.Run(r.field, func(t *testing.T) {
 				t.Parallel()
 				f.runRow(t, r, f.call, &cells)
+			})
+		}
+	})
+	// Then the relations, on whatever the fields left behind.
+	t.Run("relations", func(t *testing.T) {
+		for _, rel := range f.relations() {
+			t.Run(rel.field, func(t *testing.T) {
+				t.Parallel()
+				f.runRelation(t, rel, &cells)
 			})
 		}
 	})
