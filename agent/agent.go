@@ -266,7 +266,9 @@ func (a *Agent) credential(ctx context.Context) error {
 	if err != nil || !ok {
 		return fmt.Errorf("agent: %s is not a node credential; remove it and enroll again with a new join token", path)
 	}
+	a.mu.Lock() // NodeID may be asked meanwhile
 	a.nodeID = nodeID
+	a.mu.Unlock()
 	return nil
 }
 
