@@ -134,7 +134,8 @@ type Agent struct {
 	c      *client
 	sys    *sal.System
 	nodeID string
-	jobs   string // the journal directory
+	jobs   string         // the journal directory
+	here   sync.WaitGroup // jobs run in the agent's own process (runHere)
 
 	mu          sync.Mutex
 	active      map[string]*localJob // by job directory name
@@ -210,6 +211,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer a.stopSupervised()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if err := a.recover(ctx, &wg); err != nil {

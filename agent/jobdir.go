@@ -29,7 +29,8 @@ import (
 //
 // The runner is a separate process (see runner.go) that outlives the agent,
 // so a job keeps running, and its output keeps landing in the log, while the
-// agent restarts.
+// agent restarts. The supervisor actions are the exception: the agent runs
+// them itself (runHere), keeping the same files but no pid.
 const (
 	fileJob     = "job.json"
 	fileLock    = "lock"

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"cairn/sal/catalog"
 )
 
 // localJob is a job attempt this agent drives.
@@ -138,6 +141,9 @@ func (a *Agent) cancel(jobID string) {
 	for _, j := range hit {
 		a.log.Info().Str("job", jobID).Msg("job asked to stop")
 		j.requestStop()
+		if rec, err := j.dir.read(); err == nil && runsInAgent(rec) {
+			continue // it runs here: the stop ended its context
+		}
 		if err := j.dir.signal(syscall.SIGTERM); err != nil {
 			a.log.Warn().Err(err).Str("job", jobID).Msg("could not signal the job's runner")
 		}
@@ -281,7 +287,11 @@ func (a *Agent) supervise(ctx context.Context, j *localJob, rec record) error {
 				return err
 			}
 		} else {
-			ch, err := a.spawn(j)
+			start := a.spawn
+			if runsInAgent(rec) {
+				start = a.runHere
+			}
+			ch, err := start(j)
 			if err != nil {
 				return err
 			}
@@ -354,6 +364,64 @@ func (a *Agent) spawn(j *localJob) (chan struct{}, error) {
 		close(exited)
 	}()
 	return exited, nil
+}
+
+// inAgentActions are the actions the agent runs in its own process rather
+// than in a runner: supervised processes belong to the agent's supervisor,
+// which must outlive each job so that a later job (status, stop) finds what
+// an earlier one started. They return quickly.
+var inAgentActions = []string{catalog.ActionSupervisorStart, catalog.ActionSupervisorStop, catalog.ActionSupervisorStatus}
+
+func runsInAgent(rec record) bool {
+	spec := rec.Lease.Job.Spec
+	return spec.Kind == "ACTION" && slices.Contains(inAgentActions, deref(spec.Action))
+}
+
+// runHere runs the job in the agent's process on the agent's System, with
+// the journal kept as a runner keeps it (the lock held meanwhile, started,
+// log, result), and returns a channel closed when it is done. A cancel
+// ends its context.
+func (a *Agent) runHere(j *localJob) (chan struct{}, error) {
+	lock, ok, err := j.dir.claim()
+	if err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	if !ok {
+		close(exited)
+		return exited, nil
+	}
+	a.here.Add(1)
+	go func() {
+		defer a.here.Done()
+		defer close(exited)
+		defer lock.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-j.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := j.dir.runAndRecord(ctx, a.sys, j.stopping); err != nil {
+			a.log.Error().Err(err).Str("job", j.jobID).Msg("could not record the job's result")
+			_ = os.WriteFile(j.dir.path(fileRunErr), []byte(err.Error()+"\n"), 0o600)
+		}
+	}()
+	return exited, nil
+}
+
+// stopSupervised stops every process the agent supervises, once the jobs it
+// runs itself have ended: supervision ends with the agent, and a process
+// left running unsupervised could be neither seen nor stopped by the next
+// agent.
+func (a *Agent) stopSupervised() {
+	a.here.Wait()
+	if err := a.sys.Supervisor().StopAll(0); err != nil {
+		a.log.Error().Err(err).Msg("stopping the supervised processes")
+	}
 }
 
 // runnerDied records the result of a job whose runner ended without one:

@@ -30,37 +30,12 @@ import (
 // ran, returns at once without doing anything.
 func RunJob(dir string) error {
 	d := jobDir(dir)
-	lock, err := os.OpenFile(d.path(fileLock), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	lock, ok, err := d.claim()
+	if err != nil || !ok {
 		return err
 	}
 	defer lock.Close()
-	if err := takeLock(lock); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil // another runner has the job
-		}
-		return fmt.Errorf("lock %s: %w", d.path(fileLock), err)
-	}
-	// O_EXCL: exactly one runner ever gets past this point.
-	mark, err := os.OpenFile(d.path(fileStarted), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return nil // it ran before; the agent deals with how that ended
-	}
-	if err != nil {
-		return err
-	}
-	if err := errors.Join(mark.Sync(), mark.Close(), syncDir(dir)); err != nil {
-		return err
-	}
 	if err := writeAtomic(d.path(filePID), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		return err
-	}
-	rec, err := d.read()
-	if err != nil {
-		return err
-	}
-	spool, err := openSpool(d.path(fileLog))
-	if err != nil {
 		return err
 	}
 
@@ -76,9 +51,55 @@ func RunJob(dir string) error {
 			cancel()
 		}
 	}()
+	return d.runAndRecord(ctx, nil, cancelled.Load)
+}
 
-	res := run(ctx, rec, spool)
-	if cancelled.Load() && res.Outcome != OutcomeSucceeded {
+// claim takes the job's lock and marks the job started. ok is false when
+// another runner has the job or it ran before; otherwise the returned file
+// holds the lock until it is closed.
+func (d jobDir) claim() (lock *os.File, ok bool, err error) {
+	lock, err = os.OpenFile(d.path(fileLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := takeLock(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil // another runner has the job
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", d.path(fileLock), err)
+	}
+	// O_EXCL: exactly one runner ever gets past this point.
+	mark, err := os.OpenFile(d.path(fileStarted), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		lock.Close()
+		return nil, false, nil // it ran before; the agent deals with how that ended
+	}
+	if err == nil {
+		err = errors.Join(mark.Sync(), mark.Close(), syncDir(string(d)))
+	}
+	if err != nil {
+		lock.Close()
+		return nil, false, err
+	}
+	return lock, true, nil
+}
+
+// runAndRecord runs the job journaled in d, claimed by the caller, on sys
+// (nil: a System built from the journal's configuration), and writes its
+// result. cancelled says whether a stop was asked for, which makes a job
+// that did not succeed cancelled.
+func (d jobDir) runAndRecord(ctx context.Context, sys *sal.System, cancelled func() bool) error {
+	rec, err := d.read()
+	if err != nil {
+		return err
+	}
+	spool, err := openSpool(d.path(fileLog))
+	if err != nil {
+		return err
+	}
+	res := run(ctx, rec, sys, spool)
+	if cancelled() && res.Outcome != OutcomeSucceeded {
 		res.Outcome = OutcomeCancelled
 	}
 	if err := spool.close(); err != nil && res.Error == nil {
@@ -106,17 +127,21 @@ func takeLock(f *os.File) error {
 	}
 }
 
-// run runs the job and returns its result; failures to run at all (an
+// run runs the job on sys (nil: a System built from the journal's
+// configuration) and returns its result; failures to run at all (an
 // unknown interpreter, a path outside the file roots) are results too.
-func run(ctx context.Context, rec record, spool *spoolWriter) Result {
+func run(ctx context.Context, rec record, sys *sal.System, spool *spoolWriter) Result {
 	fail := func(format string, args ...any) Result {
 		msg := fmt.Sprintf(format, args...)
 		spool.write("system", []byte(msg+"\n"), time.Now())
 		return Result{Outcome: OutcomeFailed, ExitCode: -1, Error: &msg}
 	}
-	sys, err := sal.New(sal.Config{FileRoots: rec.Sal.FileRoots, WorkDir: rec.Sal.WorkDir, ScriptDir: rec.Sal.ScriptDir})
-	if err != nil {
-		return fail("the node cannot run jobs: %v", err)
+	var err error
+	if sys == nil {
+		sys, err = sal.New(sal.Config{FileRoots: rec.Sal.FileRoots, WorkDir: rec.Sal.WorkDir, ScriptDir: rec.Sal.ScriptDir})
+		if err != nil {
+			return fail("the node cannot run jobs: %v", err)
+		}
 	}
 	j := rec.Lease.Job
 	timeout := time.Duration(j.TimeoutSeconds) * time.Second

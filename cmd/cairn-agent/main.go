@@ -66,7 +66,8 @@ credential is enough. It only ever connects out: a GraphQL subscription over
 WebSocket, or long polls over plain HTTP when WebSockets are blocked.
 
 Jobs run in runner processes that outlive the agent: stopping or restarting the
-agent loses no output and runs no job twice.`,
+agent loses no output and runs no job twice. Supervised processes (a service's
+processes) are the agent's own children: stopping the agent stops them.`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
