@@ -97,8 +97,12 @@ const heldBackRetry = 10 * time.Millisecond
 // heldBack reports whether committed events after cursor exist that readers
 // may not see yet.
 func (s *Store) heldBack(ctx context.Context, cursor Cursor) (bool, error) {
+	// Ordered and limited so that the plan walks the (tx_id, position) index
+	// and stops at the first row: with EXISTS alone the planner may expect
+	// many rows after the cursor and scan the whole table when none follow.
 	var held bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE (tx_id, position) > ($1::xid8, $2))`,
+	err := s.pool.QueryRow(ctx, `SELECT count(*) > 0 FROM (
+		SELECT 1 FROM events WHERE (tx_id, position) > ($1::xid8, $2) ORDER BY tx_id, position LIMIT 1) AS next`,
 		cursor.TxID, cursor.Position).Scan(&held)
 	return held, err
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -145,14 +146,23 @@ func (withLoaders) ExtensionName() string                          { return "Loa
 func (withLoaders) Validate(schema graphql.ExecutableSchema) error { return nil }
 
 func (w withLoaders) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	return next(context.WithValue(ctx, loadersKey{}, w.s.newLoaders()))
+	return next(context.WithValue(ctx, loadersKey{}, &lazyLoaders{}))
+}
+
+// lazyLoaders makes a response's loaders when a relation first asks: most
+// responses (lists without relations, subscription items fanned out to
+// thousands) never need them.
+type lazyLoaders struct {
+	once sync.Once
+	l    *loaders
 }
 
 // loaders returns the response's loaders; outside a response (which gqlgen
 // never does) a fresh set, so a caller still gets correct answers.
 func (s *Server) loaders(ctx context.Context) *loaders {
-	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok {
-		return l
+	if ll, ok := ctx.Value(loadersKey{}).(*lazyLoaders); ok {
+		ll.once.Do(func() { ll.l = s.newLoaders() })
+		return ll.l
 	}
 	return s.newLoaders()
 }
