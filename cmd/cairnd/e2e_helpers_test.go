@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	httpplugin "cairn/plugins/http"
+)
+
+// Helpers for tests that run the real binaries: building them, running
+// them as processes with their output in files, talking GraphQL over HTTP,
+// and an external DNS endpoint for the http plugin.
+
+// buildBinaries builds the named commands of this module (cmd/<name>) into
+// a temporary directory and returns it.
+func buildBinaries(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	for _, n := range names {
+		args = append(args, "cairn/cmd/"+n)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return dir
+}
+
+// process is a program a test started, its output (stdout and stderr) in a
+// file.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+	err    error
+}
+
+// startProcess starts bin with args in an environment without DATABASE_URL
+// and CAIRN_* variables, plus env. The process is killed when the test ends
+// if it still runs then.
+func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
+	logFile, err := os.CreateTemp(t.TempDir(), filepath.Base(bin)+"-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(environWithout("DATABASE_URL", "CAIRN_"), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{name: filepath.Base(bin), cmd: cmd, log: logFile.Name(), exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *process) output() string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return string(b)
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *process) kill() {
+	if p.running() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// stop sends SIGTERM and waits up to grace for the process to exit; it
+// returns the exit error, or an error if the process had to be killed.
+func (p *process) stop(grace time.Duration) error {
+	if !p.running() {
+		return p.err
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(grace):
+		p.kill()
+		return fmt.Errorf("%s still ran %s after SIGTERM and was killed", p.name, grace)
+	}
+}
+
+// poll calls cond until it returns true, failing the test after timeout
+// with what and the last detail cond gave. It stops early, with the
+// process's output, if one of the processes exits.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string), watch ...*process) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	delay := 20 * time.Millisecond
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		for _, p := range watch {
+			if !p.running() {
+				t.Fatalf("%s exited (%v) while waiting for %s\n%s", p.name, p.err, what, p.output())
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s: %s", timeout, what, detail)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// firstStartToken finds the administrator's token cairnd prints on its
+// first start.
+var firstStartToken = regexp.MustCompile(`(?m)^\s+(cairn_\S+)\s*$`)
+
+// gqlClient sends GraphQL operations over HTTP with a bearer token.
+type gqlClient struct {
+	url   string // of the /graphql endpoint
+	token string
+}
+
+// gqlError is an error the API answered with.
+type gqlError struct {
+	Message string
+	Code    string
+}
+
+func (e *gqlError) Error() string { return e.Code + ": " + e.Message }
+
+func (c gqlClient) do(query string, vars map[string]any, out any) error {
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Message    string `json:"message"`
+			Extensions struct {
+				Code string `json:"code"`
+			} `json:"extensions"`
+		} `json:"errors"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return fmt.Errorf("POST %s: HTTP %d: %w", c.url, resp.StatusCode, err)
+	}
+	if len(r.Errors) > 0 {
+		return &gqlError{Message: r.Errors[0].Message, Code: r.Errors[0].Extensions.Code}
+	}
+	if out != nil {
+		return json.Unmarshal(r.Data, out)
+	}
+	return nil
+}
+
+func (c gqlClient) must(t *testing.T, query string, vars map[string]any, out any) {
+	t.Helper()
+	if err := c.do(query, vars, out); err != nil {
+		t.Fatalf("%v\nin: %s", err, query)
+	}
+}
+
+// dnsEndpoint is an external DNS API for the http plugin, as
+// examples/dns-endpoint is: it verifies each call's signature and answers
+// every operation idempotently by resource id.
+type dnsEndpoint struct {
+	secret []byte
+
+	mu       sync.Mutex
+	records  map[string]string // resource id → fqdn
+	tokens   map[string]bool   // the tokens calls carried
+	refusals int               // calls whose signature did not verify
+}
+
+func newDNSEndpoint(secret []byte) *dnsEndpoint {
+	return &dnsEndpoint{secret: secret, records: map[string]string{}, tokens: map[string]bool{}}
+}
+
+const dnsRecordSchema = `{"type":"object","additionalProperties":false,"required":["zone","name","type","target"],
+ "properties":{"zone":{"type":"string"},"name":{"type":"string"},"type":{"enum":["A","AAAA","CNAME","TXT"]},
+ "target":{"type":"string"},"ttl":{"type":"integer","minimum":30},"token":{"type":"string"}}}`
+
+func (d *dnsEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reply := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	body, err := httpplugin.VerifyRequest(d.secret, r, time.Now())
+	if err != nil {
+		d.mu.Lock()
+		d.refusals++
+		d.mu.Unlock()
+		reply(http.StatusUnauthorized, map[string]string{"error": err.Error()})
+		return
+	}
+	var c struct {
+		Operation  string `json:"operation"`
+		ResourceID string `json:"resourceId"`
+		Type       string `json:"type"`
+		Properties struct {
+			Zone, Name, Type, Target, Token string
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		reply(http.StatusBadRequest, map[string]string{"error": "body is not JSON: " + err.Error()})
+		return
+	}
+	if c.Operation == httpplugin.OpDescribe {
+		reply(http.StatusOK, map[string]any{"types": []map[string]any{{"name": "dns-record", "schema": json.RawMessage(dnsRecordSchema)}}})
+		return
+	}
+	if c.Type != "dns-record" {
+		reply(http.StatusUnprocessableEntity, map[string]string{"error": "unknown resource type " + c.Type})
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c.Properties.Token != "" {
+		d.tokens[c.Properties.Token] = true
+	}
+	switch c.Operation {
+	case "create":
+		fqdn := strings.TrimSuffix(c.Properties.Name, ".") + "." + c.Properties.Zone
+		d.records[c.ResourceID] = fqdn
+		reply(http.StatusOK, map[string]any{"outputs": map[string]string{"fqdn": fqdn, "target": c.Properties.Target}})
+	case "start", "stop", "observe":
+		fqdn, ok := d.records[c.ResourceID]
+		if !ok {
+			reply(http.StatusNotFound, map[string]string{"error": "no record for resource " + c.ResourceID})
+			return
+		}
+		reply(http.StatusOK, map[string]any{"outputs": map[string]string{"fqdn": fqdn, "target": c.Properties.Target}})
+	case "destroy":
+		delete(d.records, c.ResourceID)
+		reply(http.StatusOK, map[string]any{})
+	default:
+		reply(http.StatusBadRequest, map[string]string{"error": "unknown operation " + c.Operation})
+	}
+}
+
+// snapshot returns the records held and whether a call carried token.
+func (d *dnsEndpoint) snapshot(token string) (map[string]string, bool, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]string, len(d.records))
+	for k, v := range d.records {
+		out[k] = v
+	}
+	return out, d.tokens[token], d.refusals
+}
