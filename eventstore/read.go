@@ -113,13 +113,22 @@ func (f Filter) sql(args *[]any) string {
 // write events to this database has ended, as of the statement's snapshot:
 // the oldest transaction the snapshot sees running, ignoring those of other
 // databases of the cluster (they cannot write here, and a long one must not
-// hold this database's readers back). A transaction of another database that
-// ended after the snapshot was taken is not recognised as foreign and counts,
-// which only makes the horizon lower: safe.
+// hold this database's readers back) and those of sessions named
+// ReadModelAppName (they may not write events: a trigger refuses, so the
+// read models' own transactions never hold back the log they follow). A
+// transaction that ended after the snapshot was taken is not recognised and
+// counts, which only makes the horizon lower: safe.
 const HorizonSQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
 	FROM pg_snapshot_xip(pg_current_snapshot()) AS x
 	WHERE xid(x) NOT IN (SELECT backend_xid FROM pg_stat_activity
-	                     WHERE datname IS DISTINCT FROM current_database() AND backend_xid IS NOT NULL))`
+	                     WHERE backend_xid IS NOT NULL
+	                       AND (datname IS DISTINCT FROM current_database() OR application_name = '` + ReadModelAppName + `')))`
+
+// ReadModelAppName is the application_name of sessions that write read
+// models and never events: readers of the log do not wait for their
+// transactions. The name must be set when the session connects and never
+// changed; the events table refuses inserts from such a session.
+const ReadModelAppName = "cairn read models"
 
 // ReadAll returns up to limit events after the cursor in global order. It
 // only returns events of transactions older than every transaction still

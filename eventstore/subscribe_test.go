@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"cairn/eventstore"
+	"cairn/internal/database"
 	"cairn/internal/testdb"
 )
 
@@ -280,5 +281,48 @@ func TestOtherDatabasesDoNotHoldReadersBack(t *testing.T) {
 	defer cancel2()
 	if err := e.store.WaitVisible(wctx2, res.Cursor); err == nil {
 		t.Fatal("an event behind an open transaction of this database was visible")
+	}
+}
+
+// A read-model session (eventstore.ReadModelAppName) may not append events,
+// so its open transactions do not hold readers back; any other open
+// transaction of the database still does (see the test above).
+func TestReadModelSessionsDoNotHoldReadersBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	rm, err := database.Open(c, e.db.ConnString, database.Options{Role: database.AppRole, AppName: eventstore.ReadModelAppName, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+
+	// It may not append: readers would not wait for its events.
+	rmStore := eventstore.New(rm, testRegistry(), eventstore.Options{})
+	defer rmStore.Close()
+	if _, err := rmStore.Append(c, one("w-rm", eventstore.AnyVersion, widgetCounted{N: 0})); err == nil {
+		t.Fatal("a read-model session appended an event")
+	}
+
+	tx, err := rm.Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(c)
+	if _, err := tx.Exec(c, `CREATE TEMP TABLE rm_write (n int); INSERT INTO rm_write VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	var xid string
+	if err := tx.QueryRow(c, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.store.Append(c, one("w-rm", eventstore.AnyVersion, widgetCounted{N: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(c, 5*time.Second)
+	defer cancel()
+	if err := e.store.WaitVisible(wctx, res.Cursor); err != nil {
+		t.Fatalf("an open read-model transaction (xid %s) held readers back: %v", xid, err)
 	}
 }

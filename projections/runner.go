@@ -47,6 +47,12 @@ type Options struct {
 	CachePages int
 	// Views are made over the stable read views (the analytics schema).
 	Views []View
+	// Pool writes the read models; default the store's pool. A pool whose
+	// sessions are named eventstore.ReadModelAppName (and act as the
+	// application role) lets readers of the log, the projections included,
+	// go on while a batch is being applied instead of waiting for its
+	// transaction to end: what keeps projection lag low under load.
+	Pool *pgxpool.Pool
 }
 
 func (o *Options) defaults() {
@@ -102,11 +108,16 @@ type Runner struct {
 }
 
 // NewRunner returns a runner over the store's log. Read models are written
-// through the store's pool, which acts as the application role.
+// through opts.Pool, else the store's pool; either acts as the application
+// role.
 func NewRunner(store *eventstore.Store, opts Options) *Runner {
 	opts.defaults()
+	pool := opts.Pool
+	if pool == nil {
+		pool = store.Pool()
+	}
 	return &Runner{
-		store: store, pool: store.Pool(), opts: opts, log: opts.Log,
+		store: store, pool: pool, opts: opts, log: opts.Log,
 		src:    newSource(store, opts.ReadBatch, opts.CachePages),
 		byName: map[string]Projection{}, workers: map[string][]*worker{},
 		ready: make(chan struct{}), kick: make(chan struct{}, 1), checks: make(chan struct{}, 4),

@@ -90,47 +90,27 @@ func benchCommitToHandler(ctx context.Context, e *env) (result, error) {
 	}
 	defer stop()
 
-	// Producers share one ticker of rate ticks a second, so the total rate
-	// holds whatever each append's latency.
-	tick := time.NewTicker(time.Second / rate)
-	defer tick.Stop()
-	end := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	var seq atomic.Int64
 	var sent atomic.Int64
-	// Enough producers that append latency never throttles the rate.
-	const producers = 64
-	errs := make(chan error, producers)
-	for w := 0; w < producers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(end) {
-				select {
-				case <-tick.C:
-				case <-ctx.Done():
-					return
-				}
-				n := seq.Add(1)
-				res, err := e.store.Append(ctx, eventstore.AppendRequest{Streams: []eventstore.StreamAppend{{
-					StreamID: "live-" + strconv.FormatInt(n%500, 10), StreamType: "node", Expected: eventstore.AnyVersion,
-					Events: []domain.Event{benchEvent{Seq: n, Node: "n", Status: "online"}},
-				}}})
-				if err != nil {
-					errs <- err
-					return
-				}
-				at := time.Now()
-				mu.Lock()
-				committed[res.Cursor.Position] = at
-				mu.Unlock()
-				sent.Add(1)
+	errs := make(chan error, 1)
+	elapsed := openLoop(ctx, rate, duration, func(n int64) bool {
+		res, err := e.store.Append(ctx, eventstore.AppendRequest{Streams: []eventstore.StreamAppend{{
+			StreamID: "live-" + strconv.FormatInt(n%500, 10), StreamType: "node", Expected: eventstore.AnyVersion,
+			Events: []domain.Event{benchEvent{Seq: n, Node: "n", Status: "online"}},
+		}}})
+		if err != nil {
+			select {
+			case errs <- err:
+			default:
 			}
-		}()
-	}
-	start := time.Now()
-	wg.Wait()
-	elapsed := time.Since(start)
+			return false
+		}
+		at := time.Now()
+		mu.Lock()
+		committed[res.Cursor.Position] = at
+		mu.Unlock()
+		sent.Add(1)
+		return true
+	})
 	select {
 	case err := <-errs:
 		return nil, err

@@ -29,10 +29,11 @@ var rebuildEvents = flag.Int("rebuild-events", 1_000_000, "events of mixed domai
 // projEnv is a database of its own holding a log of real domain events (the
 // main bench database holds synthetic ones no projection knows).
 type projEnv struct {
-	app    *pgxpool.Pool
-	store  *eventstore.Store
-	events int64
-	last   eventstore.Cursor
+	app        *pgxpool.Pool
+	readModels *pgxpool.Pool
+	store      *eventstore.Store
+	events     int64
+	last       eventstore.Cursor
 }
 
 // projGen makes the projection benchmarks' events; the lag benchmark goes
@@ -63,8 +64,15 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	p = &projEnv{app: app, store: eventstore.New(app, events.Registry(), eventstore.Options{Log: e.log})}
-	close = func() { p.store.Close(); app.Close() }
+	// As in cairnd, read models are written through sessions readers of the
+	// log need not wait for.
+	readModels, err := database.Open(ctx, conn("bench_projections"), database.Options{Role: database.AppRole, AppName: eventstore.ReadModelAppName})
+	if err != nil {
+		app.Close()
+		return nil, nil, err
+	}
+	p = &projEnv{app: app, readModels: readModels, store: eventstore.New(app, events.Registry(), eventstore.Options{Log: e.log})}
+	close = func() { p.store.Close(); app.Close(); readModels.Close() }
 	defer func() {
 		if err != nil {
 			close()
@@ -99,7 +107,7 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 }
 
 func newBenchRunner(p *projEnv, e *env) (*projections.Runner, error) {
-	r := projections.NewRunner(p.store, projections.Options{Log: e.log, Views: models.AnalyticsViews()})
+	r := projections.NewRunner(p.store, projections.Options{Log: e.log, Views: models.AnalyticsViews(), Pool: p.readModels})
 	return r, r.Register(models.All()...)
 }
 
@@ -192,62 +200,49 @@ func benchProjectionLag(ctx context.Context, e *env) (result, error) {
 		perItem += float64(len(it.Events))
 	}
 	perItem /= float64(len(items))
-	tick := time.NewTicker(time.Duration(float64(time.Second) * perItem / rate))
-	defer tick.Stop()
 
 	var (
 		mu      sync.Mutex
 		lat     []float64
-		next    atomic.Int64
 		sent    atomic.Int64
 		waiters sync.WaitGroup
-		wg      sync.WaitGroup
 	)
-	errs := make(chan error, 64)
-	end := time.Now().Add(2 * e.cfg.duration)
-	start := time.Now()
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(end) {
-				select {
-				case <-tick.C:
-				case <-ctx.Done():
-					return
-				}
-				i := next.Add(1) - 1
-				if int(i) >= len(items) {
-					return
-				}
-				it := items[i]
-				res, err := p.store.Append(ctx, eventstore.AppendRequest{Metadata: it.Metadata, Streams: []eventstore.StreamAppend{{
-					StreamID: it.StreamID, StreamType: it.StreamType, Expected: eventstore.AnyVersion, Events: it.Events}}})
-				if err != nil {
-					errs <- err
-					return
-				}
-				committed := time.Now()
-				sent.Add(int64(len(it.Events)))
-				waiters.Add(1)
-				go func() {
-					defer waiters.Done()
-					c, cancel := context.WithTimeout(ctx, 30*time.Second)
-					defer cancel()
-					if err := r.WaitFor(c, res.Cursor); err != nil {
-						errs <- err
-						return
-					}
-					d := time.Since(committed).Seconds() * 1000
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-				}()
-			}
-		}()
+	errs := make(chan error, 1)
+	fail := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := openLoop(ctx, rate/perItem, 2*e.cfg.duration, func(i int64) bool {
+		if int(i) >= len(items) {
+			return false
+		}
+		it := items[i]
+		res, err := p.store.Append(ctx, eventstore.AppendRequest{Metadata: it.Metadata, Streams: []eventstore.StreamAppend{{
+			StreamID: it.StreamID, StreamType: it.StreamType, Expected: eventstore.AnyVersion, Events: it.Events}}})
+		if err != nil {
+			fail(err)
+			return false
+		}
+		committed := time.Now()
+		sent.Add(int64(len(it.Events)))
+		waiters.Add(1)
+		go func() {
+			defer waiters.Done()
+			c, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := r.WaitFor(c, res.Cursor); err != nil {
+				fail(err)
+				return
+			}
+			d := time.Since(committed).Seconds() * 1000
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		}()
+		return true
+	})
 	waiters.Wait()
 	select {
 	case err := <-errs:

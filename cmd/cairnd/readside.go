@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
@@ -74,7 +75,7 @@ func loadSecretsKey(dataDir string) ([]byte, error) {
 
 // newServiceSide builds the service side. The agent plugin runs its actions
 // as jobs through js, on the nodes the read models list as online.
-func newServiceSide(ctx context.Context, store *eventstore.Store, js *jobSide, cfg *config, log zerolog.Logger) (*serviceSide, error) {
+func newServiceSide(ctx context.Context, store *eventstore.Store, readModels *pgxpool.Pool, js *jobSide, cfg *config, log zerolog.Logger) (*serviceSide, error) {
 	dataDir := cfg.DataDir
 	var pcfg builtin.Config
 	if cfg.Plugins != "" {
@@ -108,7 +109,7 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, js *jobSide, c
 		return nil, err
 	}
 	runner := projections.NewRunner(store, projections.Options{
-		Log: log.With().Str("component", "projections").Logger(), Views: models.AnalyticsViews(),
+		Log: log.With().Str("component", "projections").Logger(), Views: models.AnalyticsViews(), Pool: readModels,
 	})
 	if err := runner.Register(models.All()...); err != nil {
 		_ = reg.Close()

@@ -103,7 +103,15 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
-	ss, err := newServiceSide(ctx, store, js, cfg, log)
+	// The read models are written through sessions that may not append
+	// events, so that readers of the log need not wait for their
+	// transactions.
+	readModels, err := database.Open(ctx, be.url, database.Options{Role: database.AppRole, AppName: eventstore.ReadModelAppName})
+	if err != nil {
+		return err
+	}
+	defer readModels.Close()
+	ss, err := newServiceSide(ctx, store, readModels, js, cfg, log)
 	if err != nil {
 		return err
 	}
