@@ -52,6 +52,10 @@ type Config struct {
 	// BatchWait is how long the loaders of relations (Node.location, ...)
 	// collect keys before reading them in one query.
 	BatchWait time.Duration
+	// AnswerCache is how many query answers are kept to serve again while
+	// the read models have not changed (see respcache.go); default 512,
+	// negative: none. Only with projections that offer a Generation.
+	AnswerCache int
 }
 
 func (c *Config) defaults() {
@@ -78,6 +82,9 @@ func (c *Config) defaults() {
 	}
 	if c.BatchWait <= 0 {
 		c.BatchWait = defaultBatchWait
+	}
+	if c.AnswerCache == 0 {
+		c.AnswerCache = 512
 	}
 }
 
@@ -141,6 +148,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	gql.Use(&complexityLimit{max: cfg.MaxComplexity})
 	gql.Use(terminalErrors{present: s.presentError, recover: s.recoverPanic})
 	gql.Use(withLoaders{s: s})
+	if gen, ok := deps.Projections.(Generationer); ok {
+		if ac := newAnswerCache(gen, cfg.AnswerCache); ac != nil {
+			gql.Use(ac)
+		}
+	}
 	gql.SetErrorPresenter(s.presentError)
 	gql.SetRecoverFunc(s.recoverPanic)
 	s.gql = gql

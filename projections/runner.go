@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,6 +99,9 @@ type Runner struct {
 	// applied; waiting holds the WaitFor calls beyond it.
 	frontier eventstore.Cursor
 	waiting  waiters
+	// generation moves after every change to a read model here (see
+	// Generation).
+	generation atomic.Uint64
 	checks   chan struct{} // bounds WaitFor's concurrent cursor lookups
 	ready    chan struct{}
 	kick     chan struct{}
@@ -452,11 +456,27 @@ func (r *Runner) switched(w *worker, old *buildRow) {
 	}()
 }
 
+// Generation changes after every batch a projection of this runner commits
+// (and at other times): an answer computed from the read models at one
+// generation is still right while the generation has not moved, as long as
+// this runner is the only one writing them. Zero before the runner is ready.
+func (r *Runner) Generation() uint64 {
+	select {
+	case <-r.ready:
+		return r.generation.Load()
+	default:
+		return 0
+	}
+}
+
 // progressed moves the frontier and releases the WaitFor calls it
 // satisfies.
 func (r *Runner) progressed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Before the waiters are released: a caller that waited for its write
+	// sees a new generation.
+	r.generation.Add(1)
 	r.frontier = r.appliedByAll()
 	r.waiting.release(r.frontier)
 }

@@ -244,6 +244,19 @@ func benchNodesQuery(ctx context.Context, s *graphqlServer) (result, error) {
 		}
 		serial[i] = d
 	}
+	// The same query with a new alias each time is never answered from the
+	// answer cache: what running it through the executor costs.
+	uncached := make([]time.Duration, 50)
+	for i := range uncached {
+		start := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, graphqlQueryTimeout)
+		err := c.Do(rctx, strings.Replace(q, "nodes(", fmt.Sprintf("n%d: nodes(", i), 1), nil, nil)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		uncached[i] = time.Since(start)
+	}
 	// Open loop: requests fire on the ticker whether or not earlier ones
 	// have answered, so a slow server shows as latency, not a lower rate.
 	total := int(graphqlQueryPhase.Seconds() * graphqlRate)
@@ -269,11 +282,12 @@ func benchNodesQuery(ctx context.Context, s *graphqlServer) (result, error) {
 		}
 	}
 	return result{
-		"nodes_query_serial_p50_ms": gqlMS(gqlPercentile(serial, 0.50)),
-		"nodes_query_failed":        failed,
-		"nodes_query_p50_ms":        gqlMS(gqlPercentile(lat, 0.50)),
-		"nodes_query_p99_ms":        gqlMS(gqlPercentile(lat, 0.99)),
-		"nodes_query_rate_per_s":    round(float64(total)/elapsed.Seconds(), 1),
+		"nodes_query_serial_p50_ms":          gqlMS(gqlPercentile(serial, 0.50)),
+		"nodes_query_uncached_serial_p50_ms": gqlMS(gqlPercentile(uncached, 0.50)),
+		"nodes_query_failed":                 failed,
+		"nodes_query_p50_ms":                 gqlMS(gqlPercentile(lat, 0.50)),
+		"nodes_query_p99_ms":                 gqlMS(gqlPercentile(lat, 0.99)),
+		"nodes_query_rate_per_s":             round(float64(total)/elapsed.Seconds(), 1),
 	}, nil
 }
 

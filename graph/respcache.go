@@ -1,0 +1,164 @@
+package graph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+
+	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// The answer cache serves a query again without running it while the read
+// models have not changed: portals poll and many operators look at the same
+// lists, and running a list of a hundred nodes through the executor costs
+// milliseconds of CPU each time.
+//
+// An answer is kept under the query, its variables, the caller (principal:
+// what it may see) and the projections' generation, which moves after every
+// batch a projection commits (projections.Runner.Generation); so an answer is
+// never served once a read model it was computed from has changed here. Only
+// queries that read nothing but read models are kept: their root fields are
+// listed in cacheableRoots, no field anywhere is one of uncachedFields (those
+// read tables the projections do not write), and no argument asks to wait
+// for a write (consistentWith) or to replay the log (asOf). Answers with
+// errors are not kept.
+
+// Generationer is what the projection runner offers for the answer cache.
+type Generationer interface {
+	// Generation changes whenever a read model has changed; zero while it
+	// is not known.
+	Generation() uint64
+}
+
+// cacheableRoots are the query fields answered from read models alone.
+var cacheableRoots = map[string]bool{
+	"nodes": true, "node": true, "locations": true, "location": true,
+	"tenants": true, "tenant": true, "templates": true, "template": true,
+	"services": true, "service": true,
+}
+
+// uncachedFields read something else: node statistics and job logs live in
+// their own tables, jobs are read from their streams.
+var uncachedFields = map[string]bool{
+	"statistics": true, "log": true, "children": true, "jobs": true, "job": true, "parent": true,
+}
+
+// maxCachedAnswer bounds one kept answer.
+const maxCachedAnswer = 1 << 20
+
+type answerCache struct {
+	gen     Generationer
+	answers *lru.Cache[[32]byte, json.RawMessage]
+}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.ResponseInterceptor
+} = (*answerCache)(nil)
+
+// newAnswerCache returns nil (no cache) when gen is nil or size is not
+// positive.
+func newAnswerCache(gen Generationer, size int) *answerCache {
+	if gen == nil || size <= 0 {
+		return nil
+	}
+	c, err := lru.New[[32]byte, json.RawMessage](size)
+	if err != nil {
+		return nil
+	}
+	return &answerCache{gen: gen, answers: c}
+}
+
+func (*answerCache) ExtensionName() string                          { return "AnswerCache" }
+func (*answerCache) Validate(schema graphql.ExecutableSchema) error { return nil }
+
+func (c *answerCache) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	oc := graphql.GetOperationContext(ctx)
+	sess := sessionFrom(ctx)
+	if sess == nil || oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || !cacheable(oc) {
+		return next(ctx)
+	}
+	gen := c.gen.Generation()
+	if gen == 0 {
+		return next(ctx)
+	}
+	key, ok := answerKey(oc, sess.principal, gen)
+	if !ok {
+		return next(ctx)
+	}
+	if data, ok := c.answers.Get(key); ok {
+		return &graphql.Response{Data: data}
+	}
+	resp := next(ctx)
+	if resp != nil && len(resp.Errors) == 0 && len(resp.Extensions) == 0 && len(resp.Data) > 0 && len(resp.Data) <= maxCachedAnswer {
+		c.answers.Add(key, resp.Data)
+	}
+	return resp
+}
+
+// cacheable reports whether an operation reads read models only.
+func cacheable(oc *graphql.OperationContext) bool {
+	for _, sel := range oc.Operation.SelectionSet {
+		f, ok := sel.(*ast.Field)
+		if !ok || !cacheableRoots[f.Name] {
+			return false
+		}
+		for _, name := range []string{"consistentWith", "asOf"} {
+			if a := f.Arguments.ForName(name); a != nil {
+				if v, err := a.Value.Value(oc.Variables); err != nil || v != nil {
+					return false
+				}
+			}
+		}
+		if !readsReadModels(f.SelectionSet, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// readsReadModels reports whether no field of the selection reads anything
+// but read models.
+func readsReadModels(set ast.SelectionSet, depth int) bool {
+	if depth > 32 {
+		return false
+	}
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			if uncachedFields[s.Name] || !readsReadModels(s.SelectionSet, depth+1) {
+				return false
+			}
+		case *ast.InlineFragment:
+			if !readsReadModels(s.SelectionSet, depth+1) {
+				return false
+			}
+		case *ast.FragmentSpread:
+			if s.Definition == nil || !readsReadModels(s.Definition.SelectionSet, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// answerKey names an answer: the document, operation and variables, the
+// caller, and the read models' generation.
+func answerKey(oc *graphql.OperationContext, p Principal, gen uint64) ([32]byte, bool) {
+	vars, err := json.Marshal(oc.Variables)
+	if err != nil {
+		return [32]byte{}, false
+	}
+	h := sha256.New()
+	for _, part := range []string{oc.RawQuery, oc.OperationName, string(vars),
+		string(p.Kind), p.ID, p.UserID, string(p.Role), p.TenantID, p.NodeID, strconv.FormatUint(gen, 10)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	return key, true
+}
