@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -139,5 +138,3 @@ func scanHistory(rows pgx.Rows, capacity int) ([]eventstore.RecordedEvent, error
 	}
 	return out, nil
 }
-
-var errNoRows = errors.New("no rows")

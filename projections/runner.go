@@ -102,10 +102,10 @@ type Runner struct {
 	// generation moves after every change to a read model here (see
 	// Generation).
 	generation atomic.Uint64
-	checks   chan struct{} // bounds WaitFor's concurrent cursor lookups
-	ready    chan struct{}
-	kick     chan struct{}
-	wg       sync.WaitGroup
+	checks     chan struct{} // bounds WaitFor's concurrent cursor lookups
+	ready      chan struct{}
+	kick       chan struct{}
+	wg         sync.WaitGroup
 
 	// afterCommit, for tests, runs after each committed batch.
 	afterCommit func(name string, c eventstore.Cursor)

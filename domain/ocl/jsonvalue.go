@@ -85,9 +85,7 @@ func floatNumber(f float64) json.Number {
 }
 
 func isIntegerLiteral(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	if s == "" {
 		return false
 	}
