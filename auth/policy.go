@@ -93,7 +93,8 @@ type Resource struct {
 	TenantID string
 	NodeID   string
 	Vendor   string
-	// Grants is the role that user.create or token.issue would hand out.
+	// Grants is the role that user.create or token.issue would hand out, or
+	// that the user of user.update or the token of token.revoke holds.
 	Grants Role
 }
 
@@ -138,8 +139,8 @@ var Table = map[Role]map[Action]Scope{
 }
 
 // Grants lists, for each role that may create users or issue tokens, the
-// roles it may hand out: nobody hands out more than they hold, and only an
-// admin makes admins.
+// roles it may hand out, and so manage (update users, revoke tokens):
+// nobody hands out more than they hold, and only an admin makes admins.
 var Grants = map[Role][]Role{
 	RoleAdmin:       {RoleAdmin, RoleOperator, RoleTenantAdmin, RoleTenantMember, RoleVendor, RoleAuditor},
 	RoleOperator:    {RoleOperator, RoleTenantAdmin, RoleTenantMember, RoleVendor, RoleAuditor},
@@ -181,9 +182,16 @@ func Can(p Principal, action Action, r Resource) error {
 			return deny("the template belongs to another vendor")
 		}
 	}
-	if action == UserCreate || action == TokenIssue {
+	switch action {
+	case UserCreate, TokenIssue:
 		if !slices.Contains(Grants[p.Role], r.Grants) {
 			return deny("it would hand out role %q", r.Grants)
+		}
+	case UserUpdate, TokenRevoke:
+		// Nobody manages a user or token of a role they could not hand out:
+		// an operator does not disable an admin.
+		if !slices.Contains(Grants[p.Role], r.Grants) {
+			return deny("it concerns a user or token of role %q", r.Grants)
 		}
 	}
 	return nil

@@ -130,7 +130,8 @@ func TestPolicyMatrix(t *testing.T) {
 	}
 }
 
-// Nobody hands out a role above their own; only an admin makes admins.
+// Nobody hands out, or manages, a role above their own; only an admin makes
+// (or disables) admins.
 func TestGrants(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -146,7 +147,7 @@ func TestGrants(t *testing.T) {
 		{auth.RoleTenantAdmin, "", false},
 	}
 	for _, c := range cases {
-		for _, action := range []auth.Action{auth.UserCreate, auth.TokenIssue} {
+		for _, action := range []auth.Action{auth.UserCreate, auth.TokenIssue, auth.UserUpdate, auth.TokenRevoke} {
 			if _, allowed := auth.Table[c.role][action]; !allowed {
 				continue
 			}

@@ -166,7 +166,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if !t.Exists() || !sees(principal(ctx), t.TenantID) {
 		return nil, notFound("api token", input.TokenID)
 	}
-	p, err := r.authorize(ctx, auth.TokenRevoke, auth.Resource{TenantID: t.TenantID})
+	p, err := r.authorize(ctx, auth.TokenRevoke, auth.Resource{TenantID: t.TenantID, Grants: auth.Role(t.Role)})
 	if err != nil {
 		return nil, err
 	}

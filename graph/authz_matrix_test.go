@@ -389,8 +389,8 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 		uid := "u-" + name
 		seedOK[commands.Outcome](t, "user "+uid)(de.Access.CreateUser(ctx, seedMeta, access.CreateUser{UserID: uid, Name: name, Role: role, TenantID: tenantID}))
 		tok := seedOK[access.IssuedToken](t, "token "+uid)(de.Access.IssueToken(ctx, seedMeta, access.IssueToken{UserID: uid}))
-		f.users[uid] = auth.Resource{TenantID: tenantID}
-		f.tokens[tok.ID] = auth.Resource{TenantID: tenantID}
+		f.users[uid] = auth.Resource{TenantID: tenantID, Grants: auth.Role(role)}
+		f.tokens[tok.ID] = auth.Resource{TenantID: tenantID, Grants: auth.Role(role)}
 		return mxCaller{name: name, token: tok.Token, p: auth.Principal{Kind: auth.KindUser, ID: uid, UserID: uid,
 			TokenID: tok.ID, Role: auth.Role(role), TenantID: tenantID}}
 	}
@@ -409,7 +409,7 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 	f.scratchTokA, f.scratchTokB = scratchA.p.TokenID, scratchB.p.TokenID
 	// A tenant admin's token issued within its tenant.
 	tok := seedOK[access.IssuedToken](t, "tenant token")(de.Access.IssueToken(ctx, commands.Meta{Actor: "u-tadmin-a", Tenant: tenantA}, access.IssueToken{UserID: "u-tmember-a"}))
-	f.tokens[tok.ID] = auth.Resource{TenantID: tenantA}
+	f.tokens[tok.ID] = auth.Resource{TenantID: tenantA, Grants: auth.RoleTenantMember}
 
 	for _, id := range []string{"loc-1", "loc-s"} {
 		seedOK[commands.Outcome](t, "location")(de.Access.CreateLocation(ctx, seedMeta, access.CreateLocation{LocationID: id, Name: id}))
