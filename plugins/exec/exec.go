@@ -68,8 +68,8 @@ type Config struct {
 // Plugin is a running (or restartable) plugin process. It is safe for
 // concurrent use; Close stops the process.
 type Plugin struct {
-	cfg   Config
-	types []plugins.ResourceType
+	plugins.ByOp // each lifecycle call is one request to the process
+	cfg          Config
 
 	mu        sync.Mutex
 	conn      *conn
@@ -106,38 +106,11 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		p.Close()
 		return nil, fmt.Errorf("exec plugin %s: describe must answer {\"types\": [{\"name\": …, \"schema\": …}, …]}, got %s", cfg.Command[0], snippet(raw))
 	}
-	p.types = d.Types
+	p.ByOp = plugins.ByOp{Types: d.Types, Call: p.lifecycle}
 	return p, nil
 }
 
-// ResourceTypes implements plugins.Plugin.
-func (p *Plugin) ResourceTypes() []plugins.ResourceType { return p.types }
-
-// Create implements plugins.Plugin.
-func (p *Plugin) Create(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpCreate, r)
-}
-
-// Start implements plugins.Plugin.
-func (p *Plugin) Start(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpStart, r)
-}
-
-// Stop implements plugins.Plugin.
-func (p *Plugin) Stop(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpStop, r)
-}
-
-// Destroy implements plugins.Plugin.
-func (p *Plugin) Destroy(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpDestroy, r)
-}
-
-// Observe implements plugins.Plugin.
-func (p *Plugin) Observe(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpObserve, r)
-}
-
+// lifecycle makes one lifecycle call through the process.
 func (p *Plugin) lifecycle(ctx context.Context, op plugins.Op, r plugins.Request) (json.RawMessage, error) {
 	raw, err := p.call(ctx, string(op), r)
 	if err != nil {

@@ -76,8 +76,8 @@ type Config struct {
 
 // Plugin forwards calls to one endpoint. It is safe for concurrent use.
 type Plugin struct {
-	cfg   Config
-	types []plugins.ResourceType
+	plugins.ByOp // each lifecycle call is one signed request
+	cfg          Config
 }
 
 // New checks the configuration and, when it lists no types, asks the
@@ -105,8 +105,9 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	p := &Plugin{cfg: cfg, types: cfg.Types}
-	if len(p.types) == 0 {
+	p := &Plugin{cfg: cfg}
+	types := cfg.Types
+	if len(types) == 0 {
 		raw, err := p.post(ctx, body{Operation: OpDescribe})
 		if err != nil {
 			return nil, fmt.Errorf("http plugin: ask %s for its resource types: %w", cfg.Endpoint, err)
@@ -117,38 +118,10 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		if err := json.Unmarshal(raw, &d); err != nil || len(d.Types) == 0 {
 			return nil, fmt.Errorf("http plugin: %s answered describe without a \"types\" list of {name, schema}", cfg.Endpoint)
 		}
-		p.types = d.Types
+		types = d.Types
 	}
+	p.ByOp = plugins.ByOp{Types: types, Call: p.lifecycle}
 	return p, nil
-}
-
-// ResourceTypes implements plugins.Plugin.
-func (p *Plugin) ResourceTypes() []plugins.ResourceType { return p.types }
-
-// Create implements plugins.Plugin.
-func (p *Plugin) Create(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpCreate, r)
-}
-
-// Start implements plugins.Plugin.
-func (p *Plugin) Start(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpStart, r)
-}
-
-// Stop implements plugins.Plugin.
-func (p *Plugin) Stop(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpStop, r)
-}
-
-// Destroy implements plugins.Plugin.
-func (p *Plugin) Destroy(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpDestroy, r)
-}
-
-// Observe implements plugins.Plugin. A 404 answer means the resource does not
-// exist (plugins.ErrNotFound).
-func (p *Plugin) Observe(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	return p.lifecycle(ctx, plugins.OpObserve, r)
 }
 
 // body is the JSON every call sends.
@@ -161,6 +134,8 @@ type body struct {
 	Outputs    json.RawMessage    `json:"outputs,omitempty"`
 }
 
+// lifecycle forwards one lifecycle call to the endpoint. A 404 answer to
+// observe means the resource does not exist (plugins.ErrNotFound).
 func (p *Plugin) lifecycle(ctx context.Context, op plugins.Op, r plugins.Request) (json.RawMessage, error) {
 	raw, err := p.post(ctx, body{
 		Operation: string(op), ResourceID: r.ResourceID, Type: r.Type,
