@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cairn/internal/testdb"
+	"cairn/internal/testproc"
 )
 
 // Three real agents on one real cairnd, over each transport: a job on one
@@ -196,7 +197,7 @@ func TestFaults(t *testing.T) {
 func TestLocalAgent(t *testing.T) {
 	t.Parallel()
 	_, agentBin := binaries(t)
-	cp := &controlPlane{t: t, db: testdb.New(t), addr: freeAddr(t), dir: t.TempDir()}
+	cp := &controlPlane{t: t, db: testdb.New(t), addr: testproc.FreeAddr(t), dir: t.TempDir()}
 	cp.extra = []string{"--local-agent", agentBin}
 	cp.start()
 	for round := range 2 {
@@ -222,7 +223,7 @@ func TestCLI(t *testing.T) {
 	cairn := func(stdin string, args ...string) (string, string, int) {
 		t.Helper()
 		cmd := exec.Command(cli, args...)
-		cmd.Env = append(environWithout("CAIRN_"), "CAIRN_SERVER="+cp.url(), "CAIRN_TOKEN="+cp.token, "XDG_CONFIG_HOME="+t.TempDir())
+		cmd.Env = append(testproc.EnvironWithout("CAIRN_"), "CAIRN_SERVER="+cp.url(), "CAIRN_TOKEN="+cp.token, "XDG_CONFIG_HOME="+t.TempDir())
 		cmd.Stdin = strings.NewReader(stdin)
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

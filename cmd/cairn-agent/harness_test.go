@@ -5,19 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"cairn/internal/testdb"
+	"cairn/internal/testproc"
 )
 
 // The end-to-end tests run the real binaries: cairnd on a test database and
@@ -67,10 +65,7 @@ func buildAll(t *testing.T) {
 		if binErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", binDir+"/", "cairn/cmd/cairnd", "cairn/cmd/cairn-agent", "cairn/cmd/cairn").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binErr = testproc.Build(binDir, "cairnd", "cairn-agent", "cairn")
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -79,64 +74,27 @@ func buildAll(t *testing.T) {
 
 const wait = 60 * time.Second
 
-// proc is a process a test started, with its output in a file.
+// proc is a process a test started: stop fails the test when SIGTERM does
+// not end it within wait.
 type proc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-	err    error
+	*testproc.Process
+	t *testing.T
 }
 
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	logFile, err := os.CreateTemp(t.TempDir(), filepath.Base(name)+"-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(environWithout("DATABASE_URL", "CAIRN_"), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logFile.Close()
-	p := &proc{t: t, cmd: cmd, log: logFile.Name(), exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.kill() })
-	return p
+	return &proc{Process: testproc.Start(t, name, env, args...), t: t}
 }
 
-func (p *proc) output() string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		return "(unreadable: " + err.Error() + ")"
-	}
-	return string(b)
-}
+func (p *proc) output() string { return p.Output() }
 
 // kill ends the process at once, as a crash would.
-func (p *proc) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
+func (p *proc) kill() { p.Kill() }
 
 // stop ends the process with SIGTERM and waits for it.
 func (p *proc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(wait):
-		p.t.Errorf("%s still runs a minute after SIGTERM", p.cmd.Path)
-		p.kill()
+	if p.Stop(wait) != nil && p.Running() {
+		p.t.Errorf("%s still runs a minute after SIGTERM", p.Name)
 	}
 }
 
@@ -155,7 +113,7 @@ var adminToken = regexp.MustCompile(`cairn_[A-Za-z0-9._:-]+_[a-z2-7]{40,}`)
 
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
-	cp := &controlPlane{t: t, db: testdb.New(t), addr: freeAddr(t), dir: t.TempDir()}
+	cp := &controlPlane{t: t, db: testdb.New(t), addr: testproc.FreeAddr(t), dir: t.TempDir()}
 	cp.start()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -175,8 +133,8 @@ func (cp *controlPlane) start() {
 	deadline := time.Now().Add(wait)
 	for {
 		select {
-		case <-cp.proc.exited:
-			t.Fatalf("cairnd exited: %v\n%s", cp.proc.err, cp.proc.output())
+		case <-cp.proc.Exited():
+			t.Fatalf("cairnd exited: %v\n%s", cp.proc.Err(), cp.proc.output())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if resp, err := http.Get("http://" + cp.addr + "/readyz"); err == nil {
@@ -301,8 +259,8 @@ func (a *agentProc) nodeID() string {
 			return rest[:strings.LastIndexByte(rest, '_')]
 		}
 		select {
-		case <-a.exited:
-			t.Fatalf("cairn-agent exited: %v\n%s", a.err, a.output())
+		case <-a.Exited():
+			t.Fatalf("cairn-agent exited: %v\n%s", a.Err(), a.output())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -446,27 +404,4 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func environWithout(prefixes ...string) []string {
-	var env []string
-next:
-	for _, kv := range os.Environ() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) && (strings.HasSuffix(p, "_") || strings.HasPrefix(kv, p+"=")) {
-				continue next
-			}
-		}
-		env = append(env, kv)
-	}
-	return env
 }

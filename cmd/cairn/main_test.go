@@ -20,6 +20,7 @@ import (
 
 	"cairn/graph/client"
 	"cairn/internal/testdb"
+	"cairn/internal/testproc"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -38,13 +39,7 @@ func binaries(t *testing.T) (cairn, cairnd string) {
 		if buildErr != nil {
 			return
 		}
-		for pkg, name := range map[string]string{".": "cairn", "../cairnd": "cairnd"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg).CombinedOutput()
-			if err != nil {
-				buildErr = errors.New("go build " + pkg + ": " + err.Error() + "\n" + string(out))
-				return
-			}
-		}
+		buildErr = testproc.Build(binDir, "cairn", "cairnd")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -77,7 +72,7 @@ func startServer(t *testing.T) server {
 	}
 	t.Cleanup(func() { logFile.Close() })
 	cmd := exec.Command(cairnd, "serve", "--listen", addr, "--log-format", "json", "--data-dir", t.TempDir())
-	cmd.Env = append(environWithout("DATABASE_URL", "CAIRN_"), "DATABASE_URL="+db.ConnString)
+	cmd.Env = append(testproc.EnvironWithout("DATABASE_URL", "CAIRN_"), "DATABASE_URL="+db.ConnString)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -113,22 +108,6 @@ func startServer(t *testing.T) server {
 	}
 }
 
-// environWithout is the test's environment minus variables with the given
-// names or prefixes.
-func environWithout(prefixes ...string) []string {
-	var env []string
-next:
-	for _, kv := range os.Environ() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) && (strings.HasSuffix(p, "_") || strings.HasPrefix(kv, p+"=")) {
-				continue next
-			}
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
 // cli runs the cairn binary with its own configuration directory.
 type cli struct {
 	t      *testing.T
@@ -143,7 +122,7 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) command(ctx context.Context, stdin string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Env = append(environWithout("CAIRN_", "XDG_CONFIG_HOME"), "XDG_CONFIG_HOME="+c.config)
+	cmd.Env = append(testproc.EnvironWithout("CAIRN_", "XDG_CONFIG_HOME"), "XDG_CONFIG_HOME="+c.config)
 	cmd.Stdin = strings.NewReader(stdin)
 	return cmd
 }

@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"cairn/internal/testproc"
 	httpplugin "cairn/plugins/http"
 )
 
@@ -28,95 +25,16 @@ import (
 func buildBinaries(t *testing.T, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(os.PathSeparator)}
-	for _, n := range names {
-		args = append(args, "cairn/cmd/"+n)
-	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	if err := testproc.Build(dir, names...); err != nil {
+		t.Fatal(err)
 	}
 	return dir
-}
-
-// process is a program a test started, its output (stdout and stderr) in a
-// file.
-type process struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-	err    error
-}
-
-// startProcess starts bin with args in an environment without DATABASE_URL
-// and CAIRN_* variables, plus env. The process is killed when the test ends
-// if it still runs then.
-func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
-	t.Helper()
-	logFile, err := os.CreateTemp(t.TempDir(), filepath.Base(bin)+"-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(environWithout("DATABASE_URL", "CAIRN_"), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{name: filepath.Base(bin), cmd: cmd, log: logFile.Name(), exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *process) output() string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		return "(unreadable: " + err.Error() + ")"
-	}
-	return string(b)
-}
-
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *process) kill() {
-	if p.running() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
-
-// stop sends SIGTERM and waits up to grace for the process to exit; it
-// returns the exit error, or an error if the process had to be killed.
-func (p *process) stop(grace time.Duration) error {
-	if !p.running() {
-		return p.err
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return p.err
-	case <-time.After(grace):
-		p.kill()
-		return fmt.Errorf("%s still ran %s after SIGTERM and was killed", p.name, grace)
-	}
 }
 
 // poll calls cond until it returns true, failing the test after timeout
 // with what and the last detail cond gave. It stops early, with the
 // process's output, if one of the processes exits.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string), watch ...*process) {
+func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, string), watch ...*testproc.Process) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	delay := 20 * time.Millisecond
@@ -126,8 +44,8 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, s
 			return
 		}
 		for _, p := range watch {
-			if !p.running() {
-				t.Fatalf("%s exited (%v) while waiting for %s\n%s", p.name, p.err, what, p.output())
+			if !p.Running() {
+				t.Fatalf("%s exited (%v) while waiting for %s\n%s", p.Name, p.Err(), what, p.Output())
 			}
 		}
 		if time.Now().After(deadline) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"cairn/internal/testproc"
 )
 
 // TestBinaryEmbedded builds cairnd and runs it as an operator would with no
@@ -27,7 +28,7 @@ func TestBinaryEmbedded(t *testing.T) {
 	}
 
 	dataDir := filepath.Join(traversableTempDir(t), "data")
-	addr := freeAddr(t)
+	addr := testproc.FreeAddr(t)
 	logPath := filepath.Join(t.TempDir(), "cairnd.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -43,7 +44,7 @@ func TestBinaryEmbedded(t *testing.T) {
 	}
 
 	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-format", "json")
-	cmd.Env = environWithout("DATABASE_URL", "CAIRN_")
+	cmd.Env = testproc.EnvironWithout("DATABASE_URL", "CAIRN_")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -114,33 +115,6 @@ func traversableTempDir(t *testing.T) string {
 	return dir
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// environWithout is the test's environment minus the variables with the
-// given names or prefixes, so that cairnd falls back to its defaults.
-func environWithout(prefixes ...string) []string {
-	var env []string
-next:
-	for _, kv := range os.Environ() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) && (strings.HasSuffix(p, "_") || strings.HasPrefix(kv, p+"=")) {
-				continue next
-			}
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-// postgresProcessesIn lists processes working in the data directory:
-// every PostgreSQL server process changes into its data directory.
 func postgresProcessesIn(t *testing.T, pgdata string) []string {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

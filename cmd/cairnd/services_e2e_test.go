@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"cairn/domain/ocl"
+	"cairn/internal/testproc"
 )
 
 // step is how long one step of a service's life may take on a loaded
@@ -57,19 +58,19 @@ func TestServicesEndToEnd(t *testing.T) {
 	writeFile(t, pluginsFile, fmt.Sprintf("http:\n  - name: http\n    endpoint: %s/\n    secretFile: %s\n", dnsSrv.URL, secretFile))
 
 	// cairnd with its own PostgreSQL (no DATABASE_URL).
-	addr := freeAddr(t)
+	addr := testproc.FreeAddr(t)
 	base := "http://" + addr
-	server := startProcess(t, filepath.Join(bins, "cairnd"), nil, "serve", "--listen", addr,
+	server := testproc.Start(t, filepath.Join(bins, "cairnd"), nil, "serve", "--listen", addr,
 		"--data-dir", filepath.Join(traversableTempDir(t), "data"), "--log-format", "json", "--plugins", pluginsFile,
 		"--heartbeat-interval", "2s", "--disconnect-after", "30s", "--down-after", "60s")
 	t.Cleanup(func() {
-		if err := server.stop(time.Minute); err != nil {
+		if err := server.Stop(time.Minute); err != nil {
 			t.Errorf("cairnd after SIGTERM: %v", err)
 		}
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("cairnd output:\n%s", server.output())
+			t.Logf("cairnd output:\n%s", server.Output())
 		}
 	})
 	poll(t, step, "cairnd to be ready", func() (bool, string) {
@@ -80,9 +81,9 @@ func TestServicesEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	}, server)
-	m := firstStartToken.FindStringSubmatch(server.output())
+	m := firstStartToken.FindStringSubmatch(server.Output())
 	if m == nil {
-		t.Fatalf("cairnd printed no administrator token\n%s", server.output())
+		t.Fatalf("cairnd printed no administrator token\n%s", server.Output())
 	}
 	admin := gqlClient{url: base + "/graphql", token: m[1]}
 
@@ -92,18 +93,18 @@ func TestServicesEndToEnd(t *testing.T) {
 	}
 	admin.must(t, `mutation { createJoinToken(input: {labels: [{key: "role", value: "web"}]}) { token } }`, nil, &jt)
 	fileRoot := t.TempDir()
-	agent := startProcess(t, filepath.Join(bins, "cairn-agent"), []string{"CAIRN_JOIN_TOKEN=" + jt.CreateJoinToken.Token},
+	agent := testproc.Start(t, filepath.Join(bins, "cairn-agent"), []string{"CAIRN_JOIN_TOKEN=" + jt.CreateJoinToken.Token},
 		"--server", base, "--data-dir", filepath.Join(t.TempDir(), "agent"), "--file-root", fileRoot,
 		"--hostname", "web-1", "--log-format", "json")
 	// Stopped before cairnd (cleanups run last first).
 	t.Cleanup(func() {
-		if err := agent.stop(time.Minute); err != nil {
+		if err := agent.Stop(time.Minute); err != nil {
 			t.Errorf("cairn-agent after SIGTERM: %v", err)
 		}
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("cairn-agent output:\n%s", agent.output())
+			t.Logf("cairn-agent output:\n%s", agent.Output())
 		}
 	})
 	var nodeID string
@@ -230,8 +231,8 @@ func TestServicesEndToEnd(t *testing.T) {
 			t.Fatalf("pid %d runs %q, not the web server", o.PID, cmdline)
 		}
 		// Supervised by the agent itself, not left to run on its own.
-		if ppid := parentPID(o.PID); ppid != agent.cmd.Process.Pid {
-			t.Errorf("web server pid %d has parent %d, not the agent (%d)", o.PID, ppid, agent.cmd.Process.Pid)
+		if ppid := parentPID(o.PID); ppid != agent.Pid() {
+			t.Errorf("web server pid %d has parent %d, not the agent (%d)", o.PID, ppid, agent.Pid())
 		}
 		if _, err := os.Stat(page); err != nil {
 			t.Errorf("page while running: %v", err)
@@ -505,7 +506,7 @@ func pythonInterpreter(t *testing.T) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	_, port, err := net.SplitHostPort(freeAddr(t))
+	_, port, err := net.SplitHostPort(testproc.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
