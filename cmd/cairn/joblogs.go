@@ -306,12 +306,7 @@ as the job runs, until it ends. A fan-out's output is its children's, each
 line prefixed with the node it ran on.
 
     cairn jobs logs 7f3a -f`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-				return &usageError{err}
-			}
-			return nil
-		},
+		Args: argsOne("job id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {

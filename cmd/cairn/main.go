@@ -115,6 +115,17 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 	return root
 }
 
+// argsOne wants exactly one positional argument, a what; anything else is a
+// usage error.
+func argsOne(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return &usageError{fmt.Errorf("give one %s, got %d arguments", what, len(args))}
+		}
+		return nil
+	}
+}
+
 // argsNone refuses positional arguments as a usage error.
 func argsNone(cmd *cobra.Command, args []string) error {
 	if err := cobra.NoArgs(cmd, args); err != nil {

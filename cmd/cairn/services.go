@@ -306,12 +306,7 @@ that state does not allow it (a running service is stopped before it is
 removed, say). With --wait it returns once the orchestrator has finished.
 
     cairn services ` + verb + ` SERVICE_ID --wait`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &usageError{fmt.Errorf("give one service id, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: argsOne("service id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -418,12 +413,7 @@ func newServiceShowCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show SERVICE_ID",
 		Short: "Show a service: state, resources, outputs and last events",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &usageError{fmt.Errorf("give one service id, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args:  argsOne("service id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
