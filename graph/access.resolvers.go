@@ -242,11 +242,8 @@ func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, 
 	if err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	var f readmodel.TenantFilter
@@ -297,11 +294,8 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string, fi
 	if err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	f := readmodel.UserFilter{TenantID: scopedTenant(p, nil)}
@@ -327,11 +321,8 @@ func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string
 	if err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	f := readmodel.APITokenFilter{TenantID: scopedTenant(p, nil)}
@@ -368,11 +359,8 @@ func (r *queryResolver) Locations(ctx context.Context, first *int, after *string
 	if _, err := r.authorize(ctx, auth.LocationRead, auth.Resource{}); err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	var f readmodel.LocationFilter

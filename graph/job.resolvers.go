@@ -180,11 +180,8 @@ func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, fil
 	if err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	f := readmodel.JobFilter{TenantID: scopedTenant(p, nil)}

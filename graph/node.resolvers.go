@@ -134,11 +134,8 @@ func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, fi
 	if err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	f := nodeFilter(filter)

@@ -34,6 +34,17 @@ func page(first *int, after *string) (readmodel.Page, error) {
 	return readmodel.Page{First: n, After: deref(after)}, nil
 }
 
+// listPage reads a list query's page arguments, then waits until the read
+// models have reached consistentWith: what every list query does after its
+// access check.
+func (s *Server) listPage(ctx context.Context, first *int, after *string, consistentWith *model.Cursor) (readmodel.Page, error) {
+	pg, err := page(first, after)
+	if err != nil {
+		return readmodel.Page{}, err
+	}
+	return pg, s.waitConsistent(ctx, consistentWith)
+}
+
 // pageInfo converts a read-model page's information.
 func pageInfo(p readmodel.PageInfo, after *string) *model.PageInfo {
 	return &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: deref(after) != "",

@@ -111,11 +111,8 @@ func (r *queryResolver) Services(ctx context.Context, first *int, after *string,
 	if err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	f := readmodel.ServiceFilter{TenantID: scopedTenant(p, nil)}

@@ -72,11 +72,8 @@ func (r *queryResolver) Templates(ctx context.Context, first *int, after *string
 	if _, err := r.authorize(ctx, auth.TemplateRead, auth.Resource{}); err != nil {
 		return nil, err
 	}
-	pg, err := page(first, after)
+	pg, err := r.listPage(ctx, first, after, consistentWith)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
 	var f readmodel.TemplateFilter
