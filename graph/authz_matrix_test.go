@@ -777,6 +777,23 @@ func (f *mxFixture) rows() []row {
 			list("all", `{ events(first: 500) { edges { node { cursor metadata { tenantId } } } } }`, auth.EventRead, eventItem, events, nil),
 			list("filter tenant B", `{ events(first: 500, filter: {tenantId: "tenant-b"}) { edges { node { cursor metadata { tenantId } } } } }`, auth.EventRead, eventItem, events, inB)}},
 		{field: "Query.event", samples: byIDMissing(`query($id: Cursor!) { event(cursor: $id) { cursor } }`, auth.EventRead, "id", "1-999999999", events, hasID("cursor"))},
+		{field: "Query.readModelsCursor", samples: []sample{{name: "readModelsCursor", doc: `{ readModelsCursor }`,
+			want: func(c mxCaller) outcome {
+				if c.anonymous() {
+					return unauthd
+				}
+				return allowed
+			},
+			check: func(_ mxCaller, v json.RawMessage) error {
+				var c string
+				if err := json.Unmarshal(v, &c); err != nil {
+					return err
+				}
+				if _, err := eventstore.ParseCursor(c); err != nil || c == "0" {
+					return fmt.Errorf("readModelsCursor %s: want the read models' position (%v)", v, err)
+				}
+				return nil
+			}}}},
 		{field: "Query.head", samples: []sample{{name: "head", doc: `{ head }`, rule: rule{act: auth.EventRead, own: true}}}},
 		{field: "Query.job", samples: byID(`query($id: ID!) { job(id: $id) { id } }`, auth.JobRead, "id", pick(f.jobs, "job-a", "job-b", "job-mx"), hasID("id"))},
 		{field: "Query.jobs", samples: []sample{

@@ -11,6 +11,7 @@ import (
 	"cairn/graph/live"
 	"cairn/graph/model"
 	"context"
+	"fmt"
 )
 
 func (r *queryResolver) Events(ctx context.Context, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error) {
@@ -43,6 +44,18 @@ func (r *queryResolver) Head(ctx context.Context) (*model.Cursor, error) {
 	c, err := r.deps.Store.Head(ctx)
 	if err != nil {
 		return nil, err
+	}
+	mc := model.Cursor(c)
+	return &mc, nil
+}
+
+func (r *queryResolver) ReadModelsCursor(ctx context.Context) (*model.Cursor, error) {
+	if principal(ctx).Role == "" {
+		return nil, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
+	}
+	c, ok := ctx.Value(readModelsCursorKey{}).(eventstore.Cursor)
+	if !ok {
+		return nil, fmt.Errorf("readModelsCursor was not taken when the request began")
 	}
 	mc := model.Cursor(c)
 	return &mc, nil

@@ -183,7 +183,14 @@ func TestReadYourWriteAndTenantIsolation(t *testing.T) {
 func TestServiceChangedTenantIsolation(t *testing.T) {
 	e := newReadEnv(t)
 	e.catalog()
-	req := client.Request{Query: `subscription { serviceChanged { event { type } service { id tenantId name } } }`}
+	// Subscribing after the read models' position leaves no gap before the
+	// changes below, however slowly the subscriptions are registered.
+	var at struct{ ReadModelsCursor string }
+	e.must(e.client("admin"), `{ readModelsCursor }`, nil, &at)
+	req := client.Request{
+		Query:     `subscription($after: Cursor) { serviceChanged(after: $after) { event { type } service { id tenantId name } } }`,
+		Variables: map[string]any{"after": at.ReadModelsCursor},
+	}
 	protocols := []client.Protocol{client.TransportWS, client.LegacyWS, client.SSE}
 	subs := map[string][]*client.Subscription{}
 	for _, tok := range []string{"tenantA", "tenantB"} {
@@ -196,9 +203,6 @@ func TestServiceChangedTenantIsolation(t *testing.T) {
 			subs[tok] = append(subs[tok], s)
 		}
 	}
-	// Subscriptions start at the head; give the hubs a moment to attach
-	// (generously: a loaded machine is slow to run the handshakes).
-	time.Sleep(time.Second)
 	e.createService("tenantA", "a-only")
 	e.createService("tenantB", "b-only")
 	for tok, want := range map[string]string{"tenantA": "tenant-a", "tenantB": "tenant-b"} {

@@ -148,6 +148,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	gql.Use(&complexityLimit{max: cfg.MaxComplexity})
 	gql.Use(terminalErrors{present: s.presentError, recover: s.recoverPanic})
 	gql.Use(withLoaders{s: s})
+	gql.Use(readModelsMark{hub: s.projected})
 	if gen, ok := deps.Projections.(Generationer); ok {
 		if ac := newAnswerCache(gen, cfg.AnswerCache); ac != nil {
 			gql.Use(ac)

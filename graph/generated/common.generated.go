@@ -76,6 +76,7 @@ type QueryResolver interface {
 	Events(ctx context.Context, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error)
 	Event(ctx context.Context, cursor model.Cursor) (*model.Event, error)
 	Head(ctx context.Context) (*model.Cursor, error)
+	ReadModelsCursor(ctx context.Context) (*model.Cursor, error)
 	Job(ctx context.Context, id string) (*model.Job, error)
 	Jobs(ctx context.Context, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) (*model.JobConnection, error)
 	Node(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Node, error)
@@ -4036,6 +4037,29 @@ func (ec *executionContext) fieldContext_Query_head(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type Cursor does not have child fields"))
 }
 
+func (ec *executionContext) _Query_readModelsCursor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_readModelsCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().ReadModelsCursor(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Cursor) graphql.Marshaler {
+			return ec.marshalNCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_readModelsCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type Cursor does not have child fields"))
+}
+
 func (ec *executionContext) _Query_job(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5772,6 +5796,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_head(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "readModelsCursor":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_readModelsCursor(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

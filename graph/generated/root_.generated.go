@@ -521,32 +521,33 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APITokens   func(childComplexity int, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
-		EntityAsOf  func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
-		EntityDiff  func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
-		Event       func(childComplexity int, cursor model.Cursor) int
-		Events      func(childComplexity int, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
-		Head        func(childComplexity int) int
-		Job         func(childComplexity int, id string) int
-		Jobs        func(childComplexity int, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) int
-		Location    func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Locations   func(childComplexity int, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
-		Node        func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Nodes       func(childComplexity int, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
-		Projections func(childComplexity int) int
-		Resource    func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Resources   func(childComplexity int, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
-		Schedule    func(childComplexity int, id string) int
-		Service     func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Services    func(childComplexity int, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
-		Template    func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
-		Templates   func(childComplexity int, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
-		Tenant      func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Tenants     func(childComplexity int, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
-		User        func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Users       func(childComplexity int, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) int
-		VerifyChain func(childComplexity int, streamID *string) int
-		Viewer      func(childComplexity int) int
+		APITokens        func(childComplexity int, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
+		EntityAsOf       func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
+		EntityDiff       func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
+		Event            func(childComplexity int, cursor model.Cursor) int
+		Events           func(childComplexity int, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
+		Head             func(childComplexity int) int
+		Job              func(childComplexity int, id string) int
+		Jobs             func(childComplexity int, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) int
+		Location         func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Locations        func(childComplexity int, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
+		Node             func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Nodes            func(childComplexity int, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
+		Projections      func(childComplexity int) int
+		ReadModelsCursor func(childComplexity int) int
+		Resource         func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Resources        func(childComplexity int, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
+		Schedule         func(childComplexity int, id string) int
+		Service          func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Services         func(childComplexity int, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
+		Template         func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
+		Templates        func(childComplexity int, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
+		Tenant           func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Tenants          func(childComplexity int, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
+		User             func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Users            func(childComplexity int, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) int
+		VerifyChain      func(childComplexity int, streamID *string) int
+		Viewer           func(childComplexity int) int
 	}
 
 	RebuildProjectionPayload struct {
@@ -3084,6 +3085,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Projections(childComplexity), true
+	case "Query.readModelsCursor":
+		if e.ComplexityRoot.Query.ReadModelsCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.ReadModelsCursor(childComplexity), true
 	case "Query.resource":
 		if e.ComplexityRoot.Query.Resource == nil {
 			break
@@ -5183,6 +5190,14 @@ extend type Query {
   event(cursor: Cursor!): Event
   "The cursor of the newest event readers can see now."
   head: Cursor!
+  """
+  How far the read models had got when this request began, before any of its
+  fields was read: every event up to it shows in what the request returns.
+  Ask for it beside a query and pass it as ` + "`" + `after` + "`" + ` to nodeChanged, jobChanged
+  or serviceChanged to hear of every change made after what was read, with no
+  gap between the answer and the subscription. Any signed-in caller.
+  """
+  readModelsCursor: Cursor!
 }
 
 extend type Subscription {

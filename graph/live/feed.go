@@ -54,6 +54,11 @@ func Follow(ctx context.Context, from, to *Hub, gate Gate) error {
 		return nil
 	}
 	start := from.Cursor()
+	// After a restart the read models may still be behind the head the
+	// source started at: to's position promises they have applied it.
+	if err := gate(ctx, start); err != nil {
+		return ignoreDone(ctx, err)
+	}
 	to.Start(start)
 	after := start
 	all := func(Event) bool { return true }

@@ -124,6 +124,16 @@ func (h *Hub) Cursor() eventstore.Cursor {
 	return h.cursor
 }
 
+// Position waits until the Hub has started and returns its position.
+func (h *Hub) Position(ctx context.Context) (eventstore.Cursor, error) {
+	select {
+	case <-h.ready:
+		return h.Cursor(), nil
+	case <-ctx.Done():
+		return eventstore.Cursor{}, ctx.Err()
+	}
+}
+
 // Subscribers counts the subscribers attached to the live stream.
 func (h *Hub) Subscribers() int {
 	h.mu.Lock()

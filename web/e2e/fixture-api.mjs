@@ -89,6 +89,13 @@ function serviceDetail(s) {
 
 const err = (code, message, extra = {}) => ({ errors: [{ message, extensions: { code, ...extra } }] });
 
+// The pages kept live ask where the read models were, to subscribe after it.
+const liveOps = new Set(['Nodes', 'Node', 'Jobs', 'Job', 'Services', 'Service']);
+function withReadModelsCursor(op, res) {
+  if (liveOps.has(op) && res.data) res.data.readModelsCursor = events[events.length - 1].cursor;
+  return res;
+}
+
 /** Answers one operation for a viewer; `calls` records mutations for the tests. */
 function answer(viewer, op, vars, calls) {
   const tenantOnly = (list) => (viewer.tenantId ? list.filter((s) => s.tenantId === viewer.tenantId) : list);
@@ -200,7 +207,7 @@ export function startFixtureApi() {
           res.end(JSON.stringify(err('UNAUTHENTICATED', 'token expired')));
           return;
         }
-        res.end(JSON.stringify(answer(viewer, op, variables ?? {}, calls)));
+        res.end(JSON.stringify(withReadModelsCursor(op, answer(viewer, op, variables ?? {}, calls))));
       });
       return;
     }

@@ -26,8 +26,15 @@ export function flows(ctx) {
       t.after(() => agent.stop());
       // The row appears without a reload, through the nodeChanged subscription.
       const row = page.locator('[data-node="e2e-node-1"]');
-      await row.waitFor({ timeout: 60000 });
-      await row.locator('[data-status="ONLINE"]').waitFor({ timeout: 60000 });
+      try {
+        await row.waitFor({ timeout: 60000 });
+        await row.locator('[data-status="ONLINE"]').waitFor({ timeout: 60000 });
+      } catch (e) {
+        // Say whether the node enrolled at all, and what the page and the agent said.
+        await screenshot(page, 'flow-operator-no-node');
+        const listed = await gql(ctx.server, token, '{ nodes { edges { node { hostname status } } } }').catch((x) => x.message);
+        throw new Error(`e2e-node-1 did not appear online at ${page.url()}; the API lists ${JSON.stringify(listed)}\npage errors: ${JSON.stringify(errors)}\nagent:\n${agent.output()}`, { cause: e });
+      }
       await screenshot(page, 'flow-operator-nodes');
       await row.getByRole('link', { name: 'e2e-node-1' }).click();
       await page.getByRole('heading', { name: /e2e-node-1/ }).waitFor();

@@ -37,6 +37,14 @@ import type {
   Viewer,
 } from './types';
 
+/**
+ * Asked beside the answers a page keeps live: the read models' position when
+ * the request began, for the change subscription to start after.
+ */
+interface Live {
+  readModelsCursor: Cursor;
+}
+
 interface Page {
   first?: number;
   after?: string | null;
@@ -110,7 +118,7 @@ export interface NodeFilter {
 }
 
 export const NodesQuery = gql<
-  { nodes: Connection<NodeSummary> },
+  { nodes: Connection<NodeSummary> } & Live,
   Page & { filter?: NodeFilter; consistentWith?: Cursor }
 >`
   query Nodes($first: Int, $after: String, $filter: NodeFilter, $consistentWith: Cursor) {
@@ -118,11 +126,12 @@ export const NodesQuery = gql<
       edges { cursor node { ...NodeSummaryFields } }
       pageInfo { hasNextPage endCursor }
     }
+    readModelsCursor
   }
   ${NodeSummaryFields}
 `;
 
-export const NodeQuery = gql<{ node: NodeDetail | null }, { id: string; consistentWith?: Cursor }>`
+export const NodeQuery = gql<{ node: NodeDetail | null } & Live, { id: string; consistentWith?: Cursor }>`
   query Node($id: ID!, $consistentWith: Cursor) {
     node(id: $id, consistentWith: $consistentWith) {
       ...NodeSummaryFields
@@ -138,6 +147,7 @@ export const NodeQuery = gql<{ node: NodeDetail | null }, { id: string; consiste
         os { name version kernel arch }
       }
     }
+    readModelsCursor
   }
   ${NodeSummaryFields}
 `;
@@ -233,7 +243,7 @@ export interface JobFilter {
 }
 
 export const JobsQuery = gql<
-  { jobs: Connection<JobSummary> },
+  { jobs: Connection<JobSummary> } & Live,
   Page & { filter?: JobFilter; consistentWith?: Cursor }
 >`
   query Jobs($first: Int, $after: String, $filter: JobFilter, $consistentWith: Cursor) {
@@ -242,13 +252,14 @@ export const JobsQuery = gql<
       pageInfo { hasNextPage endCursor }
       totalCount
     }
+    readModelsCursor
   }
   ${JobSummaryFields}
 `;
 
 // Jobs are read from their own streams, which are current as soon as a
 // command returns: job takes no consistentWith.
-export const JobQuery = gql<{ job: JobDetail | null }, { id: string }>`
+export const JobQuery = gql<{ job: JobDetail | null } & Live, { id: string }>`
   query Job($id: ID!) {
     job(id: $id) {
       ...JobSummaryFields
@@ -266,6 +277,7 @@ export const JobQuery = gql<{ job: JobDetail | null }, { id: string }>`
         totalCount
       }
     }
+    readModelsCursor
   }
   ${JobSummaryFields}
 `;
@@ -455,7 +467,7 @@ export interface ServiceFilter {
 }
 
 export const ServicesQuery = gql<
-  { services: Connection<ServiceSummary> },
+  { services: Connection<ServiceSummary> } & Live,
   Page & { filter?: ServiceFilter; consistentWith?: Cursor }
 >`
   query Services($first: Int, $after: String, $filter: ServiceFilter, $consistentWith: Cursor) {
@@ -463,11 +475,12 @@ export const ServicesQuery = gql<
       edges { cursor node { ...ServiceSummaryFields } }
       pageInfo { hasNextPage endCursor }
     }
+    readModelsCursor
   }
   ${ServiceSummaryFields}
 `;
 
-export const ServiceQuery = gql<{ service: ServiceDetail | null }, { id: string; consistentWith?: Cursor }>`
+export const ServiceQuery = gql<{ service: ServiceDetail | null } & Live, { id: string; consistentWith?: Cursor }>`
   query Service($id: ID!, $consistentWith: Cursor) {
     service(id: $id, consistentWith: $consistentWith) {
       ...ServiceSummaryFields
@@ -480,6 +493,7 @@ export const ServiceQuery = gql<{ service: ServiceDetail | null }, { id: string;
       allowedActions
       resources { id plugin type status dependsOn outputs error failedIn updatedAt }
     }
+    readModelsCursor
   }
   ${ServiceSummaryFields}
 `;

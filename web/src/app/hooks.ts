@@ -46,13 +46,15 @@ export function useApiQuery<D, V extends AnyVariables>(
  * calling onData with each delivery. A subscription that fails is started
  * again after a pause (onError hears of the failure first); onResync is
  * called when a connection comes back after a drop, since deliveries may have
- * been missed meanwhile; onComplete when the server ends it.
+ * been missed meanwhile; onComplete when the server ends it. `after`, read
+ * each time the subscription starts (not a reason to start it again), is
+ * passed as the subscription's `after` variable.
  */
 export function useSubscriptionEffect<D, V extends AnyVariables>(
   doc: TypedDocumentNode<D, V>,
   variables: V,
   onData: (d: D) => void,
-  opts: { pause?: boolean; onError?: (p: Problem[]) => void; onComplete?: () => void; onResync?: () => void } = {},
+  opts: { pause?: boolean; after?: string; onError?: (p: Problem[]) => void; onComplete?: () => void; onResync?: () => void } = {},
 ) {
   const { ws, live } = useLive();
   const handlers = useRef({ onData, ...opts });
@@ -71,7 +73,7 @@ export function useSubscriptionEffect<D, V extends AnyVariables>(
       if (!first) handlers.current.onResync?.();
     });
     const stop = ws.subscribe<D>(
-      { query: stringifyDocument(doc), variables: JSON.parse(varsKey) as Record<string, unknown> },
+      { query: stringifyDocument(doc), variables: { ...(JSON.parse(varsKey) as Record<string, unknown>), after: handlers.current.after } },
       {
         next: (r) => {
           if (!active) return;
@@ -112,6 +114,31 @@ function subscriptionProblems(e: unknown): Problem[] {
 }
 
 /** Calls fn at most once per `ms`, trailing. */
+/**
+ * Keeps a query's answer live: each change the subscription reports asks
+ * again (at most once per debounce interval). The subscription waits for the
+ * first answer and starts after its readModelsCursor, so a change made
+ * between the answer and the subscription is heard of, not missed.
+ */
+export function useLiveAnswer<D extends { readModelsCursor: string }, C, V extends AnyVariables>(
+  q: ApiQuery<D>,
+  subscription: TypedDocumentNode<C, V>,
+  variables: V,
+  opts: { live: boolean; debounceMs: number; onChange?: (d: C) => void },
+) {
+  const refetch = useDebounced(q.refetch, opts.debounceMs);
+  const after = q.data?.readModelsCursor;
+  useSubscriptionEffect(
+    subscription,
+    variables,
+    (d) => {
+      opts.onChange?.(d);
+      refetch();
+    },
+    { pause: !opts.live || after === undefined, after, onResync: refetch },
+  );
+}
+
 export function useDebounced(fn: () => void, ms: number): () => void {
   const ref = useRef(fn);
   ref.current = fn;

@@ -3,7 +3,7 @@ import { CancelJobMutation, JobChangedSubscription, JobLogSubscription, JobQuery
 import { finishedJobStatuses, type JobDetail, type JobLogChunk } from '../../api/types';
 import type { Problem } from '../../api/errors';
 import { useAccess } from '../../app/access';
-import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useApiQuery, useCommand, useLiveAnswer, useSubscriptionEffect } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { ConfirmButton } from '../../components/Confirm';
 import { JobTable, jobTarget, jobWhat } from '../../components/JobTable';
@@ -21,9 +21,8 @@ export function JobPage({ params }: { params: Record<string, string> }) {
   useTitle(`Job ${id}`);
   const access = useAccess();
   const q = useApiQuery(JobQuery, { id });
-  const refetch = useDebounced(q.refetch, 200);
   const live = access.live('jobChanged');
-  useSubscriptionEffect(JobChangedSubscription, { id }, () => refetch(), { pause: !live, onResync: refetch });
+  useLiveAnswer(q, JobChangedSubscription, { id }, { live, debounceMs: 200 });
   // Without jobChanged, an unfinished job is read again every 2 s.
   const status = q.data?.job?.status;
   const finished = status !== undefined && finishedJobStatuses.has(status);
@@ -45,7 +44,7 @@ export function JobPage({ params }: { params: Record<string, string> }) {
               <Empty>There is no job {id}.</Empty>
             </>
           ) : (
-            <JobView job={d.job} onChanged={refetch} />
+            <JobView job={d.job} onChanged={q.refetch} />
           )
         }
       </QueryView>

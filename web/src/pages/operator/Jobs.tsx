@@ -1,7 +1,7 @@
 import { JobChangedSubscription, JobsQuery } from '../../api/ops';
 import { jobStatuses, type JobStatus } from '../../api/types';
 import { useAccess } from '../../app/access';
-import { useApiQuery, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useApiQuery, useLiveAnswer } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { Checks } from '../../components/Checks';
@@ -23,11 +23,7 @@ export function JobsPage() {
     topLevel: state.children ? undefined : true,
   };
   const q = useApiQuery(JobsQuery, { first: 50, after: state.after || null, filter });
-  const refetch = useDebounced(q.refetch, 500);
-  useSubscriptionEffect(JobChangedSubscription, { nodeId: state.node || undefined }, () => refetch(), {
-    pause: !access.live('jobChanged'),
-    onResync: refetch,
-  });
+  useLiveAnswer(q, JobChangedSubscription, { nodeId: state.node || undefined }, { live: access.live('jobChanged'), debounceMs: 500 });
   return (
     <section>
       <div className="page-head">

@@ -11,7 +11,7 @@ import {
 } from '../../api/ops';
 import type { NodeDetail, NodeFacts } from '../../api/types';
 import { useAccess } from '../../app/access';
-import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useApiQuery, useCommand, useLiveAnswer } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useLocationNames } from '../../app/useLocationNames';
 import { useUrlState } from '../../app/useUrlState';
@@ -32,8 +32,7 @@ export function NodePage({ params }: { params: Record<string, string> }) {
   const q = useApiQuery(NodeQuery, { id, consistentWith: cw });
   const node = q.data?.node;
   useTitle(node?.hostname ?? 'Node');
-  const refetch = useDebounced(q.refetch, 300);
-  useSubscriptionEffect(NodeChangedSubscription, { id }, () => refetch(), { pause: !access.live('nodeChanged'), onResync: refetch });
+  useLiveAnswer(q, NodeChangedSubscription, { id }, { live: access.live('nodeChanged'), debounceMs: 300 });
 
   return (
     <section>
@@ -114,8 +113,7 @@ function NodeView({ node, onChanged }: { node: NodeDetail; onChanged(cursor: str
 function RecentJobs({ nodeId }: { nodeId: string }) {
   const access = useAccess();
   const q = useApiQuery(JobsQuery, { first: 10, filter: { nodeId } });
-  const refetch = useDebounced(q.refetch, 500);
-  useSubscriptionEffect(JobChangedSubscription, { nodeId }, () => refetch(), { pause: !access.live('jobChanged'), onResync: refetch });
+  useLiveAnswer(q, JobChangedSubscription, { nodeId }, { live: access.live('jobChanged'), debounceMs: 500 });
   return (
     <>
       <h2>Recent jobs</h2>

@@ -3,7 +3,7 @@ import { CreateJoinTokenMutation, NodeChangedSubscription, NodesQuery } from '..
 import { LocationSelect } from '../../components/LocationSelect';
 import { nodeStatuses, type NodeStatus, type NodeSummary } from '../../api/types';
 import { useAccess } from '../../app/access';
-import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useApiQuery, useCommand, useLiveAnswer } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useLocationNames } from '../../app/useLocationNames';
 import { useUrlState } from '../../app/useUrlState';
@@ -34,12 +34,14 @@ export function NodesPage() {
   };
   const q = useApiQuery(NodesQuery, { first: 50, after: state.after || null, filter });
   const [announce, setAnnounce] = useState('');
-  const refetch = useDebounced(q.refetch, 300);
-  useSubscriptionEffect(NodeChangedSubscription, {}, (d) => {
-    const n = d.nodeChanged.node;
-    if (n) setAnnounce(`${n.hostname} is ${n.status.toLowerCase()}`);
-    refetch();
-  }, { pause: !access.live('nodeChanged'), onResync: refetch });
+  useLiveAnswer(q, NodeChangedSubscription, {}, {
+    live: access.live('nodeChanged'),
+    debounceMs: 300,
+    onChange: (d) => {
+      const n = d.nodeChanged.node;
+      if (n) setAnnounce(`${n.hostname} is ${n.status.toLowerCase()}`);
+    },
+  });
 
   return (
     <section>

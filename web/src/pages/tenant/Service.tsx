@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { EventsQuery, RemoveServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
 import type { ServiceDetail } from '../../api/types';
 import { useAccess } from '../../app/access';
-import { useApiQuery, useCommand, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useApiQuery, useCommand, useLiveAnswer } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { ConfirmButton } from '../../components/Confirm';
 import { EventTable } from '../../components/EventTable';
@@ -19,8 +19,7 @@ export function ServicePage({ params }: { params: Record<string, string> }) {
   const access = useAccess();
   const q = useApiQuery(ServiceQuery, { id, consistentWith: cw });
   useTitle(q.data?.service?.name ?? 'Service');
-  const refetch = useDebounced(q.refetch, 200);
-  useSubscriptionEffect(ServiceChangedSubscription, { id }, () => refetch(), { pause: !access.live('serviceChanged'), onResync: refetch });
+  useLiveAnswer(q, ServiceChangedSubscription, { id }, { live: access.live('serviceChanged'), debounceMs: 200 });
   return (
     <section>
       <p className="crumbs">

@@ -2,7 +2,7 @@ import { ServiceChangedSubscription, ServicesQuery } from '../../api/ops';
 import { serviceStatuses, type ServiceStatus } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
-import { useApiQuery, useDebounced, useSubscriptionEffect } from '../../app/hooks';
+import { useApiQuery, useLiveAnswer } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { Checks } from '../../components/Checks';
@@ -31,8 +31,7 @@ export function ServicesPage() {
     status,
   };
   const q = useApiQuery(ServicesQuery, { first: 50, after: state.after || null, filter });
-  const refetch = useDebounced(q.refetch, 300);
-  useSubscriptionEffect(ServiceChangedSubscription, {}, () => refetch(), { pause: !access.live('serviceChanged'), onResync: refetch });
+  useLiveAnswer(q, ServiceChangedSubscription, {}, { live: access.live('serviceChanged'), debounceMs: 300 });
   const filtered = Boolean(state.name || state.template || state.tenant || state.status.length);
   return (
     <section>
