@@ -176,7 +176,7 @@ func TestInvoke(t *testing.T) {
 	if sig.Signal != "SIGKILL" {
 		t.Errorf("signal: %+v", sig)
 	}
-	eventually(t, 2*time.Second, "the started process to die", func() bool { return !pidAlive(started.PID) })
+	eventually(t, wait, "the started process to die", func() bool { return !pidAlive(started.PID) })
 
 	var sup SupervisedStatus
 	invoke(catalog.ActionSupervisorStart, map[string]any{"name": "svc", "argv": []string{"sleep", "30"}, "restart": map[string]any{"max_restarts": 1}}, &sup)

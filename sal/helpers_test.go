@@ -36,6 +36,10 @@ func pidAlive(pid int) bool {
 	return i < 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }
 
+// wait bounds the waits for processes to start, write, restart or die: long
+// enough that only a real failure, never a loaded machine, runs it out.
+const wait = 30 * time.Second
+
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

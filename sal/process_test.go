@@ -129,7 +129,7 @@ func TestStartDetached(t *testing.T) {
 	if sid, _ := getsid(pid); sid != pid {
 		t.Errorf("session = %d, want its own %d", sid, pid)
 	}
-	eventually(t, 2*time.Second, "output in the log files", func() bool {
+	eventually(t, wait, "output in the log files", func() bool {
 		o, _ := os.ReadFile(out)
 		e, _ := os.ReadFile(filepath.Join(root, "err.log"))
 		return string(o) == "started x\n" && string(e) == "oops\n"
@@ -141,7 +141,7 @@ func TestStartDetached(t *testing.T) {
 	if err := s.Signal(context.Background(), pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "the process to die", func() bool { return !pidAlive(pid) })
+	eventually(t, wait, "the process to die", func() bool { return !pidAlive(pid) })
 }
 
 func getsid(pid int) (int, error) {

@@ -37,7 +37,7 @@ func TestSupervisorRestartsAndStops(t *testing.T) {
 		t.Errorf("want *AlreadySupervisedError naming pid %d, got %v", first, err)
 	}
 
-	eventually(t, 2*time.Second, "the first run logged", func() bool {
+	eventually(t, wait, "the first run logged", func() bool {
 		b, _ := os.ReadFile(filepath.Join(root, "sleeper.log"))
 		return string(b) == "up\n"
 	})
@@ -45,14 +45,14 @@ func TestSupervisorRestartsAndStops(t *testing.T) {
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Second, "a restart", func() bool {
+	eventually(t, wait, "a restart", func() bool {
 		st, _ = sv.Status("sleeper")
 		return st.State == StateRunning && st.PID != first && st.PID > 0
 	})
 	if st.Restarts != 1 || st.LastSignal != "SIGKILL" || st.LastExitCode != -1 {
 		t.Errorf("after restart: %+v", st)
 	}
-	eventually(t, 2*time.Second, "two runs logged", func() bool {
+	eventually(t, wait, "two runs logged", func() bool {
 		b, _ := os.ReadFile(filepath.Join(root, "sleeper.log"))
 		return string(b) == "up\nup\n"
 	})
@@ -90,7 +90,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st SupervisedStatus
-	eventually(t, 3*time.Second, "supervision to give up", func() bool {
+	eventually(t, wait, "supervision to give up", func() bool {
 		st, _ = sv.Status("crasher")
 		return st.State == StateFailed
 	})
@@ -107,20 +107,28 @@ func TestSupervisorGivesUp(t *testing.T) {
 
 func TestSupervisorStopEscalates(t *testing.T) {
 	t.Parallel()
-	s, _ := newTestSystem(t)
+	s, root := newTestSystem(t)
 	sv := s.Supervisor()
+	log := filepath.Join(root, "stubborn.log")
 	st, err := sv.StartSupervised(context.Background(), "stubborn", ProcessSpec{
-		Argv: []string{"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"},
+		Argv:       []string{"sh", "-c", "trap '' TERM; echo trapped; while :; do sleep 0.05; done"},
+		StdoutPath: log,
 	}, DefaultRestartPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the trap be installed
+	// Until the shell has installed its trap, SIGTERM would still end it.
+	eventually(t, wait, "the trap to be installed", func() bool {
+		b, _ := os.ReadFile(log)
+		return string(b) == "trapped\n"
+	})
 	start := time.Now()
 	if err := sv.Stop("stubborn", 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
+	// At least the grace; the upper bound only catches a Stop that waited
+	// for the process to give in rather than escalating.
+	if d := time.Since(start); d < 200*time.Millisecond || d > wait {
 		t.Errorf("stop took %s, want the grace and a little more", d)
 	}
 	if groupAlive(st.PID) {
@@ -175,7 +183,7 @@ func TestSupervisorStopsLeftoversBeforeRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Second, "supervision to end", func() bool {
+	eventually(t, wait, "supervision to end", func() bool {
 		st, _ := sv.Status("forker")
 		return st.State == StateFailed
 	})
