@@ -348,15 +348,24 @@ func TestRelationsDoNotQueryPerRow(t *testing.T) {
 		if strings.HasPrefix(c.name, "fan-outs") {
 			small, large = 1, 10 // 5 and 50 children
 		}
+		// A machine that stalls longer than the batch window while the rows'
+		// resolvers ask splits a batch in two now and then; a query per row
+		// shows every time. So a pair of counts that disagree is asked again
+		// a few times before it counts as a failure.
 		var counts [2][]string
-		for i, n := range []int{small, large} {
-			var data json.RawMessage
-			counts[i] = e.query(c.doc, map[string]any{"n": n}, &data)
-			if err := c.check(data, n); err != nil {
-				t.Fatalf("%s, %d rows: %v", c.name, n, err)
+		for attempt := 1; ; attempt++ {
+			for i, n := range []int{small, large} {
+				var data json.RawMessage
+				counts[i] = e.query(c.doc, map[string]any{"n": n}, &data)
+				if err := c.check(data, n); err != nil {
+					t.Fatalf("%s, %d rows: %v", c.name, n, err)
+				}
+			}
+			t.Logf("%s: %d statements for %d rows, %d for %d rows", c.name, len(counts[0]), small, len(counts[1]), large)
+			if (len(counts[1]) == len(counts[0]) && len(counts[1]) <= 5) || attempt == 5 {
+				break
 			}
 		}
-		t.Logf("%s: %d statements for %d rows, %d for %d rows", c.name, len(counts[0]), small, len(counts[1]), large)
 		if len(counts[1]) != len(counts[0]) || len(counts[1]) > 5 {
 			t.Errorf("%s: %d statements for %d rows, %d for %d rows: a query per row?\n%d rows: %s\n%d rows: %s",
 				c.name, len(counts[0]), small, len(counts[1]), large, small, strings.Join(counts[0], "\n  "), large, strings.Join(counts[1], "\n  "))
