@@ -106,13 +106,25 @@ func TestTimeoutAndCancel(t *testing.T) {
 	s := startServer(t)
 	a := s.startAgent(agent.Config{JoinToken: s.joinToken(nil)})
 	id := s.nodeOnline(a)
-	pidFile := filepath.Join(t.TempDir(), "pid")
 	// The shell ignores SIGTERM, so only the kill after the grace ends it.
-	slow := s.submit(jobs.Submit{Target: job.Target{NodeID: id}, Timeout: time.Second, Grace: time.Second,
-		Spec: script("trap '' TERM; echo $$ > " + pidFile + "; echo started; while true; do sleep 0.1; done")})
-	j := s.ended(slow)
-	if j.Status != job.StatusTimedOut {
-		t.Fatalf("slow job %s %+v", j.Status, j.Result)
+	// A shell that has not written its pid when the timeout strikes was not
+	// set up yet (no trap): that says nothing about the agent, so the job is
+	// submitted again with a longer timeout.
+	var slow, pidFile string
+	timeout := time.Second
+	for {
+		pidFile = filepath.Join(t.TempDir(), "pid")
+		slow = s.submit(jobs.Submit{Target: job.Target{NodeID: id}, Timeout: timeout, Grace: time.Second,
+			Spec: script("trap '' TERM; echo $$ > " + pidFile + "; echo started; while true; do sleep 0.1; done")})
+		j := s.ended(slow)
+		if j.Status != job.StatusTimedOut {
+			t.Fatalf("slow job %s %+v", j.Status, j.Result)
+		}
+		if _, err := os.Stat(pidFile); err == nil || timeout >= wait/2 {
+			break
+		}
+		t.Logf("the shell was not set up within the %s timeout; again with a longer one", timeout)
+		timeout *= 2
 	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -122,7 +134,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("process %d still runs after the timeout", pid)
 	}
-	if out := s.output(slow, dispatch.StreamSystem); !strings.Contains(out, "timed out after 1s") {
+	if out := s.output(slow, dispatch.StreamSystem); !strings.Contains(out, "timed out after "+timeout.String()) {
 		t.Errorf("system lines %q", out)
 	}
 
@@ -158,8 +170,13 @@ func TestAgentRestart(t *testing.T) {
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The runner finishes the job while no agent runs.
-	time.Sleep(300 * time.Millisecond)
+	// The runner finishes the job while no agent runs: wait for its result
+	// in the job's directory (jobs/<id>@<attempt>).
+	result := filepath.Join(a.cfg.DataDir, "jobs", jobID+"@1", "result.json")
+	eventually(t, "the runner to record the result", func() bool {
+		_, err := os.Stat(result)
+		return err == nil
+	})
 	s.startAgent(agent.Config{DataDir: a.cfg.DataDir, FileRoots: a.cfg.FileRoots})
 	j := s.ended(jobID)
 	if j.Status != job.StatusSucceeded || j.Attempt != 1 {

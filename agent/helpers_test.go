@@ -49,8 +49,10 @@ func startServer(t *testing.T) *server {
 	t.Helper()
 	db := testdb.New(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	// No test here wants a node to go down; an agent restarted on a loaded
+	// machine may be silent for a while, which must not give up its jobs.
 	e, err := dispatchtest.Start(db.AppPool(t), dispatch.Options{
-		HeartbeatInterval: time.Second, DisconnectAfter: 3 * time.Second, DownAfter: 3 * time.Second,
+		HeartbeatInterval: time.Second, DisconnectAfter: time.Minute, DownAfter: time.Minute,
 		Lease: 20 * time.Second, Tick: 50 * time.Millisecond,
 	}, log)
 	if err != nil {
