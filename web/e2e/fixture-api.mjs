@@ -173,6 +173,8 @@ function answer(viewer, op, vars, calls) {
       const page = list.slice(0, vars.first ?? 100);
       return { data: { events: { edges: page.map((e) => ({ cursor: e.cursor, node: e })), pageInfo: { hasNextPage: page.length < list.length, endCursor: page.at(-1)?.cursor ?? null } } } };
     }
+    case 'Head':
+      return { data: { head: events[events.length - 1].cursor } };
     case 'Event': {
       const e = events.find((x) => x.cursor === vars.cursor);
       return { data: { event: e ? { ...e, schemaVersion: 1, payload: { hostname: 'edge-01', labels: { zone: 'a' } }, prevHash: '0'.repeat(64), hash: 'b5d4045c3f466fa91fe2cc6abe79232a1a57cdf104f7a26e716e0a1e2789df78' } : null } };

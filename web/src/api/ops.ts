@@ -751,6 +751,12 @@ export const EventsQuery = gql<
   ${EventFields}
 `;
 
+export const HeadQuery = gql<{ head: Cursor }, Record<string, never>>`
+  query Head {
+    head
+  }
+`;
+
 export const EventsSubscription = gql<{ events: Event }, { filter?: EventFilter; after?: Cursor }>`
   subscription Events($filter: EventFilter, $after: Cursor) {
     events(filter: $filter, after: $after) { ...EventFields }

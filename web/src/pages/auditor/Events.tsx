@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { EventsQuery, EventsSubscription, type EventFilter } from '../../api/ops';
+import { EventsQuery, EventsSubscription, HeadQuery, type EventFilter } from '../../api/ops';
 import type { Event } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useSession } from '../../app/context';
@@ -9,7 +9,7 @@ import { useUrlState } from '../../app/useUrlState';
 import { EventTable } from '../../components/EventTable';
 import { Pager } from '../../components/Pager';
 import { SearchBox } from '../../components/SearchBox';
-import { Empty, QueryView } from '../../components/states';
+import { Empty, Problems, QueryView } from '../../components/states';
 import { isTenantRole } from '../../lib/roles';
 import { isoToLocalInput, localInputToISO } from '../../lib/urlState';
 
@@ -126,17 +126,32 @@ export function EventsPage() {
 
 const followLimit = 200;
 
-/** Events matching the filter as they are recorded from now on, newest first. */
+/**
+ * Events matching the filter as they are recorded from now on, newest first.
+ * "Now" is the head of the log read first: the subscription starts after it
+ * (and, when it starts again, after the newest event received), so no event
+ * recorded while it was being set up is missed.
+ */
 function Following({ filter }: { filter: EventFilter }) {
   const [events, setEvents] = useState<Event[]>([]);
-  useSubscriptionEffect(EventsSubscription, { filter }, (d) =>
-    setEvents((list) => (list.some((e) => e.cursor === d.events.cursor) ? list : [d.events, ...list].slice(0, followLimit))),
+  const head = useApiQuery(HeadQuery, {}, { policy: 'network-only' });
+  const from = head.data?.head;
+  useSubscriptionEffect(
+    EventsSubscription,
+    { filter },
+    (d) => setEvents((list) => (list.some((e) => e.cursor === d.events.cursor) ? list : [d.events, ...list].slice(0, followLimit))),
+    { pause: from === undefined, after: events[0]?.cursor ?? from },
   );
   return (
     <section aria-labelledby="following" className="panel">
       <h2 id="following">New events</h2>
+      {head.problems ? <Problems problems={head.problems} /> : null}
       <p className="muted small" role="status" aria-live="polite">
-        {events.length === 0 ? 'Waiting for new events that match the filters…' : `${events.length} new since you started following${events.length === followLimit ? ' (the latest shown)' : ''}.`}
+        {from === undefined
+          ? 'Starting to follow…'
+          : events.length === 0
+            ? 'Waiting for new events that match the filters…'
+            : `${events.length} new since you started following${events.length === followLimit ? ' (the latest shown)' : ''}.`}
       </p>
       {events.length > 0 ? <EventTable events={events} /> : null}
     </section>
