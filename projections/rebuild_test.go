@@ -89,13 +89,27 @@ func waitLive(t *testing.T, r *projections.Runner, name string, build int) {
 
 func waitDropped(t *testing.T, e env, table string) {
 	t.Helper()
-	for range 500 {
+	deadline := time.Now().Add(40 * time.Second)
+	for time.Now().Before(deadline) {
 		if count(t, e.app, `SELECT count(*) FROM pg_class WHERE oid = to_regclass($1)`, table) == 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("table %s of the retired build was not dropped", table)
+}
+
+// readsReach waits until the readers have made n reads, and says whether
+// they did within a deadline generous enough for a loaded machine.
+func readsReach(reads *atomic.Int64, n int64) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for reads.Load() < n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // A rebuild while events keep coming switches atomically: readers hammering
@@ -112,6 +126,11 @@ func TestRebuildWhileWritingKeepsServing(t *testing.T) {
 	defer stop()
 	writing := writeUntil(ctx, t, e, 6)
 	reads, failures, readersDone := hammer(ctx, e, 4)
+	// The readers are at work before the rebuild starts; they go on until
+	// stop.
+	if !readsReach(reads, 1) {
+		t.Fatal("the readers made no read before the rebuild")
+	}
 
 	for _, name := range []string{"jobs", "nodes", "services"} {
 		if err := r.Rebuild(ctx, name); err != nil {
@@ -124,7 +143,9 @@ func TestRebuildWhileWritingKeepsServing(t *testing.T) {
 	for _, name := range []string{"jobs", "nodes", "services"} {
 		waitLive(t, r.Runner, name, 2)
 	}
-	time.Sleep(100 * time.Millisecond) // reads after the switch too
+	// Reads after the switch too.
+	atSwitch := reads.Load()
+	readAfter := readsReach(reads, atSwitch+20)
 	stop()
 	if err := <-writing; err != nil {
 		t.Fatal(err)
@@ -134,8 +155,8 @@ func TestRebuildWhileWritingKeepsServing(t *testing.T) {
 	for err := range failures {
 		t.Errorf("a read failed during the rebuild: %v", err)
 	}
-	if reads.Load() < 20 {
-		t.Errorf("only %d reads ran during the rebuild", reads.Load())
+	if !readAfter {
+		t.Errorf("only %d reads succeeded after the switch", reads.Load()-atSwitch)
 	}
 
 	waitAll(t, e, r.Runner)

@@ -38,7 +38,8 @@ func TestReadModel(t *testing.T) {
 
 func setup(t *testing.T) (*pgxpool.Pool, *readmodel.Reader) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	// Appending and projecting 2500 events: generous for a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := testdb.New(t)
 	pool := db.AppPool(t)
