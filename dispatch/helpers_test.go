@@ -26,14 +26,16 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // generous, because the machines that run the tests are loaded.
 const wait = 30 * time.Second
 
-// fastOptions make liveness and backoffs play out in about a second; leases
-// last longer, so that a loaded machine does not expire them by accident.
+// fastOptions make the dispatcher look at time-based work often. Leases and
+// a node's silence last long, so that a loaded machine, however slow between
+// two steps of a test, does not expire a lease or take a node for down by
+// accident; the tests about expiry and liveness shorten them for themselves.
 func fastOptions() dispatch.Options {
 	return dispatch.Options{
-		Lease:             5 * time.Second,
+		Lease:             time.Minute,
 		HeartbeatInterval: 300 * time.Millisecond,
-		DisconnectAfter:   time.Second,
-		DownAfter:         time.Second,
+		DisconnectAfter:   time.Minute,
+		DownAfter:         time.Minute,
 		Tick:              50 * time.Millisecond,
 	}
 }
