@@ -3,6 +3,7 @@ package eventbus_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,14 +125,25 @@ func TestHandlersGetEventsInOrderAndResumeFromCheckpoint(t *testing.T) {
 		t.Fatalf("correlation ids not carried: %v ... %v", correlations[0], correlations[59])
 	}
 
-	// A restart resumes after the checkpoint: nothing is redelivered.
+	// A restart resumes after the checkpoint: nothing is redelivered but,
+	// delivery being at least once, the last event, which the handler may
+	// have been done with before its ack reached the subscriber when the
+	// router stopped (more likely the slower the machine).
 	appendTicks(t, s, 60, 65, "corr-3")
 	got = nil
 	stop = run(t, s, "counter", handler)
-	waitFor(t, "events after restart", func() bool { return count() >= 5 })
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, "events after restart", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(got, 64)
+	})
+	time.Sleep(100 * time.Millisecond) // room for anything delivered twice
 	stop()
-	if len(got) != 5 || got[0] != 60 {
+	after := got
+	if len(after) > 0 && after[0] == 59 {
+		after = after[1:]
+	}
+	if !slices.Equal(after, []int{60, 61, 62, 63, 64}) {
 		t.Fatalf("after restart got %v, want 60..64", got)
 	}
 }
