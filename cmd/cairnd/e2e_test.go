@@ -58,7 +58,9 @@ func TestBinaryEmbedded(t *testing.T) {
 		}
 	})
 
-	deadline := time.Now().Add(60 * time.Second)
+	// Making a cluster, starting it and migrating: minutes on a loaded
+	// machine.
+	deadline := time.Now().Add(3 * time.Minute)
 	for ready := false; !ready; {
 		select {
 		case err := <-exited:
@@ -70,7 +72,7 @@ func TestBinaryEmbedded(t *testing.T) {
 			ready = resp.StatusCode == http.StatusOK
 		}
 		if !ready && time.Now().After(deadline) {
-			t.Fatalf("cairnd not ready within 60s\n%s", logs())
+			t.Fatalf("cairnd not ready within 3 minutes\n%s", logs())
 		}
 	}
 	if !strings.Contains(logs(), "cairnd listening on http://"+addr) {
