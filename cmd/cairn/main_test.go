@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,7 +90,7 @@ func startServer(t *testing.T) server {
 		}
 	})
 	logs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		select {
 		case err := <-exited:
@@ -103,7 +104,7 @@ func startServer(t *testing.T) server {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("cairnd not ready with a bootstrap token within 60s\n%s", logs())
+			t.Fatalf("cairnd not ready with a bootstrap token within 2 minutes\n%s", logs())
 		}
 	}
 }
@@ -165,7 +166,7 @@ func (c *cli) must(args ...string) string {
 // models apply events a moment after they commit.
 func (c *cli) eventually(ok func(string) bool, args ...string) string {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out := c.must(args...)
 		if ok(out) {
@@ -311,8 +312,9 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("events tail --after the first: %d events, want %d (%v)", len(rest), len(evs)-1, err)
 	}
 
-	// Following receives a live event.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Following receives a live event. The follower's whole life, markers
+	// included, fits in this deadline however loaded the machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	follow := c.command(ctx, "", "events", "tail", "--follow", "-n", "0", "--stream-type", "node", "-o", "json")
 	stdout, err := follow.StdoutPipe()
@@ -332,19 +334,69 @@ func TestCLI(t *testing.T) {
 		}
 		close(lines)
 	}()
-	time.Sleep(500 * time.Millisecond)
+	next := func() eventRow {
+		t.Helper()
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("events tail --follow ended: %s", followErr.String())
+			}
+			var e eventRow
+			if err := json.Unmarshal([]byte(line), &e); err != nil || e.Cursor == "" {
+				t.Fatalf("followed event %q: %v", line, err)
+			}
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no event followed within 30s; stderr: %s", followErr.String())
+		}
+		return eventRow{}
+	}
+	// Following from now starts wherever the log is when the command has
+	// looked, which may be after an event made right after starting it; so
+	// markers (label changes of node web) are made every half second until
+	// one is followed, and then the output is read up to the newest marker.
+	var mu sync.Mutex
+	var newest string
+	stopMarkers := make(chan struct{})
+	markersDone := make(chan struct{})
+	go func() {
+		defer close(markersDone)
+		for i := 0; ; i++ {
+			var out struct{ SetNodeLabels struct{ Cursor string } }
+			mctx, mcancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := admin.Do(mctx, `mutation($n: ID!, $v: String!) { setNodeLabels(input: {nodeId: $n,
+				labels: [{key: "role", value: "web"}, {key: "marker", value: $v}]}) { cursor } }`,
+				map[string]any{"n": web, "v": strconv.Itoa(i)}, &out)
+			mcancel()
+			if err != nil {
+				t.Errorf("marker: %v", err)
+				return
+			}
+			mu.Lock()
+			newest = out.SetNodeLabels.Cursor
+			mu.Unlock()
+			select {
+			case <-stopMarkers:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	first := next()
+	close(stopMarkers)
+	<-markersDone
+	mu.Lock()
+	last := newest
+	mu.Unlock()
+	for e := first; e.Cursor != last; e = next() {
+		if e.StreamID != "node-"+web {
+			t.Fatalf("followed %+v, want a marker of node-%s", e, web)
+		}
+	}
+	// Now it follows: the next event is the drain.
 	gql(t, admin, `mutation($n: ID!) { drainNode(input: {nodeId: $n, reason: "test"}) { cursor } }`, map[string]any{"n": db}, nil)
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			t.Fatalf("events tail --follow ended: %s", followErr.String())
-		}
-		var e eventRow
-		if err := json.Unmarshal([]byte(line), &e); err != nil || e.StreamID != "node-"+db || e.Cursor == "" {
-			t.Fatalf("followed event %q: %v", line, err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no event followed within 15s; stderr: %s", followErr.String())
+	if e := next(); e.StreamID != "node-"+db {
+		t.Fatalf("followed %+v, want the drain of node-%s", e, db)
 	}
 	_ = follow.Process.Signal(os.Interrupt)
 	if err := follow.Wait(); err != nil {
