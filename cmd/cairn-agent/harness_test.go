@@ -128,7 +128,9 @@ func (cp *controlPlane) start() {
 	t.Helper()
 	cairnd, _ := binaries(t)
 	args := append([]string{"serve", "--listen", cp.addr, "--data-dir", cp.dir, "--log-format", "json",
-		"--heartbeat-interval", "2s", "--disconnect-after", "20s", "--down-after", "20s"}, cp.extra...)
+		// No test here wants a node to go down: an agent or a control plane
+		// restarted on a loaded machine may be away a while.
+		"--heartbeat-interval", "2s", "--disconnect-after", "2m", "--down-after", "2m"}, cp.extra...)
 	cp.proc = start(t, cairnd, []string{"DATABASE_URL=" + cp.db.ConnString}, args...)
 	deadline := time.Now().Add(wait)
 	for {
