@@ -204,7 +204,7 @@ func TestEndToEnd(t *testing.T) {
 		TemplateName: "static-site", TemplateVersion: "1.0.0", Flavor: "coming-soon", Variables: vars}))
 	wait := func(want service.Status) service.Service {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		s, err := waitService(wctx, store, "site-1", want)
 		if err != nil {
@@ -336,7 +336,7 @@ func waitService(ctx context.Context, store *eventstore.Store, id string, want s
 
 func fetch(t *testing.T, url string) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, err := nethttp.Get(url)
 		if err == nil {
@@ -356,7 +356,7 @@ func fetch(t *testing.T, url string) string {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs", pid)

@@ -134,7 +134,7 @@ func (e *env) request(t *testing.T, id, cmd string) {
 
 func (e *env) wait(t *testing.T, id string, statuses ...service.Status) service.Service {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := orchestratortest.Wait(ctx, e.store, id, statuses...)
 	if err != nil {
@@ -407,7 +407,7 @@ func (e *env) start(t *testing.T, ctx context.Context, onStep func(orchestrator.
 // lifecycle takes a service from registration to removal, issuing each
 // request once the previous step has settled, and reports where it ended.
 func (e *env) lifecycle(svc string) (service.Service, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := orchestratortest.Register(ctx, e.store, orchestratortest.Registration{ServiceID: svc, TenantID: "tenant-1", Descriptor: e.desc})
 	if err != nil {
@@ -694,13 +694,15 @@ func TestTimeoutAndGarbageRollBack(t *testing.T) {
 	if e.desc, err = orchestratortest.Publish(context.Background(), e.store, e.reg, "acme-vendor", []byte(fakeApp)); err != nil {
 		t.Fatal(err)
 	}
-	e.run(t, func(c *orchestrator.Config) { c.CallTimeout = 200 * time.Millisecond })
+	// vm's create hangs until this runs out; the other calls (in memory) must
+	// not, however loaded the machine.
+	e.run(t, func(c *orchestrator.Config) { c.CallTimeout = 2 * time.Second })
 	e.register(t, "svc-6")
 	s := e.wait(t, "svc-6", service.StatusFailed, service.StatusRollbackFailed)
 	if s.Status != service.StatusFailed {
 		t.Fatalf("%s: %s", s.Status, s.Cause)
 	}
-	for _, want := range []string{"resource vm", "gave up after 200ms", "resource dns", "unusable outputs", "where an object was expected"} {
+	for _, want := range []string{"resource vm", "gave up after 2s", "resource dns", "unusable outputs", "where an object was expected"} {
 		if !strings.Contains(s.Cause, want) {
 			t.Errorf("cause %q does not say %q", s.Cause, want)
 		}
