@@ -152,7 +152,7 @@ func TestProcess(t *testing.T) {
 	if rec.count(catalog.ActionSupervisorStop) != 1 {
 		t.Fatalf("%d stops for two stop calls", rec.count(catalog.ActionSupervisorStop))
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for syscall.Kill(first.PID, 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs after stop", first.PID)

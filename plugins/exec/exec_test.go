@@ -173,10 +173,12 @@ func TestMisbehavingPlugin(t *testing.T) {
 		}
 	}
 
+	// "slow" answers after ten seconds: the call ends well before, however
+	// loaded the machine, when its context does.
 	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := p.Create(tctx, req("slow")); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+	if _, err := p.Create(tctx, req("slow")); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 8*time.Second {
 		t.Fatalf("slow: %v after %s", err, time.Since(start))
 	}
 }

@@ -99,7 +99,8 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	pdone := make(chan struct{})
 	go func() { defer close(pdone); _ = runner.Run(pctx) }()
 	t.Cleanup(func() { stopProjections(); <-pdone })
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	// Setting up every read model first: generous for a loaded machine.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := runner.WaitFor(wctx, res.Cursor); err != nil {
 		t.Fatal(err)
