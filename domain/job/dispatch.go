@@ -132,17 +132,28 @@ func (j Job) Finish(c Finish) ([]domain.Event, error) {
 	}}, nil
 }
 
-// ExpireLease puts a job whose lease ran out back in the queue. It is lost
-// instead when its node is gone and no other node can take it: the job is
-// pinned to that node, or it has used all its attempts. While the node still
-// exists the job waits for it (or another matching node) however many leases
-// expire, because it never ran.
+// ExpireLease puts a job whose lease ran out unacknowledged back in the
+// queue. It is lost instead when its node is gone and no other node can take
+// it: the job is pinned to that node, or it has used all its attempts. While
+// the node still exists the job waits for it (or another matching node)
+// however many leases expire, because it never ran.
+//
+// A lease on a node that is gone ends at once, whether or not it ran out or
+// was acknowledged: nobody will take the job there. While the node exists an
+// acknowledged lease does not expire, since its agent holds the job and may
+// be starting it; a lease the dispatcher saw unacknowledged is refused here
+// when the acknowledgement won the race.
 func (j Job) ExpireLease(c ExpireLease) ([]domain.Event, error) {
 	if err := j.admit(c.JobID, CmdExpireLease, c.At); err != nil {
 		return nil, err
 	}
-	if c.At.Before(j.LeaseUntil) {
-		return nil, invalid("at", fmt.Sprintf("the lease of job %q runs until %s", j.ID, j.LeaseUntil.Format(time.RFC3339)))
+	if !c.NodeGone {
+		if c.At.Before(j.LeaseUntil) {
+			return nil, invalid("at", fmt.Sprintf("the lease of job %q runs until %s", j.ID, j.LeaseUntil.Format(time.RFC3339)))
+		}
+		if j.Acknowledged {
+			return nil, invalid("lease", fmt.Sprintf("the agent of node %q acknowledged job %q: its lease ends only when the node is gone", j.NodeID, j.ID))
+		}
 	}
 	at := c.At.UTC()
 	es := []domain.Event{LeaseExpired{JobID: j.ID, NodeID: j.NodeID, Attempt: j.Attempt, At: at}}

@@ -467,6 +467,7 @@ func TestExpireLease(t *testing.T) {
 	anyNode := submitted
 	anyNode.Target = job.Target{Selector: map[string]string{"role": "db"}, Mode: job.ModeAny}
 	lastAttempt := job.Leased{JobID: id, NodeID: nodeID, Attempt: 3, LeaseUntil: at(3), At: at(1)}
+	acked := job.Acknowledged{JobID: id, NodeID: nodeID, At: at(2)}
 	cases := []struct {
 		name     string
 		history  []domain.Event
@@ -478,8 +479,7 @@ func TestExpireLease(t *testing.T) {
 		{"any node, attempts left", []domain.Event{anyNode, leased}, true, job.StatusQueued},
 		{"any node, attempts used", []domain.Event{anyNode, lastAttempt}, true, job.StatusLost},
 		{"attempts used, node still there", []domain.Event{anyNode, lastAttempt}, false, job.StatusQueued},
-		{"acknowledged, never started", []domain.Event{submitted, leased, job.Acknowledged{JobID: id, NodeID: nodeID, At: at(2)}},
-			false, job.StatusQueued},
+		{"acknowledged, node gone", []domain.Event{anyNode, leased, acked}, true, job.StatusQueued},
 	}
 	for _, c := range cases {
 		j := fold(c.history...)
@@ -492,10 +492,26 @@ func TestExpireLease(t *testing.T) {
 			t.Errorf("%s: status %s, want %s (%+v)", c.name, after.Status, c.want, after)
 		}
 	}
-	_, err := fold(submitted, leased).ExpireLease(job.ExpireLease{JobID: id, At: at(2)})
-	var ve *domain.ValidationError
-	if !errors.As(err, &ve) || ve.Field != "at" {
-		t.Fatalf("expiry before the lease ends: %v", err)
+	refused := []struct {
+		name    string
+		history []domain.Event
+		at      time.Time
+		field   string
+	}{
+		{"before the lease ends", []domain.Event{submitted, leased}, at(2), "at"},
+		{"acknowledged, node still there", []domain.Event{submitted, leased, acked}, at(3), "lease"},
+	}
+	for _, c := range refused {
+		_, err := fold(c.history...).ExpireLease(job.ExpireLease{JobID: id, At: c.at})
+		var ve *domain.ValidationError
+		if !errors.As(err, &ve) || ve.Field != c.field {
+			t.Errorf("%s: %v, want a refusal naming %s", c.name, err, c.field)
+		}
+	}
+	// On a node that is gone the lease ends at once.
+	es, err := fold(submitted, leased).ExpireLease(job.ExpireLease{JobID: id, NodeGone: true, At: at(2)})
+	if err != nil || apply(fold(submitted, leased), es).Status != job.StatusLost {
+		t.Fatalf("expiry on a gone node before the lease ends: %v %v", es, err)
 	}
 }
 
