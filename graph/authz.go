@@ -19,10 +19,9 @@ func principal(ctx context.Context) Principal {
 	return Principal{}
 }
 
-// authorize returns the caller when the policy lets it take action on the
-// resource, and the error the API reports otherwise: UNAUTHENTICATED without
-// a token, FORBIDDEN with one.
-func (s *Server) authorize(ctx context.Context, action auth.Action, res auth.Resource) (Principal, error) {
+// authenticated returns the caller of a field any signed-in caller may use,
+// and UNAUTHENTICATED without a token or once the session has ended.
+func authenticated(ctx context.Context) (Principal, error) {
 	p := principal(ctx)
 	if sess := sessionFrom(ctx); sess != nil {
 		if err := sess.Err(); err != nil {
@@ -31,6 +30,17 @@ func (s *Server) authorize(ctx context.Context, action auth.Action, res auth.Res
 	}
 	if p.Role == "" {
 		return p, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
+	}
+	return p, nil
+}
+
+// authorize returns the caller when the policy lets it take action on the
+// resource, and the error the API reports otherwise: UNAUTHENTICATED without
+// a token, FORBIDDEN with one.
+func (s *Server) authorize(ctx context.Context, action auth.Action, res auth.Resource) (Principal, error) {
+	p, err := authenticated(ctx)
+	if err != nil {
+		return p, err
 	}
 	if err := auth.Can(p, action, res); err != nil {
 		return p, err

@@ -50,8 +50,8 @@ func (r *queryResolver) Head(ctx context.Context) (*model.Cursor, error) {
 }
 
 func (r *queryResolver) ReadModelsCursor(ctx context.Context) (*model.Cursor, error) {
-	if principal(ctx).Role == "" {
-		return nil, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
+	if _, err := authenticated(ctx); err != nil {
+		return nil, err
 	}
 	c, ok := ctx.Value(readModelsCursorKey{}).(eventstore.Cursor)
 	if !ok {

@@ -13,9 +13,9 @@ import (
 )
 
 func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
-	p := principal(ctx)
-	if p.Role == "" {
-		return nil, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
+	p, err := authenticated(ctx)
+	if err != nil {
+		return nil, err
 	}
 	id := p.TokenID
 	if id == "" {
