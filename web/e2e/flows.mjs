@@ -40,7 +40,7 @@ export function flows(ctx) {
       await page.getByRole('heading', { name: /e2e-node-1/ }).waitFor();
       await screenshot(page, 'flow-operator-node');
       await page.getByRole('link', { name: 'Run a job…' }).click();
-      await page.getByLabel(/^Script/).fill('echo first line; sleep 2; echo second line; sleep 2; echo last line');
+      await page.getByLabel(/^Script/).fill('echo first line; sleep 3; echo second line; sleep 3; echo last line');
       await page.getByRole('button', { name: 'Run' }).click();
       await page.waitForURL(/\/jobs\/[^/]+$/);
       const log = page.getByTestId('job-log');
