@@ -113,7 +113,6 @@ function subscriptionProblems(e: unknown): Problem[] {
   return problemsOf({ networkError: { message: (e as Error)?.message ?? 'connection failed' } });
 }
 
-/** Calls fn at most once per `ms`, trailing. */
 /**
  * Keeps a query's answer live: each change the subscription reports asks
  * again (at most once per debounce interval). The subscription waits for the
@@ -139,6 +138,7 @@ export function useLiveAnswer<D extends { readModelsCursor: string }, C, V exten
   );
 }
 
+/** Calls fn at most once per `ms`, trailing. */
 export function useDebounced(fn: () => void, ms: number): () => void {
   const ref = useRef(fn);
   ref.current = fn;
