@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	gqlclient "cairn/graph/client"
 	"cairn/internal/testdb"
 	"cairn/internal/testproc"
 )
@@ -169,34 +167,9 @@ func (cp *controlPlane) with(t *testing.T) *controlPlane {
 
 // gql sends an operation as the admin and decodes data into out.
 func (cp *controlPlane) gql(query string, vars map[string]any, out any) error {
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, cp.url()+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+cp.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Message    string         `json:"message"`
-			Extensions map[string]any `json:"extensions"`
-		} `json:"errors"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
-	}
-	if len(r.Errors) > 0 {
-		return fmt.Errorf("%s (%v)", r.Errors[0].Message, r.Errors[0].Extensions["code"])
-	}
-	if out != nil {
-		return json.Unmarshal(r.Data, out)
-	}
-	return nil
+	return gqlclient.New(cp.url(), cp.token, nil).Do(ctx, query, vars, out)
 }
 
 func (cp *controlPlane) mustGQL(query string, vars map[string]any, out any) {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	gqlclient "cairn/graph/client"
 	"cairn/internal/testproc"
 	httpplugin "cairn/plugins/http"
 )
@@ -60,57 +59,17 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, s
 // first start.
 var firstStartToken = regexp.MustCompile(`(?m)^\s+(cairn_\S+)\s*$`)
 
-// gqlClient sends GraphQL operations over HTTP with a bearer token.
+// gqlClient sends GraphQL operations as one caller, through the API's own
+// client.
 type gqlClient struct {
 	url   string // of the /graphql endpoint
 	token string
 }
 
-// gqlError is an error the API answered with.
-type gqlError struct {
-	Message string
-	Code    string
-}
-
-func (e *gqlError) Error() string { return e.Code + ": " + e.Message }
-
 func (c gqlClient) do(query string, vars map[string]any, out any) error {
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Message    string `json:"message"`
-			Extensions struct {
-				Code string `json:"code"`
-			} `json:"extensions"`
-		} `json:"errors"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return fmt.Errorf("POST %s: HTTP %d: %w", c.url, resp.StatusCode, err)
-	}
-	if len(r.Errors) > 0 {
-		return &gqlError{Message: r.Errors[0].Message, Code: r.Errors[0].Extensions.Code}
-	}
-	if out != nil {
-		return json.Unmarshal(r.Data, out)
-	}
-	return nil
+	return gqlclient.New(c.url, c.token, nil).Do(ctx, query, vars, out)
 }
 
 func (c gqlClient) must(t *testing.T, query string, vars map[string]any, out any) {
