@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -329,19 +328,8 @@ func newMatrix(t *testing.T) *mxFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = runner.Run(ctx) }()
-	go func() { defer wg.Done(); _ = api.Run(ctx) }()
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); wg.Wait() })
+	srv := serveWithReadModels(t, runner, api, api.Handler())
 	wctx := mxCtx(t, 60*time.Second)
-	select {
-	case <-runner.Ready():
-	case <-wctx.Done():
-		t.Fatal("the projections did not set up")
-	}
 	if err := de.WaitReady(wctx); err != nil {
 		t.Fatal(err)
 	}

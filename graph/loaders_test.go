@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,24 +127,13 @@ func newCountedEnv(t *testing.T) *countedEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = runner.Run(ctx) }()
-	go func() { defer wg.Done(); _ = api.Run(ctx) }()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := serveWithReadModels(t, runner, api, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &queryCount{}
 		api.Handler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), queryCountKey{}, c)))
 		e.mu.Lock()
 		e.last = c
 		e.mu.Unlock()
 	}))
-	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
-	select {
-	case <-runner.Ready():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the projections did not set up")
-	}
 	e.url = srv.URL
 	return e
 }

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -62,19 +63,28 @@ func newReadEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := serveWithReadModels(t, runner, api, api.Handler())
+	return &env{t: t, store: store, tokens: tk, api: api, url: srv.URL}
+}
+
+// serveWithReadModels runs the projection runner and the API until the test
+// ends, serves handler (the API's, perhaps wrapped), and returns once the
+// read models are set up.
+func serveWithReadModels(t *testing.T, runner *projections.Runner, api *graph.Server, handler http.Handler) *httptest.Server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = runner.Run(ctx) }()
 	go func() { defer wg.Done(); _ = api.Run(ctx) }()
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
+	srv := httptest.NewServer(handler)
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); wg.Wait() })
 	select {
 	case <-runner.Ready():
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the projections did not set up")
 	}
-	return &env{t: t, store: store, tokens: tk, api: api, url: srv.URL}
+	return srv
 }
 
 func (e *env) must(c *client.Client, query string, vars map[string]any, out any) {
