@@ -1,0 +1,65 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"cairn/eventstore"
+)
+
+// The projected hub starts only once the read models have reached the head
+// its source started at: its position promises they applied everything up
+// to it, which a restart with read models behind would otherwise break.
+func TestFollowStartsOnceTheReadModelsReachTheHead(t *testing.T) {
+	t.Parallel()
+	none := func(context.Context, eventstore.Cursor, int) ([]eventstore.RecordedEvent, error) { return nil, nil }
+	from, to := New(none, Options{}), New(none, Options{})
+	head := eventstore.Cursor{TxID: 7, Position: 42}
+	from.Start(head)
+
+	reached := make(chan struct{})
+	gated := make(chan eventstore.Cursor, 1)
+	gate := func(ctx context.Context, c eventstore.Cursor) error {
+		gated <- c
+		select {
+		case <-reached:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, from, to, gate) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Follow: %v", err)
+		}
+	})
+
+	select {
+	case c := <-gated:
+		if c != head {
+			t.Fatalf("Follow waited for %v, want the head %v", c, head)
+		}
+	case <-to.ready:
+		t.Fatal("the hub started without waiting for the read models")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Follow neither waited for the read models nor started the hub")
+	}
+	short, stop := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer stop()
+	if c, err := to.Position(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the hub started at %v (%v) before the read models reached the head", c, err)
+	}
+	close(reached)
+	wait, stopWait := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopWait()
+	c, err := to.Position(wait)
+	if err != nil || c != head {
+		t.Fatalf("position %v, %v; want %v", c, err, head)
+	}
+}
