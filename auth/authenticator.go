@@ -11,7 +11,6 @@ import (
 	"cairn/commands"
 	"cairn/domain/jointoken"
 	"cairn/domain/tenant"
-	"cairn/eventstore"
 )
 
 // Defaults of AuthenticatorOptions.
@@ -37,7 +36,7 @@ type AuthenticatorOptions struct {
 // verified for CacheTTL so that a busy client costs no reads. It is safe for
 // concurrent use.
 type Authenticator struct {
-	store *eventstore.Store
+	store commands.Loader
 	opts  AuthenticatorOptions
 
 	mu    sync.Mutex
@@ -51,7 +50,7 @@ type verified struct {
 }
 
 // NewAuthenticator returns an authenticator reading from store.
-func NewAuthenticator(store *eventstore.Store, opts AuthenticatorOptions) *Authenticator {
+func NewAuthenticator(store commands.Loader, opts AuthenticatorOptions) *Authenticator {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}

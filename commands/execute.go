@@ -74,7 +74,7 @@ const conflictRetries = 3
 func Load[S any, PS interface {
 	*S
 	Aggregate
-}](ctx context.Context, store *eventstore.Store, streamType, id string) (S, int64, error) {
+}](ctx context.Context, store Loader, streamType, id string) (S, int64, error) {
 	state, version, _, err := load[S, PS](ctx, store, streamType, id)
 	return state, version, err
 }
@@ -84,7 +84,7 @@ func Load[S any, PS interface {
 func load[S any, PS interface {
 	*S
 	Aggregate
-}](ctx context.Context, store *eventstore.Store, streamType, id string) (S, int64, string, error) {
+}](ctx context.Context, store Loader, streamType, id string) (S, int64, string, error) {
 	var state S
 	evs, err := store.ReadStream(ctx, StreamID(streamType, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
@@ -112,7 +112,7 @@ func load[S any, PS interface {
 func Execute[S any, PS interface {
 	*S
 	Aggregate
-}](ctx context.Context, store *eventstore.Store, streamType, id string, meta Meta, input any,
+}](ctx context.Context, store Store, streamType, id string, meta Meta, input any,
 	decide func(S) ([]domain.Event, error)) (Result, error) {
 	fp, err := Fingerprint(streamType, id, input)
 	if err != nil {

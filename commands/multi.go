@@ -26,7 +26,7 @@ type StreamChange struct {
 // command names it ("node.decommission"); with input it fingerprints the
 // command for idempotent retries by command id, so input must identify every
 // entity the command addresses, and must hold no secret.
-func ExecuteMany(ctx context.Context, store *eventstore.Store, meta Meta, command string, input any,
+func ExecuteMany(ctx context.Context, store Store, meta Meta, command string, input any,
 	decide func(ctx context.Context) ([]StreamChange, error)) (eventstore.AppendResult, error) {
 	fp, err := Fingerprint(command, "", input)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"cairn/domain"
 	"cairn/domain/node"
 	"cairn/domain/tenant"
-	"cairn/eventstore"
 )
 
 // Checks of the entities a command refers to, made before it is decided. They
@@ -24,7 +23,7 @@ func RequireID(field, id string) error {
 
 // RequireLocation checks that a location exists and takes new nodes and
 // services; "" (no location) passes.
-func RequireLocation(ctx context.Context, store *eventstore.Store, id string) error {
+func RequireLocation(ctx context.Context, store Loader, id string) error {
 	if id == "" {
 		return nil
 	}
@@ -41,7 +40,7 @@ func RequireLocation(ctx context.Context, store *eventstore.Store, id string) er
 }
 
 // RequireTenant loads a tenant that must exist.
-func RequireTenant(ctx context.Context, store *eventstore.Store, id string) (tenant.Tenant, error) {
+func RequireTenant(ctx context.Context, store Loader, id string) (tenant.Tenant, error) {
 	t, _, err := Load[tenant.Tenant](ctx, store, TenantStream, id)
 	if err == nil && !t.Exists() {
 		err = &domain.NotFoundError{Entity: "tenant", ID: id}
@@ -50,7 +49,7 @@ func RequireTenant(ctx context.Context, store *eventstore.Store, id string) (ten
 }
 
 // RequireNode loads a node that must exist and not be decommissioned.
-func RequireNode(ctx context.Context, store *eventstore.Store, id string) (node.Node, error) {
+func RequireNode(ctx context.Context, store Loader, id string) (node.Node, error) {
 	n, _, err := Load[node.Node](ctx, store, NodeStream, id)
 	switch {
 	case err != nil:

@@ -120,7 +120,7 @@ func (o *Options) defaults() {
 
 // Deps are the dispatcher's collaborators.
 type Deps struct {
-	Store  *eventstore.Store
+	Store  Log
 	Jobs   *jobs.Handlers
 	Nodes  *nodes.Handlers
 	Access *access.Handlers
@@ -132,7 +132,7 @@ type Deps struct {
 // Dispatcher drives jobs to agents. Build it with New, start it with Run; the
 // agent operations wait until it has caught up with the log.
 type Dispatcher struct {
-	store  *eventstore.Store
+	store  Log
 	jobsH  *jobs.Handlers
 	nodesH *nodes.Handlers
 	access *access.Handlers
@@ -220,31 +220,25 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // catchUp applies the whole history of the followed streams and returns the
 // cursor to follow the log from. The read is filtered in the database (by
 // stream type), so it costs what those streams hold, not the whole log; and
-// the cursor returned is at least the head of the log when it began, so
-// following it does not read the other streams' history again. (Every event
-// up to that head was visible to the first read, so none is skipped.)
+// it reads up to the head of the log when it began, which it returns, so
+// following from there does not read the other streams' history again. The
+// range read waits until every event up to that head is readable, so none
+// is skipped.
 func (d *Dispatcher) catchUp(ctx context.Context, f eventstore.Filter) (eventstore.Cursor, error) {
 	head, err := d.store.Head(ctx)
 	if err != nil {
 		return head, fmt.Errorf("dispatch: read the log: %w", err)
 	}
-	var cursor eventstore.Cursor
-	for {
-		evs, err := d.store.ReadAll(ctx, cursor, 5000, f)
-		if err != nil {
-			return cursor, fmt.Errorf("dispatch: read the log: %w", err)
-		}
+	err = d.store.ReadRange(ctx, eventstore.Start, head, 5000, f, func(evs []eventstore.RecordedEvent) error {
 		d.mu.Lock()
 		d.applyBatch(evs)
 		d.mu.Unlock()
-		if len(evs) == 0 {
-			if cursor.Less(head) {
-				cursor = head
-			}
-			return cursor, nil
-		}
-		cursor = evs[len(evs)-1].Cursor()
+		return nil
+	})
+	if err != nil {
+		return head, fmt.Errorf("dispatch: read the log: %w", err)
 	}
+	return head, nil
 }
 
 func (d *Dispatcher) applyBatch(evs []eventstore.RecordedEvent) {

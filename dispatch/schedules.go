@@ -10,7 +10,6 @@ import (
 	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/schedule"
-	"cairn/eventstore"
 	"cairn/sal/catalog"
 )
 
@@ -19,14 +18,14 @@ const ScheduleStream = "schedule"
 
 // Schedules handles the commands of recurring schedules.
 type Schedules struct {
-	store   *eventstore.Store
+	store   commands.Store
 	now     commands.Clock
 	catalog *catalog.Validator
 }
 
 // NewSchedules returns schedule handlers; clock stamps the commands and
 // validator checks an action job's arguments against the catalogue.
-func NewSchedules(store *eventstore.Store, clock commands.Clock, validator *catalog.Validator) *Schedules {
+func NewSchedules(store commands.Store, clock commands.Clock, validator *catalog.Validator) *Schedules {
 	return &Schedules{store: store, now: clock, catalog: validator}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"cairn/domain"
@@ -26,17 +27,25 @@ type ticked struct {
 
 func (ticked) EventType() string { return "test.ticked" }
 
-func newStore(t *testing.T) (*eventstore.Store, testdb.DB) {
+// store is an event store and the pool it appends through (the bus parks
+// poisoned messages in the same database).
+type store struct {
+	*eventstore.Store
+	pool *pgxpool.Pool
+}
+
+func newStore(t *testing.T) (store, testdb.DB) {
 	t.Helper()
 	r := domain.NewRegistry()
 	r.Register(1, func() domain.Event { return &ticked{} })
 	db := testdb.New(t)
-	s := eventstore.New(db.AppPool(t), r, eventstore.Options{})
+	pool := db.AppPool(t)
+	s := eventstore.New(pool, r, eventstore.Options{})
 	t.Cleanup(s.Close)
-	return s, db
+	return store{Store: s, pool: pool}, db
 }
 
-func appendTicks(t *testing.T, s *eventstore.Store, from, to int, correlation string) {
+func appendTicks(t *testing.T, s store, from, to int, correlation string) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		_, err := s.Append(context.Background(), eventstore.AppendRequest{
@@ -51,9 +60,9 @@ func appendTicks(t *testing.T, s *eventstore.Store, from, to int, correlation st
 }
 
 // run starts a router with one handler and returns a stop function.
-func run(t *testing.T, s *eventstore.Store, group string, h func(context.Context, eventstore.RecordedEvent) error) func() {
+func run(t *testing.T, s store, group string, h func(context.Context, eventstore.RecordedEvent) error) func() {
 	t.Helper()
-	router, err := eventbus.NewRouter(zerolog.Nop(), s.Pool(), eventbus.RouterOptions{MaxRetries: 2, InitialInterval: time.Millisecond})
+	router, err := eventbus.NewRouter(zerolog.Nop(), s.pool, eventbus.RouterOptions{MaxRetries: 2, InitialInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +184,7 @@ func TestPoisonEventIsParkedAndOthersContinue(t *testing.T) {
 	if attempts[3] != 3 || attempts[6] != 3 {
 		t.Fatalf("want 1 try + 2 retries for the bad events, got %v", attempts)
 	}
-	parked, err := eventbus.ListParked(context.Background(), s.Pool(), 10)
+	parked, err := eventbus.ListParked(context.Background(), s.pool, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

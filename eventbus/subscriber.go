@@ -38,11 +38,19 @@ type SubscriberOptions struct {
 	Log       zerolog.Logger
 }
 
+// Log is the event log as the bus reads it: a subscription in global order
+// and the consumer groups' checkpoints. *eventstore.Store implements it.
+type Log interface {
+	Subscribe(ctx context.Context, opts eventstore.SubscribeOptions, handle func(context.Context, eventstore.Batch) error) error
+	LoadCheckpoint(ctx context.Context, name string) (eventstore.Cursor, error)
+	SaveCheckpoint(ctx context.Context, name string, c eventstore.Cursor) error
+}
+
 // Subscriber is a watermill Subscriber over the event log. The topic is the
 // consumer group: each topic keeps its own checkpoint, and every group
 // receives every event (that passes the filter) in global order, at least once.
 type Subscriber struct {
-	store *eventstore.Store
+	store Log
 	opts  SubscriberOptions
 
 	mu      sync.Mutex
@@ -52,7 +60,7 @@ type Subscriber struct {
 }
 
 // NewSubscriber returns a subscriber reading from store.
-func NewSubscriber(store *eventstore.Store, opts SubscriberOptions) *Subscriber {
+func NewSubscriber(store Log, opts SubscriberOptions) *Subscriber {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}

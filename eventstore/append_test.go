@@ -183,7 +183,7 @@ func TestEventsAreImmutable(t *testing.T) {
 	if _, err := e.store.Append(c, one("w-imm", eventstore.AnyVersion, widgetCounted{N: 1})); err != nil {
 		t.Fatal(err)
 	}
-	app := e.store.Pool()
+	app := e.app
 	admin := e.db.AdminPool(t)
 	for _, tc := range []struct {
 		who string
@@ -216,7 +216,7 @@ func TestAnotherProcessSeesConflicts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, eventstore.Options{})
 	c := ctx(t)
-	other := eventstore.New(e.store.Pool(), testRegistry(), eventstore.Options{})
+	other := eventstore.New(e.app, testRegistry(), eventstore.Options{})
 	t.Cleanup(other.Close)
 	if _, err := e.store.Append(c, one("w-two", eventstore.NoStream, widgetCounted{N: 1})); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"cairn/domain"
 	"cairn/eventstore"
 	"cairn/internal/testdb"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -45,15 +47,17 @@ func testRegistry() *domain.Registry {
 
 type env struct {
 	db    testdb.DB
+	app   *pgxpool.Pool // the pool the store appends through
 	store *eventstore.Store
 }
 
 func newEnv(t *testing.T, opts eventstore.Options) env {
 	t.Helper()
 	db := testdb.New(t)
-	s := eventstore.New(db.AppPool(t), testRegistry(), opts)
+	app := db.AppPool(t)
+	s := eventstore.New(app, testRegistry(), opts)
 	t.Cleanup(s.Close)
-	return env{db: db, store: s}
+	return env{db: db, app: app, store: s}
 }
 
 func ctx(t *testing.T) context.Context {

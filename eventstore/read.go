@@ -90,26 +90,7 @@ func (s *Store) StreamVersion(ctx context.Context, streamID string) (int64, erro
 	return v, nil
 }
 
-// Filter narrows reads in global order. Empty fields match everything.
-type Filter struct {
-	StreamTypes []string
-	EventTypes  []string
-}
-
-func (f Filter) sql(args *[]any) string {
-	var where string
-	if len(f.StreamTypes) > 0 {
-		*args = append(*args, f.StreamTypes)
-		where += fmt.Sprintf(" AND stream_type = ANY($%d)", len(*args))
-	}
-	if len(f.EventTypes) > 0 {
-		*args = append(*args, f.EventTypes)
-		where += fmt.Sprintf(" AND event_type = ANY($%d)", len(*args))
-	}
-	return where
-}
-
-// HorizonSQL is the transaction id below which every transaction that could
+// horizonSQL is the transaction id below which every transaction that could
 // write events to this database has ended, as of the statement's snapshot:
 // the oldest transaction the snapshot sees running, ignoring those of other
 // databases of the cluster (they cannot write here, and a long one must not
@@ -117,12 +98,45 @@ func (f Filter) sql(args *[]any) string {
 // ReadModelAppName (they may not write events: a trigger refuses, so the
 // read models' own transactions never hold back the log they follow). A
 // transaction that ended after the snapshot was taken is not recognised and
-// counts, which only makes the horizon lower: safe.
-const HorizonSQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+// counts, which only makes the horizon lower: safe, but it means the horizon
+// can dip for a moment below one computed before. Store.horizon keeps a
+// store's own reads from seeing such a dip.
+const horizonSQL = `(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
 	FROM pg_snapshot_xip(pg_current_snapshot()) AS x
 	WHERE xid(x) NOT IN (SELECT backend_xid FROM pg_stat_activity
 	                     WHERE backend_xid IS NOT NULL
 	                       AND (datname IS DISTINCT FROM current_database() OR application_name = '` + ReadModelAppName + `')))`
+
+// horizon returns the horizon as SQL, never below one this store has
+// already seen (every transaction below a horizon once seen has ended, so
+// it stays one): a caller that saw an event visible can read it again.
+// It adds the floor to args.
+func (s *Store) horizon(args *[]any) string {
+	*args = append(*args, s.floor.Load())
+	return fmt.Sprintf("greatest(%s, $%d::xid8)", horizonSQL, len(*args))
+}
+
+// saw raises the horizon's floor past tx, a transaction readers were shown
+// to be below the horizon.
+func (s *Store) saw(tx uint64) {
+	for {
+		cur := s.floor.Load()
+		if tx < cur || s.floor.CompareAndSwap(cur, tx+1) {
+			return
+		}
+	}
+}
+
+// sawAll raises the floor past the events read under the horizon.
+func (s *Store) sawAll(evs []RecordedEvent) {
+	var top uint64
+	for i := range evs {
+		top = max(top, evs[i].TxID)
+	}
+	if len(evs) > 0 {
+		s.saw(top)
+	}
+}
 
 // ReadModelAppName is the application_name of sessions that write read
 // models and never events: readers of the log do not wait for their
@@ -132,36 +146,40 @@ const ReadModelAppName = "cairn read models"
 
 // ReadAll returns up to limit events after the cursor in global order. It
 // only returns events of transactions older than every transaction still
-// running (see HorizonSQL), so an event that commits later can never land
+// running (see horizonSQL), so an event that commits later can never land
 // behind a cursor a reader has already passed.
 func (s *Store) ReadAll(ctx context.Context, after Cursor, limit int, f Filter) ([]RecordedEvent, error) {
 	args := []any{after.TxID, after.Position, limit}
 	q := `SELECT ` + eventColumns + ` FROM events
 		WHERE (tx_id, position) > ($1::xid8, $2)
-		  AND tx_id < ` + HorizonSQL + f.sql(&args) + `
+		  AND tx_id < ` + s.horizon(&args) + f.sql(&args) + `
 		ORDER BY tx_id, position
 		LIMIT $3`
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read log after %s: %w", after, err)
 	}
-	return scanEvents(rows, limit)
+	evs, err := scanEvents(rows, limit)
+	s.sawAll(evs)
+	return evs, err
 }
 
 // Head returns the cursor of the last event readers can see now (Start when
 // the log is empty).
 func (s *Store) Head(ctx context.Context) (Cursor, error) {
 	var c Cursor
+	var args []any
 	err := s.pool.QueryRow(ctx, `
 		SELECT tx_id, position FROM events
-		WHERE tx_id < `+HorizonSQL+`
-		ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&c.TxID, &c.Position)
+		WHERE tx_id < `+s.horizon(&args)+`
+		ORDER BY tx_id DESC, position DESC LIMIT 1`, args...).Scan(&c.TxID, &c.Position)
 	if err == pgx.ErrNoRows {
 		return Start, nil
 	}
 	if err != nil {
 		return Start, fmt.Errorf("read head of log: %w", err)
 	}
+	s.saw(c.TxID)
 	return c, nil
 }
 
@@ -172,11 +190,13 @@ func (s *Store) WaitVisible(ctx context.Context, c Cursor) error {
 	defer unregister()
 	for {
 		var visible bool
-		err := s.pool.QueryRow(ctx, `SELECT $1::xid8 < `+HorizonSQL, c.TxID).Scan(&visible)
+		args := []any{c.TxID}
+		err := s.pool.QueryRow(ctx, `SELECT $1::xid8 < `+s.horizon(&args), args...).Scan(&visible)
 		if err != nil {
 			return fmt.Errorf("wait for %s: %w", c, err)
 		}
 		if visible {
+			s.saw(c.TxID)
 			return nil
 		}
 		select {

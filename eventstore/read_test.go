@@ -3,6 +3,7 @@ package eventstore_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -241,5 +242,113 @@ func TestVerifyNamesTamperedEvent(t *testing.T) {
 	}
 	if len(rep.Breaks) != 2 || rep.Breaks[0].Position != other.Position || rep.Breaks[1].Position != target.Position {
 		t.Fatalf("altered actor column not named: %+v", rep.Breaks)
+	}
+}
+
+// A range read up to an event returns every event up to it, even when a
+// transaction that began earlier is still open: it waits for that
+// transaction rather than taking an empty page for the end of the range.
+func TestReadRangeWaitsForEarlierTransactions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	older, err := e.db.AdminPool(t).Begin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = older.Rollback(c) }()
+	if _, err := older.Exec(c, `SELECT pg_current_xact_id()`); err != nil { // take a transaction id now
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := e.store.Append(c, one("w-range", eventstore.AnyVersion, widgetCounted{N: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := e.store.Last(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n   []int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = e.store.ReadRange(c, eventstore.Start, last, 2, eventstore.Filter{}, func(evs []eventstore.RecordedEvent) error {
+			for _, ev := range evs {
+				d, err := e.store.Decode(ev)
+				if err != nil {
+					return err
+				}
+				r.n = append(r.n, d.(*widgetCounted).N)
+			}
+			return nil
+		})
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("the range read returned %v (%v) while an earlier transaction was still open", r.n, r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := older.Rollback(c); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || len(r.n) != 5 || r.n[0] != 0 || r.n[4] != 4 {
+		t.Fatalf("range read gave %v (%v), want 0..4", r.n, r.err)
+	}
+}
+
+// ReadBefore pages the history backwards, newest first, with the same
+// filters as ReadAll.
+func TestReadBeforePagesNewestFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	var last eventstore.Cursor
+	for i := range 7 {
+		req := one("w-back", eventstore.AnyVersion, widgetCounted{N: i})
+		req.Metadata.Actor = map[bool]string{true: "even", false: "odd"}[i%2 == 0]
+		res, err := e.store.Append(c, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res.Cursor
+	}
+	if err := e.store.WaitVisible(c, last); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		f    eventstore.Filter
+		want []int
+	}{
+		{"all", eventstore.Filter{}, []int{6, 5, 4, 3, 2, 1, 0}},
+		{"by actor", eventstore.Filter{Actor: "odd"}, []int{5, 3, 1}},
+		{"no match", eventstore.Filter{StreamIDs: []string{"w-none"}}, nil},
+	}
+	for _, tt := range tests {
+		var got []int
+		before := eventstore.Start // from the head
+		for {
+			page, err := e.store.ReadBefore(c, before, 3, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range page {
+				d, _ := e.store.Decode(ev)
+				got = append(got, d.(*widgetCounted).N)
+				before = ev.Cursor()
+			}
+			if len(page) < 3 {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

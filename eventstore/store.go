@@ -7,6 +7,7 @@ package eventstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,6 +61,8 @@ type Store struct {
 	opts     Options
 	appender *appender
 	notifier *notifier
+	// floor is the highest horizon this store has seen (see horizon).
+	floor atomic.Uint64
 
 	closeOnce sync.Once
 	cancel    context.CancelFunc
@@ -82,10 +85,6 @@ func New(pool *pgxpool.Pool, registry *domain.Registry, opts Options) *Store {
 
 // Registry is the event type registry the store decodes with.
 func (s *Store) Registry() *domain.Registry { return s.registry }
-
-// Pool is the connection pool the store uses (projections write read models
-// in the same database).
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close stops background work. Appends in flight finish or fail with ErrClosed.
 func (s *Store) Close() {

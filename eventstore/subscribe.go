@@ -26,11 +26,6 @@ type SubscribeOptions struct {
 	Filter Filter
 }
 
-func (f Filter) match(e *RecordedEvent) bool {
-	return (len(f.StreamTypes) == 0 || slices.Contains(f.StreamTypes, e.StreamType)) &&
-		(len(f.EventTypes) == 0 || slices.Contains(f.EventTypes, e.Type))
-}
-
 // Subscribe delivers every event after opts.From in global order: first the
 // backlog in batches, then new events as they commit, woken by LISTEN/NOTIFY
 // and polling only as a fallback. Delivery is at least once: the subscriber
@@ -65,8 +60,8 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 		backoff = 10 * time.Millisecond
 		if len(evs) > 0 {
 			b := Batch{Cursor: evs[len(evs)-1].Cursor(), Events: evs}
-			if len(opts.Filter.StreamTypes)+len(opts.Filter.EventTypes) > 0 {
-				b.Events = slices.DeleteFunc(evs, func(e RecordedEvent) bool { return !opts.Filter.match(&e) })
+			if !opts.Filter.IsZero() {
+				b.Events = slices.DeleteFunc(evs, func(e RecordedEvent) bool { return !opts.Filter.Match(&e) })
 			}
 			if err := handle(ctx, b); err != nil {
 				return err

@@ -83,7 +83,7 @@ func TestSubscriberSeesEveryCommittedEventOnceInOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, eventstore.Options{PollInterval: 50 * time.Millisecond})
 	c := ctx(t)
-	pool := e.store.Pool()
+	pool := e.app
 
 	var (
 		mu        sync.Mutex

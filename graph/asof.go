@@ -75,7 +75,7 @@ func asOfOptions(a model.AsOf) (eventstore.ReadStreamOptions, error) {
 }
 
 // replay folds one entity's stream up to a moment.
-func replay(ctx context.Context, store *eventstore.Store, kind entityKind, id string, a model.AsOf) (replayed, error) {
+func replay(ctx context.Context, store EventLog, kind entityKind, id string, a model.AsOf) (replayed, error) {
 	opts, err := asOfOptions(a)
 	if err != nil {
 		return replayed{}, err

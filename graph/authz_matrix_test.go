@@ -39,6 +39,7 @@ import (
 	"cairn/internal/testdb"
 	"cairn/projections"
 	"cairn/projections/models"
+	"cairn/projections/readmodel"
 )
 
 // The authorization matrix: every query, mutation and subscription field of
@@ -309,7 +310,7 @@ func newMatrix(t *testing.T) *mxFixture {
 	}
 	t.Cleanup(func() { _ = de.Stop() })
 	store := de.Store
-	runner := projections.NewRunner(store, projections.Options{Log: log})
+	runner := projections.NewRunner(store, de.Pool, projections.Options{Log: log})
 	if err := runner.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func newMatrix(t *testing.T) *mxFixture {
 	}
 	tpl := templates.NewHandlers(store, time.Now, nil)
 	api, err := graph.New(graph.Config{ConsistencyTimeout: 20 * time.Second}, graph.Deps{
-		Log: log, Store: store, Auth: de.Auth, Projections: runner, ProjectionAdmin: runner,
+		Log: log, Store: store, Reader: readmodel.New(de.Pool), Auth: de.Auth, Projections: runner, ProjectionAdmin: runner,
 		Access: de.Access, Nodes: de.Nodes, Templates: tpl, Services: svc,
 		Jobs: de.Jobs, Dispatch: de.Dispatcher, Logs: de.Logs, Stats: de.Stats, Schedules: de.Schedules,
 	})

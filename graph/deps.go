@@ -14,7 +14,9 @@ import (
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/dispatch"
+	"cairn/domain"
 	"cairn/eventstore"
+	"cairn/graph/live"
 	"cairn/projections"
 	"cairn/projections/readmodel"
 )
@@ -42,16 +44,32 @@ type ProjectionAdmin interface {
 	Rebuild(ctx context.Context, name string) error
 }
 
+// EventLog is the event log as the API reads it: the history in global
+// order, streams for entities kept only in the log (jobs) and as-of views,
+// chain verification, and the subscription that feeds live updates.
+// *eventstore.Store implements it.
+type EventLog interface {
+	live.Log
+	ReadAll(ctx context.Context, after eventstore.Cursor, limit int, f eventstore.Filter) ([]eventstore.RecordedEvent, error)
+	Event(ctx context.Context, c eventstore.Cursor) (*eventstore.RecordedEvent, error)
+	ReadStream(ctx context.Context, streamID string, o eventstore.ReadStreamOptions) ([]eventstore.RecordedEvent, error)
+	ReadStreams(ctx context.Context, streamIDs []string) (map[string][]eventstore.RecordedEvent, error)
+	Decode(e eventstore.RecordedEvent) (domain.Event, error)
+	Registry() *domain.Registry
+	Verify(ctx context.Context, streamID string) (eventstore.VerifyReport, error)
+}
+
+var _ EventLog = (*eventstore.Store)(nil)
+
 // Deps are the API's collaborators.
 type Deps struct {
 	Log         zerolog.Logger
-	Store       *eventstore.Store
+	Store       EventLog
 	Auth        Authenticator
 	Projections Projections
 	Access      *access.Handlers
 	Nodes       *nodes.Handlers
-	// Reader queries the read models; nil: the live read models of Store's
-	// database.
+	// Reader queries the read models.
 	Reader *readmodel.Reader
 	// Templates and Services run catalog and service commands; without
 	// them those mutations answer that this server does not run them.
@@ -78,14 +96,11 @@ type Deps struct {
 }
 
 func (d *Deps) check() error {
-	if d.Store == nil || d.Auth == nil || d.Projections == nil || d.Access == nil || d.Nodes == nil {
-		return errors.New("graph: Store, Auth, Projections, Access and Nodes are required")
+	if d.Store == nil || d.Reader == nil || d.Auth == nil || d.Projections == nil || d.Access == nil || d.Nodes == nil {
+		return errors.New("graph: Store, Reader, Auth, Projections, Access and Nodes are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
-	}
-	if d.Reader == nil {
-		d.Reader = readmodel.New(d.Store.Pool())
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func (r *queryResolver) Event(ctx context.Context, cursor model.Cursor) (*model.
 	if err != nil {
 		return nil, err
 	}
-	e, err := history{pool: r.deps.Store.Pool()}.get(ctx, eventstore.Cursor(cursor))
+	e, err := r.deps.Store.Event(ctx, eventstore.Cursor(cursor))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, filter *model.EventFi
 		return nil, err
 	}
 	f := visibleFilter(p, filter)
-	return subscribe(ctx, r.events, after, f.match, func(_ context.Context, e live.Event) (*model.Event, error) {
+	return subscribe(ctx, r.events, after, f.Match, func(_ context.Context, e live.Event) (*model.Event, error) {
 		return r.toEvent(e)
 	})
 }

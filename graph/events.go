@@ -57,11 +57,11 @@ func deref(s *string) string {
 
 // visibleFilter turns the API's filter into the history's, narrowed to what
 // the caller may see: a tenant role sees its own tenant's events only.
-func visibleFilter(p Principal, f *model.EventFilter) eventFilter {
-	var out eventFilter
+func visibleFilter(p Principal, f *model.EventFilter) eventstore.Filter {
+	var out eventstore.Filter
 	if f != nil {
-		out = eventFilter{
-			StreamIDs: f.StreamIds, StreamTypes: f.StreamTypes, Types: f.Types,
+		out = eventstore.Filter{
+			StreamIDs: f.StreamIds, StreamTypes: f.StreamTypes, EventTypes: f.Types,
 			Actor: deref(f.Actor), CorrelationID: deref(f.CorrelationID), Tenant: deref(f.TenantID),
 		}
 		if f.Time != nil {
@@ -80,7 +80,7 @@ func visibleFilter(p Principal, f *model.EventFilter) eventFilter {
 }
 
 // eventPage reads one page of the history as a connection.
-func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor, f eventFilter) (*model.EventConnection, error) {
+func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor, f eventstore.Filter) (*model.EventConnection, error) {
 	n, err := pageSize(first, 100)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,10 @@ func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor,
 	if after != nil {
 		from = eventstore.Cursor(*after)
 	}
-	evs, err := history{pool: s.deps.Store.Pool()}.read(ctx, from, n+1, f)
+	// Like every read of the log in global order, a page only holds events
+	// no running transaction can still precede, so a page boundary never
+	// skips a late commit.
+	evs, err := s.deps.Store.ReadAll(ctx, from, n+1, f)
 	if err != nil {
 		return nil, err
 	}

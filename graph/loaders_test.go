@@ -31,6 +31,7 @@ import (
 	"cairn/internal/testdb"
 	"cairn/projections"
 	"cairn/projections/models"
+	"cairn/projections/readmodel"
 	"cairn/sal/catalog"
 )
 
@@ -97,7 +98,7 @@ func newCountedEnv(t *testing.T) *countedEnv {
 	t.Cleanup(store.Close)
 	var n atomic.Int64
 	ids := func() string { return fmt.Sprintf("ld%d", n.Add(1)) }
-	runner := projections.NewRunner(store, projections.Options{Log: log})
+	runner := projections.NewRunner(store, pool, projections.Options{Log: log})
 	if err := runner.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func newCountedEnv(t *testing.T) *countedEnv {
 	// A wide batch window: on a loaded machine the rows' resolvers still ask
 	// within it, so the counts below do not depend on scheduling.
 	api, err := graph.New(graph.Config{ConsistencyTimeout: 20 * time.Second, BatchWait: 50 * time.Millisecond}, graph.Deps{
-		Log: log, Store: store, Auth: tk, Projections: runner, ProjectionAdmin: runner,
+		Log: log, Store: store, Reader: readmodel.New(pool), Auth: tk, Projections: runner, ProjectionAdmin: runner,
 		Access: e.access, Nodes: e.nodes, Templates: e.tpl, Services: svc,
 	})
 	if err != nil {

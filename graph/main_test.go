@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"cairn/auth"
@@ -19,6 +20,7 @@ import (
 	"cairn/graph/client"
 	"cairn/graph/live"
 	"cairn/internal/testdb"
+	"cairn/projections/readmodel"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -57,6 +59,7 @@ func (v visible) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 
 type env struct {
 	t      *testing.T
+	pool   *pgxpool.Pool // the pool store appends through
 	store  *eventstore.Store
 	tokens *tokens
 	api    *graph.Server
@@ -85,6 +88,7 @@ func newEnv(t *testing.T, cfg graph.Config) *env {
 	api, err := graph.New(cfg, graph.Deps{
 		Log:         zerolog.Nop(),
 		Store:       store,
+		Reader:      readmodel.New(pool),
 		Auth:        tk,
 		Projections: visible{store},
 		Access:      access.NewHandlers(store, clock, ids, access.Options{}),
@@ -98,7 +102,7 @@ func newEnv(t *testing.T, cfg graph.Config) *env {
 	go func() { defer close(done); _ = api.Run(ctx) }()
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
-	return &env{t: t, store: store, tokens: tk, api: api, url: srv.URL}
+	return &env{t: t, pool: pool, store: store, tokens: tk, api: api, url: srv.URL}
 }
 
 // principals are the callers of the tests, by token: one per role, and two

@@ -23,6 +23,7 @@ import (
 	"cairn/internal/testdb"
 	"cairn/projections"
 	"cairn/projections/models"
+	"cairn/projections/readmodel"
 )
 
 // newReadEnv is an API over real read models: the projection runner
@@ -41,7 +42,7 @@ func newReadEnv(t *testing.T) *env {
 		n++
 		return "rm" + itoa(n)
 	}
-	runner := projections.NewRunner(store, projections.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	runner := projections.NewRunner(store, pool, projections.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err := runner.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func newReadEnv(t *testing.T) *env {
 	// A loaded test machine can take longer than the served default to
 	// apply a batch; the waiting itself is what these tests check.
 	api, err := graph.New(graph.Config{ConsistencyTimeout: 20 * time.Second}, graph.Deps{
-		Log: zerolog.New(zerolog.NewTestWriter(t)), Store: store, Auth: tk, Projections: runner, ProjectionAdmin: runner,
+		Log: zerolog.New(zerolog.NewTestWriter(t)), Store: store, Reader: readmodel.New(pool), Auth: tk, Projections: runner, ProjectionAdmin: runner,
 		Access: access.NewHandlers(store, time.Now, ids, access.Options{}), Nodes: nodes.NewHandlers(store, time.Now, ids),
 		Templates: templates.NewHandlers(store, time.Now, nil), Services: svc,
 	})
@@ -64,7 +65,7 @@ func newReadEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	srv := serveWithReadModels(t, runner, api, api.Handler())
-	return &env{t: t, store: store, tokens: tk, api: api, url: srv.URL}
+	return &env{t: t, pool: pool, store: store, tokens: tk, api: api, url: srv.URL}
 }
 
 // serveWithReadModels runs the projection runner and the API until the test

@@ -48,7 +48,7 @@ func TestAnswerCache(t *testing.T) {
 	waiting := `query($id: ID!, $c: Cursor) { node(id: $id, consistentWith: $c) { hostname } }`
 	edit := func(hostname string) {
 		t.Helper()
-		if _, err := e.store.Pool().Exec(context.Background(), `UPDATE read.nodes SET hostname = $2 WHERE id = $1`, id, hostname); err != nil {
+		if _, err := e.pool.Exec(context.Background(), `UPDATE read.nodes SET hostname = $2 WHERE id = $1`, id, hostname); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -115,9 +115,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, deps: deps, log: deps.Log, reader: deps.Reader}
-	hist := history{pool: deps.Store.Pool()}
 	read := func(ctx context.Context, after eventstore.Cursor, limit int) ([]eventstore.RecordedEvent, error) {
-		return hist.read(ctx, after, limit, eventFilter{})
+		return deps.Store.ReadAll(ctx, after, limit, eventstore.Filter{})
 	}
 	s.events = live.New(read, cfg.Live)
 	s.projected = live.New(read, cfg.Live)

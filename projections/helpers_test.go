@@ -76,7 +76,7 @@ func (r *running) stop(t *testing.T) {
 
 func start(t *testing.T, e env, opts projections.Options, ps ...projections.Projection) *running {
 	t.Helper()
-	return startWith(t, projections.NewRunner(e.store, opts), ps...)
+	return startWith(t, projections.NewRunner(e.store, e.app, opts), ps...)
 }
 
 func startWith(t *testing.T, r *projections.Runner, ps ...projections.Projection) *running {
@@ -133,8 +133,7 @@ func generate(t *testing.T, e env, seed uint64, n int) eventstore.Cursor {
 // cluster: gap-safe readers do not see past such a transaction yet.
 func lastCursor(t *testing.T, e env) eventstore.Cursor {
 	t.Helper()
-	var c eventstore.Cursor
-	err := e.app.QueryRow(testCtx(t), `SELECT tx_id, position FROM events ORDER BY tx_id DESC, position DESC LIMIT 1`).Scan(&c.TxID, &c.Position)
+	c, err := e.store.Last(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +198,7 @@ func replayed(t *testing.T, e env) string {
 	t.Helper()
 	// Up to the last event committed: the visible head may lag behind it
 	// while a transaction runs, and the read models hold every event.
-	res, err := projections.Replay(testCtx(t), e.store, projections.ReplayOptions{Projections: models.All(), Views: models.AnalyticsViews(),
+	res, err := projections.Replay(testCtx(t), e.store, e.app, projections.ReplayOptions{Projections: models.All(), Views: models.AnalyticsViews(),
 		Until: lastCursor(t, e)})
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +226,16 @@ func count(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int64 {
 	var n int64
 	if err := db.QueryRow(testCtx(t), sql, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
+	}
+	return n
+}
+
+// logSize counts the events in the log.
+func logSize(t *testing.T, e env) int64 {
+	t.Helper()
+	n, err := e.store.Count(testCtx(t), eventstore.Filter{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }

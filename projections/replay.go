@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"cairn/eventstore"
 )
@@ -55,8 +56,8 @@ var replaySchemaPattern = regexp.MustCompile(`^replay_[a-z0-9_]{1,50}$`)
 
 // Replay rebuilds projections into a new scratch schema as of a moment, so
 // that the system can be queried as it was. The schema belongs to the
-// application role; DropReplay removes it.
-func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (ReplayResult, error) {
+// application role, and is made through pool; DropReplay removes it.
+func Replay(ctx context.Context, store Log, pool *pgxpool.Pool, o ReplayOptions) (ReplayResult, error) {
 	var res ReplayResult
 	if err := CheckCursor(ctx, store, o.Until); err != nil {
 		return res, err
@@ -79,18 +80,11 @@ func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (Repl
 	limit := head
 	if !o.Until.IsZero() {
 		limit = o.Until
-		// Gap-safe reads only see events once every transaction that could
-		// still commit before them has ended: wait for that, or the replay
-		// would stop short.
-		if err := store.WaitVisible(ctx, limit); err != nil {
-			return res, err
-		}
 	}
 
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	res.Schema = "replay_" + time.Now().UTC().Format("20060102t150405") + "_" + hex.EncodeToString(rnd[:])
-	pool := store.Pool()
 	target := Target{Schema: res.Schema}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT cairn_create_replay_schema($1)`, res.Schema); err != nil {
@@ -109,22 +103,9 @@ func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (Repl
 		return ReplayResult{}, fmt.Errorf("replay: %w", err)
 	}
 
-	cursor := eventstore.Start
-	for done := false; !done && cursor.Less(limit); {
-		recs, err := store.ReadAll(ctx, cursor, 2000, eventstore.Filter{})
-		if err != nil {
-			return res, fmt.Errorf("replay: %w", err)
-		}
-		if len(recs) == 0 {
-			break
-		}
+	err = store.ReadRange(ctx, eventstore.Start, limit, 2000, eventstore.Filter{}, func(recs []eventstore.RecordedEvent) error {
 		var page []Event
 		for _, e := range decodeAll(store, recs) {
-			if limit.Less(e.Cursor()) {
-				done = true
-				break
-			}
-			cursor = e.Cursor()
 			if !o.UntilTime.IsZero() && e.RecordedAt.After(o.UntilTime) {
 				continue
 			}
@@ -132,7 +113,7 @@ func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (Repl
 			res.Cursor = e.Cursor()
 		}
 		res.Events += int64(len(page))
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			for _, p := range o.Projections {
 				f := p.Filter()
 				var evs []Event
@@ -151,9 +132,9 @@ func Replay(ctx context.Context, store *eventstore.Store, o ReplayOptions) (Repl
 			}
 			return nil
 		})
-		if err != nil {
-			return res, fmt.Errorf("replay: %w", err)
-		}
+	})
+	if err != nil {
+		return res, fmt.Errorf("replay: %w", err)
 	}
 	// Auditors query the replay at will: give it the live tables' indexes.
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -48,12 +48,6 @@ type Options struct {
 	CachePages int
 	// Views are made over the stable read views (the analytics schema).
 	Views []View
-	// Pool writes the read models; default the store's pool. A pool whose
-	// sessions are named eventstore.ReadModelAppName (and act as the
-	// application role) lets readers of the log, the projections included,
-	// go on while a batch is being applied instead of waiting for its
-	// transaction to end: what keeps projection lag low under load.
-	Pool *pgxpool.Pool
 }
 
 func (o *Options) defaults() {
@@ -82,7 +76,7 @@ func (o *Options) defaults() {
 // Rebuild and Parked may be called from any goroutine. It implements
 // prometheus.Collector (see Describe).
 type Runner struct {
-	store *eventstore.Store
+	store Log
 	pool  *pgxpool.Pool
 	opts  Options
 	log   zerolog.Logger
@@ -111,15 +105,13 @@ type Runner struct {
 	afterCommit func(name string, c eventstore.Cursor)
 }
 
-// NewRunner returns a runner over the store's log. Read models are written
-// through opts.Pool, else the store's pool; either acts as the application
-// role.
-func NewRunner(store *eventstore.Store, opts Options) *Runner {
+// NewRunner returns a runner over the log. Read models are written through
+// pool, which acts as the application role. A pool whose sessions are named
+// eventstore.ReadModelAppName lets readers of the log, the projections
+// included, go on while a batch is being applied instead of waiting for its
+// transaction to end: what keeps projection lag low under load.
+func NewRunner(store Log, pool *pgxpool.Pool, opts Options) *Runner {
 	opts.defaults()
-	pool := opts.Pool
-	if pool == nil {
-		pool = store.Pool()
-	}
 	return &Runner{
 		store: store, pool: pool, opts: opts, log: opts.Log,
 		src:    newSource(store, opts.ReadBatch, opts.CachePages),

@@ -26,7 +26,7 @@ func TestReadModelsMatchTheAggregates(t *testing.T) {
 	waitAll(t, e, r.Runner)
 
 	ctx := testCtx(t)
-	total := count(t, e.app, `SELECT count(*) FROM events`)
+	total := logSize(t, e)
 	if got := count(t, e.app, `SELECT coalesce(sum(events), 0) FROM read.event_volume`); got != total {
 		t.Errorf("event volume counts %d events, the log holds %d", got, total)
 	}
@@ -108,7 +108,7 @@ func TestKilledBetweenBatchesAppliesEachEventOnce(t *testing.T) {
 		if round > 200 {
 			t.Fatal("never caught up")
 		}
-		r := projections.NewRunner(e.store, opts)
+		r := projections.NewRunner(e.store, e.app, opts)
 		var commits atomic.Int64
 		crashed, crash := context.WithCancel(context.Background())
 		projections.SetAfterCommit(r, func(string, eventstore.Cursor) {
@@ -142,7 +142,7 @@ func TestKilledBetweenBatchesAppliesEachEventOnce(t *testing.T) {
 			break
 		}
 	}
-	total := count(t, e.app, `SELECT count(*) FROM events`)
+	total := logSize(t, e)
 	if got := count(t, e.app, `SELECT sum(events) FROM read.event_volume`); got != total {
 		t.Fatalf("event volume counts %d events after restarts, the log holds %d: an event was applied twice or lost", got, total)
 	}
@@ -169,7 +169,7 @@ func TestWaitForRefusesUnknownCursorsAndHonoursTheDeadline(t *testing.T) {
 	// never registered to run): the deadline ends the wait.
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	r2 := projections.NewRunner(e.store, fastOptions())
+	r2 := projections.NewRunner(e.store, e.app, fastOptions())
 	if err := r2.WaitFor(short, head); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("runner not running: got %v", err)
 	}

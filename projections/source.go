@@ -18,7 +18,7 @@ import (
 // A live feed (one subscription from the head, woken by LISTEN/NOTIFY) puts
 // new pages in the cache as they commit and wakes waiting workers.
 type source struct {
-	store *eventstore.Store
+	store Log
 	limit int
 	max   int
 
@@ -37,7 +37,7 @@ type page struct {
 	err    error
 }
 
-func newSource(store *eventstore.Store, limit, max int) *source {
+func newSource(store Log, limit, max int) *source {
 	return &source{store: store, limit: limit, max: max, pages: map[eventstore.Cursor]*page{}, changed: make(chan struct{})}
 }
 
@@ -181,7 +181,7 @@ func (s *source) advance(c eventstore.Cursor) {
 	s.mu.Unlock()
 }
 
-func decodeAll(store *eventstore.Store, recs []eventstore.RecordedEvent) []Event {
+func decodeAll(store Log, recs []eventstore.RecordedEvent) []Event {
 	if len(recs) == 0 {
 		return nil
 	}

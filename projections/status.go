@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"cairn/eventstore"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Status describes one build of a projection.
@@ -49,7 +51,7 @@ type Status struct {
 
 // Status reports every live and building projection build, with its lag.
 func (r *Runner) Status(ctx context.Context) ([]Status, error) {
-	out, head, err := readStatus(ctx, r.store)
+	out, head, err := readStatus(ctx, r.store, r.pool)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +80,8 @@ func (r *Runner) Status(ctx context.Context) ([]Status, error) {
 
 // ReadStatus reports every live and building projection build from the
 // database alone, for processes that run no projections (the CLI).
-func ReadStatus(ctx context.Context, store *eventstore.Store) ([]Status, error) {
-	out, head, err := readStatus(ctx, store)
+func ReadStatus(ctx context.Context, store Log, pool *pgxpool.Pool) ([]Status, error) {
+	out, head, err := readStatus(ctx, store, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +91,13 @@ func ReadStatus(ctx context.Context, store *eventstore.Store) ([]Status, error) 
 	return out, nil
 }
 
-func readStatus(ctx context.Context, store *eventstore.Store) ([]Status, eventstore.Cursor, error) {
+func readStatus(ctx context.Context, store Log, pool *pgxpool.Pool) ([]Status, eventstore.Cursor, error) {
 	// The head first: a checkpoint read after it can only be further on.
 	head, err := store.Head(ctx)
 	if err != nil {
 		return nil, head, err
 	}
-	rows, err := activeBuilds(ctx, store.Pool(), "", false)
+	rows, err := activeBuilds(ctx, pool, "", false)
 	if err != nil {
 		return nil, head, err
 	}
@@ -111,7 +113,7 @@ func readStatus(ctx context.Context, store *eventstore.Store) ([]Status, eventst
 	return out, head, nil
 }
 
-func fillLag(ctx context.Context, store *eventstore.Store, out []Status, head eventstore.Cursor) error {
+func fillLag(ctx context.Context, store Log, out []Status, head eventstore.Cursor) error {
 	now := time.Now()
 	var first time.Time
 	for i := range out {
@@ -233,15 +235,10 @@ func (r *Runner) appliedByAll() eventstore.Cursor {
 
 // CheckCursor returns an *UnknownCursorError unless c is the start of the
 // log or names an event of it.
-func CheckCursor(ctx context.Context, store *eventstore.Store, c eventstore.Cursor) error {
-	if c.IsZero() {
-		return nil
-	}
-	var ok bool
-	err := store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE tx_id = $1::xid8 AND position = $2)`,
-		c.TxID, c.Position).Scan(&ok)
+func CheckCursor(ctx context.Context, store Log, c eventstore.Cursor) error {
+	ok, err := store.Contains(ctx, c)
 	if err != nil {
-		return fmt.Errorf("look up cursor %s: %w", c, err)
+		return err
 	}
 	if !ok {
 		return &UnknownCursorError{Cursor: c}

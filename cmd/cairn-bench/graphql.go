@@ -90,7 +90,7 @@ func startGraphQL(ctx context.Context, e *env) (s *graphqlServer, err error) {
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: quiet})
 	closers = append(closers, store.Close)
 
-	runner := projections.NewRunner(store, projections.Options{Log: quiet, Views: models.AnalyticsViews()})
+	runner := projections.NewRunner(store, pool, projections.Options{Log: quiet, Views: models.AnalyticsViews()})
 	if err := runner.Register(models.All()...); err != nil {
 		return nil, err
 	}

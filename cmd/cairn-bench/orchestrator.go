@@ -64,7 +64,7 @@ func benchDeploy(ctx context.Context, e *env) (result, error) {
 	var once sync.Once
 	done := make(chan struct{})
 	o, err := orchestrator.New(orchestrator.Config{
-		Store: store, Plugins: reg, Log: e.log, MaxServices: 256,
+		Store: store, Pool: e.app, Plugins: reg, Log: e.log, MaxServices: 256,
 		OnStep: func(s orchestrator.Step) {
 			steps.Add(1)
 			if len(s.Events) == 1 && s.Events[0] == "service.registered" && registered.Add(1) == services {

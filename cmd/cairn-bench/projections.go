@@ -78,7 +78,7 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 			close()
 		}
 	}()
-	if err := app.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&p.events); err != nil {
+	if p.events, err = p.store.Count(ctx, eventstore.Filter{}); err != nil {
 		return nil, nil, err
 	}
 	if p.events < int64(*rebuildEvents) {
@@ -107,7 +107,7 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 }
 
 func newBenchRunner(p *projEnv, e *env) (*projections.Runner, error) {
-	r := projections.NewRunner(p.store, projections.Options{Log: e.log, Views: models.AnalyticsViews(), Pool: p.readModels})
+	r := projections.NewRunner(p.store, p.readModels, projections.Options{Log: e.log, Views: models.AnalyticsViews()})
 	return r, r.Register(models.All()...)
 }
 
@@ -143,7 +143,7 @@ func benchRebuild(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rebuild did not finish: %w", err)
 	}
-	sts, err := projections.ReadStatus(ctx, p.store)
+	sts, err := projections.ReadStatus(ctx, p.store, p.readModels)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"cairn/domain/events"
@@ -22,7 +23,7 @@ const DatabaseURLEnv = "DATABASE_URL"
 
 // withLog opens the event log of DATABASE_URL, acting as the application
 // role, and runs f.
-func (a *app) withLog(ctx context.Context, f func(*eventstore.Store) error) error {
+func (a *app) withLog(ctx context.Context, f func(*eventstore.Store, *pgxpool.Pool) error) error {
 	url := a.getenv(DatabaseURLEnv)
 	if url == "" {
 		return &usageError{fmt.Errorf("set %s to the Cairn database: audit and replay read the event log directly", DatabaseURLEnv)}
@@ -34,7 +35,7 @@ func (a *app) withLog(ctx context.Context, f func(*eventstore.Store) error) erro
 	defer pool.Close()
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{})
 	defer store.Close()
-	return f(store)
+	return f(store, pool)
 }
 
 func newAuditCommand(a *app) *cobra.Command {
@@ -87,7 +88,7 @@ recorded at or before the --to time.`,
 				return err
 			}
 			o.StreamID = stream
-			return a.withLog(cmd.Context(), func(store *eventstore.Store) error {
+			return a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
 				var w io.Writer = cmd.OutOrStdout()
 				var f *os.File
 				if file != "" && file != "-" {
@@ -142,7 +143,7 @@ database, naming the first event that breaks.`,
 				if !server {
 					return &usageError{errors.New("give an export FILE to verify, or --server to verify the log in the database")}
 				}
-				return a.withLog(cmd.Context(), func(store *eventstore.Store) error {
+				return a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
 					rep, err := store.Verify(cmd.Context(), "")
 					if err != nil {
 						return err
@@ -173,7 +174,7 @@ database, naming the first event that breaks.`,
 			}
 			var against []audit.Problem
 			if server && rep.OK() {
-				err := a.withLog(cmd.Context(), func(store *eventstore.Store) error {
+				err := a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
 					against, err = audit.VerifyAgainst(cmd.Context(), store, rep)
 					return err
 				})

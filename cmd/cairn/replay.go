@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"cairn/eventstore"
@@ -34,8 +35,8 @@ made earlier.`,
 				if until != "" {
 					return &usageError{fmt.Errorf("give --until or --drop, not both")}
 				}
-				return a.withLog(cmd.Context(), func(store *eventstore.Store) error {
-					if err := audit.DropReplay(cmd.Context(), store, drop); err != nil {
+				return a.withLog(cmd.Context(), func(_ *eventstore.Store, pool *pgxpool.Pool) error {
+					if err := audit.DropReplay(cmd.Context(), pool, drop); err != nil {
 						return err
 					}
 					fmt.Fprintf(out, "dropped %s\n", drop)
@@ -49,8 +50,8 @@ made earlier.`,
 			if err != nil {
 				return err
 			}
-			return a.withLog(cmd.Context(), func(store *eventstore.Store) error {
-				res, err := audit.Replay(cmd.Context(), store, at)
+			return a.withLog(cmd.Context(), func(store *eventstore.Store, pool *pgxpool.Pool) error {
+				res, err := audit.Replay(cmd.Context(), store, pool, at)
 				if err != nil {
 					return err
 				}

@@ -38,6 +38,7 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 	api, err := graph.New(graph.Config{}, graph.Deps{
 		Log:             log.With().Str("component", "graphql").Logger(),
 		Store:           store,
+		Reader:          ss.reader,
 		Auth:            auth.NewAuthenticator(store, auth.AuthenticatorOptions{}),
 		Projections:     ss.runner,
 		ProjectionAdmin: ss.runner,

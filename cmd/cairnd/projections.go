@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"cairn/domain/events"
@@ -37,7 +38,7 @@ to start carries it out.`,
 }
 
 // withStore opens the database as the application role and runs f.
-func withStore(ctx context.Context, cfg *config, w io.Writer, f func(*eventstore.Store) error) (err error) {
+func withStore(ctx context.Context, cfg *config, w io.Writer, f func(*eventstore.Store, *pgxpool.Pool) error) (err error) {
 	log := cfg.logger(w)
 	be, err := openBackend(ctx, cfg, log)
 	if err != nil {
@@ -63,7 +64,7 @@ func withStore(ctx context.Context, cfg *config, w io.Writer, f func(*eventstore
 	defer pool.Close()
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: log})
 	defer store.Close()
-	return f(store)
+	return f(store, pool)
 }
 
 func newProjectionsListCommand(cfg *config) *cobra.Command {
@@ -72,8 +73,8 @@ func newProjectionsListCommand(cfg *config) *cobra.Command {
 		Short: "List the projections with their version, state and lag",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), cfg, cmd.ErrOrStderr(), func(store *eventstore.Store) error {
-				sts, err := projections.ReadStatus(cmd.Context(), store)
+			return withStore(cmd.Context(), cfg, cmd.ErrOrStderr(), func(store *eventstore.Store, pool *pgxpool.Pool) error {
+				sts, err := projections.ReadStatus(cmd.Context(), store, pool)
 				if err != nil {
 					return err
 				}
@@ -114,9 +115,9 @@ Projections: ` + strings.Join(models.Names(), ", ") + `.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			return withStore(cmd.Context(), cfg, cmd.ErrOrStderr(), func(store *eventstore.Store) error {
-				before := buildOf(cmd.Context(), store, name)
-				if err := projections.RequestRebuild(cmd.Context(), store.Pool(), name, models.Names()); err != nil {
+			return withStore(cmd.Context(), cfg, cmd.ErrOrStderr(), func(store *eventstore.Store, pool *pgxpool.Pool) error {
+				before := buildOf(cmd.Context(), store, pool, name)
+				if err := projections.RequestRebuild(cmd.Context(), pool, name, models.Names()); err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
@@ -124,7 +125,7 @@ Projections: ` + strings.Join(models.Names(), ", ") + `.`,
 				if wait <= 0 {
 					return nil
 				}
-				return waitRebuilt(cmd.Context(), store, out, name, before, wait)
+				return waitRebuilt(cmd.Context(), store, pool, out, name, before, wait)
 			})
 		},
 	}
@@ -133,8 +134,8 @@ Projections: ` + strings.Join(models.Names(), ", ") + `.`,
 }
 
 // buildOf is the live build of a projection (0 if none).
-func buildOf(ctx context.Context, store *eventstore.Store, name string) int {
-	sts, err := projections.ReadStatus(ctx, store)
+func buildOf(ctx context.Context, store *eventstore.Store, pool *pgxpool.Pool, name string) int {
+	sts, err := projections.ReadStatus(ctx, store, pool)
 	if err != nil {
 		return 0
 	}
@@ -148,11 +149,11 @@ func buildOf(ctx context.Context, store *eventstore.Store, name string) int {
 
 // waitRebuilt polls until a build newer than before is live and none is
 // building.
-func waitRebuilt(ctx context.Context, store *eventstore.Store, w io.Writer, name string, before int, limit time.Duration) error {
+func waitRebuilt(ctx context.Context, store *eventstore.Store, pool *pgxpool.Pool, w io.Writer, name string, before int, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
-		sts, err := projections.ReadStatus(ctx, store)
+		sts, err := projections.ReadStatus(ctx, store, pool)
 		if err != nil {
 			return err
 		}
@@ -196,8 +197,8 @@ func newProjectionsParkedCommand(cfg *config) *cobra.Command {
 					return &projections.UnknownProjectionError{Name: name, Known: known}
 				}
 			}
-			return withStore(cmd.Context(), cfg, cmd.ErrOrStderr(), func(store *eventstore.Store) error {
-				ps, err := projections.ListParked(cmd.Context(), store.Pool(), name, limit)
+			return withStore(cmd.Context(), cfg, cmd.ErrOrStderr(), func(store *eventstore.Store, pool *pgxpool.Pool) error {
+				ps, err := projections.ListParked(cmd.Context(), pool, name, limit)
 				if err != nil {
 					return err
 				}

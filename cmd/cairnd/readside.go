@@ -30,6 +30,7 @@ import (
 // orchestrator that drives services through their plugins.
 type serviceSide struct {
 	runner    *projections.Runner
+	reader    *readmodel.Reader
 	templates *templates.Handlers
 	services  *services.Handlers
 	orch      *orchestrator.Orchestrator
@@ -74,8 +75,9 @@ func loadSecretsKey(dataDir string) ([]byte, error) {
 }
 
 // newServiceSide builds the service side. The agent plugin runs its actions
-// as jobs through js, on the nodes the read models list as online.
-func newServiceSide(ctx context.Context, store *eventstore.Store, readModels *pgxpool.Pool, js *jobSide, cfg *config, log zerolog.Logger) (*serviceSide, error) {
+// as jobs through js, on the nodes the read models list as online. pool
+// acts as the application role; readModels writes the read models.
+func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readModels *pgxpool.Pool, js *jobSide, cfg *config, log zerolog.Logger) (*serviceSide, error) {
 	dataDir := cfg.DataDir
 	var pcfg builtin.Config
 	if cfg.Plugins != "" {
@@ -92,31 +94,32 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, readModels *pg
 	if err != nil {
 		return nil, err
 	}
+	reader := readmodel.New(pool)
 	reg, err := builtin.Registry(ctx, pcfg, builtin.Deps{
 		AgentRunner: cluster.NewRunner(js.jobs, store, cluster.RunnerOptions{}),
-		AgentNodes:  cluster.Nodes{Reader: readmodel.New(store.Pool())},
+		AgentNodes:  cluster.Nodes{Reader: reader},
 		DataDir:     dataDir, Log: log.With().Str("component", "plugins").Logger(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	orch, err := orchestrator.New(orchestrator.Config{
-		Store: store, Plugins: reg, Variables: svc.DecodeVariables,
+		Store: store, Pool: pool, Plugins: reg, Variables: svc.DecodeVariables,
 		Log: log.With().Str("component", "orchestrator").Logger(),
 	})
 	if err != nil {
 		_ = reg.Close()
 		return nil, err
 	}
-	runner := projections.NewRunner(store, projections.Options{
-		Log: log.With().Str("component", "projections").Logger(), Views: models.AnalyticsViews(), Pool: readModels,
+	runner := projections.NewRunner(store, readModels, projections.Options{
+		Log: log.With().Str("component", "projections").Logger(), Views: models.AnalyticsViews(),
 	})
 	if err := runner.Register(models.All()...); err != nil {
 		_ = reg.Close()
 		return nil, err
 	}
 	return &serviceSide{
-		runner: runner, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, plugins: reg,
+		runner: runner, reader: reader, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, plugins: reg,
 	}, nil
 }
 

@@ -111,7 +111,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		return err
 	}
 	defer readModels.Close()
-	ss, err := newServiceSide(ctx, store, readModels, js, cfg, log)
+	ss, err := newServiceSide(ctx, store, pool, readModels, js, cfg, log)
 	if err != nil {
 		return err
 	}

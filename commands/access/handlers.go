@@ -9,7 +9,6 @@ import (
 
 	"cairn/commands"
 	"cairn/domain"
-	"cairn/eventstore"
 )
 
 // Defaults of Options.
@@ -47,7 +46,7 @@ func (o *Options) defaults() {
 
 // Handlers runs access-control commands against the event store.
 type Handlers struct {
-	store *eventstore.Store
+	store commands.Store
 	now   commands.Clock
 	newID commands.IDGenerator
 	opts  Options
@@ -55,7 +54,7 @@ type Handlers struct {
 
 // NewHandlers returns access handlers; clock stamps commands and ids names
 // the entities created without a caller-chosen id (and every token).
-func NewHandlers(store *eventstore.Store, clock commands.Clock, ids commands.IDGenerator, opts Options) *Handlers {
+func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, opts Options) *Handlers {
 	opts.defaults()
 	return &Handlers{store: store, now: clock, newID: ids, opts: opts}
 }

@@ -16,6 +16,7 @@ import (
 	"cairn/domain"
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
+	"cairn/eventstore"
 )
 
 func issueJoin(t *testing.T, f fixture) access.IssuedJoinToken {
@@ -164,9 +165,11 @@ func TestConcurrentRedemption(t *testing.T) {
 			t.Errorf("unexpected %v", err)
 		}
 	}
-	var enrolled, credentials int
-	err := f.s.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE event_type = 'node.enrolled'),
-		count(*) FILTER (WHERE event_type = 'node_credential.issued') FROM events`).Scan(&enrolled, &credentials)
+	enrolled, err := f.s.Count(ctx, eventstore.Filter{EventTypes: []string{"node.enrolled"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	credentials, err := f.s.Count(ctx, eventstore.Filter{EventTypes: []string{"node_credential.issued"}})
 	if err != nil || won != 1 || enrolled != 1 || credentials != 1 {
 		t.Fatalf("%d agents enrolled, %d nodes and %d credentials recorded (%v)", won, enrolled, credentials, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"cairn/domain/jointoken"
 	"cairn/eventstore"
 	"cairn/internal/testdb"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Registry is every domain event type, enrollment included.
@@ -35,10 +38,20 @@ func Registry() *domain.Registry {
 // under test must run testdb.Main from its TestMain.
 func NewStore(t *testing.T) *eventstore.Store {
 	t.Helper()
-	db := testdb.New(t)
-	s := eventstore.New(db.AppPool(t), Registry(), eventstore.Options{})
-	t.Cleanup(s.Close)
+	s, _ := NewStoreWithPool(t)
 	return s
+}
+
+// NewStoreWithPool is NewStore that also returns the pool the store uses,
+// acting as the application role, for tests that need the database's other
+// tables (read models, the bus's poison queue).
+func NewStoreWithPool(t *testing.T) (*eventstore.Store, *pgxpool.Pool) {
+	t.Helper()
+	db := testdb.New(t)
+	pool := db.AppPool(t)
+	s := eventstore.New(pool, Registry(), eventstore.Options{})
+	t.Cleanup(s.Close)
+	return s, pool
 }
 
 // Clock is a clock the test sets and moves; safe for concurrent use.
@@ -87,9 +100,20 @@ func Stream(t *testing.T, s *eventstore.Store, streamID string) []eventstore.Rec
 // needle anywhere: the way to prove a secret never reached the log.
 func CountContaining(t *testing.T, s *eventstore.Store, needle string) int {
 	t.Helper()
+	ctx := context.Background()
+	last, err := s.Last(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n int
-	err := s.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM events WHERE strpos(payload::text, $1) > 0 OR strpos(metadata::text, $1) > 0`, needle).Scan(&n)
+	err = s.ReadRange(ctx, eventstore.Start, last, 1000, eventstore.Filter{}, func(evs []eventstore.RecordedEvent) error {
+		for _, e := range evs {
+			if strings.Contains(string(e.Payload), needle) || strings.Contains(string(e.RawMetadata), needle) {
+				n++
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatalf("scan events: %v", err)
 	}
@@ -99,24 +123,23 @@ func CountContaining(t *testing.T, s *eventstore.Store, needle string) int {
 // CountEvents counts every stored event.
 func CountEvents(t *testing.T, s *eventstore.Store) int {
 	t.Helper()
-	var n int
-	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM events`).Scan(&n); err != nil {
-		t.Fatalf("count events: %v", err)
-	}
-	return n
+	return count(t, s, eventstore.Filter{})
 }
 
 // CountCorrelated counts the stored events of commands with a correlation
 // id: how a test running beside others sees only its own commands' events.
 func CountCorrelated(t *testing.T, s *eventstore.Store, correlationID string) int {
 	t.Helper()
-	var n int
-	err := s.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM events WHERE correlation_id = $1`, correlationID).Scan(&n)
+	return count(t, s, eventstore.Filter{CorrelationID: correlationID})
+}
+
+func count(t *testing.T, s *eventstore.Store, f eventstore.Filter) int {
+	t.Helper()
+	n, err := s.Count(context.Background(), f)
 	if err != nil {
-		t.Fatalf("count events: %v", err)
+		t.Fatal(err)
 	}
-	return n
+	return int(n)
 }
 
 // Descriptor is a small valid service descriptor, kv-store 1.0.0: a size

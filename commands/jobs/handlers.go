@@ -11,13 +11,12 @@ import (
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/job"
-	"cairn/eventstore"
 	"cairn/sal/catalog"
 )
 
 // Handlers runs job commands against the event store.
 type Handlers struct {
-	store   *eventstore.Store
+	store   commands.Store
 	now     commands.Clock
 	newID   commands.IDGenerator
 	catalog *catalog.Validator
@@ -26,7 +25,7 @@ type Handlers struct {
 // NewHandlers returns job handlers; clock stamps commands, ids names jobs
 // submitted without a caller-chosen id, and validator checks job arguments
 // against the schemas the agents enforce.
-func NewHandlers(store *eventstore.Store, clock commands.Clock, ids commands.IDGenerator, validator *catalog.Validator) *Handlers {
+func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, validator *catalog.Validator) *Handlers {
 	return &Handlers{store: store, now: clock, newID: ids, catalog: validator}
 }
 

@@ -10,19 +10,18 @@ import (
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/node"
-	"cairn/eventstore"
 )
 
 // Handlers runs node commands against the event store.
 type Handlers struct {
-	store *eventstore.Store
+	store commands.Store
 	now   commands.Clock
 	newID commands.IDGenerator
 }
 
 // NewHandlers returns node handlers; clock stamps commands and ids names
 // nodes enrolled without a caller-chosen id.
-func NewHandlers(store *eventstore.Store, clock commands.Clock, ids commands.IDGenerator) *Handlers {
+func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator) *Handlers {
 	return &Handlers{store: store, now: clock, newID: ids}
 }
 

@@ -20,9 +20,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"cairn/commands"
+	"cairn/domain"
 	"cairn/domain/service"
 	"cairn/eventbus"
 	"cairn/eventstore"
@@ -53,9 +55,23 @@ type Step struct {
 	Cursor    eventstore.Cursor
 }
 
+// Store is the event log as the orchestrator uses it: the services' and
+// resources' streams, appends of each step, and the bus it follows.
+// *eventstore.Store implements it.
+type Store interface {
+	eventbus.Log
+	ReadStream(ctx context.Context, streamID string, o eventstore.ReadStreamOptions) ([]eventstore.RecordedEvent, error)
+	Decode(e eventstore.RecordedEvent) (domain.Event, error)
+	Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error)
+	StreamsEndingWith(ctx context.Context, streamType string, eventTypes []string) ([]string, error)
+}
+
 // Config holds the orchestrator's dependencies and limits.
 type Config struct {
-	Store   *eventstore.Store
+	Store Store
+	// Pool is the database of the bus's poison queue, where an event the
+	// orchestrator keeps failing on is parked.
+	Pool    *pgxpool.Pool
 	Plugins *plugins.Registry
 	// Variables recovers the values a service was registered with (sensitive
 	// ones are recorded encrypted). Nil reads them as plain JSON.
@@ -83,7 +99,7 @@ type Config struct {
 // Orchestrator is the process manager. Build it with New and run it with Run.
 type Orchestrator struct {
 	cfg   Config
-	store *eventstore.Store
+	store Store
 	reg   *plugins.Registry
 	log   zerolog.Logger
 	slots chan struct{} // MaxServices
@@ -96,8 +112,8 @@ type Orchestrator struct {
 
 // New checks the configuration and returns an orchestrator.
 func New(cfg Config) (*Orchestrator, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("orchestrator: no event store")
+	if cfg.Store == nil || cfg.Pool == nil {
+		return nil, errors.New("orchestrator: no event store or database pool")
 	}
 	if cfg.Plugins == nil {
 		return nil, errors.New("orchestrator: no plugin registry")
@@ -139,7 +155,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	defer cancel()
 	defer o.wg.Wait()
 
-	router, err := eventbus.NewRouter(o.log, o.store.Pool(), o.cfg.Router)
+	router, err := eventbus.NewRouter(o.log, o.cfg.Pool, o.cfg.Router)
 	if err != nil {
 		return err
 	}
@@ -183,25 +199,15 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 // The event that put a service in such a state is its last one until the
 // orchestrator records the outcome, so the last event type is enough.
 func (o *Orchestrator) inFlight(ctx context.Context) ([]string, error) {
-	rows, err := o.store.Pool().Query(ctx, `
-		SELECT stream_id FROM (
-			SELECT DISTINCT ON (stream_id) stream_id, event_type
-			FROM events WHERE stream_type = $1
-			ORDER BY stream_id, version DESC
-		) last WHERE event_type = ANY($2)`, commands.ServiceStream, triggers)
+	streams, err := o.store.StreamsEndingWith(ctx, commands.ServiceStream, triggers)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: find services in the middle of a step: %w", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var stream string
-		if err := rows.Scan(&stream); err != nil {
-			return nil, fmt.Errorf("orchestrator: find services in the middle of a step: %w", err)
-		}
-		ids = append(ids, strings.TrimPrefix(stream, commands.ServiceStream+"-"))
+	ids := make([]string, len(streams))
+	for i, stream := range streams {
+		ids[i] = strings.TrimPrefix(stream, commands.ServiceStream+"-")
 	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // kick makes sure a worker drives the service: it starts one, or, when one

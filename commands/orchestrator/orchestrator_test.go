@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"cairn/commands"
@@ -63,14 +64,23 @@ outputs:
 
 type env struct {
 	store *eventstore.Store
+	pool  *pgxpool.Pool
 	reg   *plugins.Registry
 	fake  *fake.Plugin
 	desc  *ocl.Descriptor
 }
 
+// newBareEnv is an env on a fresh database with an empty plugin registry.
+func newBareEnv(t *testing.T) *env {
+	t.Helper()
+	store, pool := commandstest.NewStoreWithPool(t)
+	return &env{store: store, pool: pool, reg: plugins.NewRegistry()}
+}
+
 func newEnv(t *testing.T, opts fake.Options) *env {
 	t.Helper()
-	e := &env{store: commandstest.NewStore(t), reg: plugins.NewRegistry(), fake: fake.New(opts)}
+	e := newBareEnv(t)
+	e.fake = fake.New(opts)
 	if err := e.reg.Register("fake", e.fake); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +97,7 @@ func newEnv(t *testing.T, opts fake.Options) *env {
 func (e *env) run(t *testing.T, mutate func(*orchestrator.Config)) func() {
 	t.Helper()
 	cfg := orchestrator.Config{
-		Store: e.store, Plugins: e.reg, Log: zerolog.Nop(),
+		Store: e.store, Pool: e.pool, Plugins: e.reg, Log: zerolog.Nop(),
 		Router: eventbus.RouterOptions{MaxRetries: 1, InitialInterval: time.Millisecond},
 	}
 	if mutate != nil {
@@ -393,7 +403,7 @@ func TestStartFailureAndRetry(t *testing.T) {
 func (e *env) start(t *testing.T, ctx context.Context, onStep func(orchestrator.Step)) <-chan error {
 	t.Helper()
 	o, err := orchestrator.New(orchestrator.Config{
-		Store: e.store, Plugins: e.reg, Log: zerolog.Nop(), OnStep: onStep,
+		Store: e.store, Pool: e.pool, Plugins: e.reg, Log: zerolog.Nop(), OnStep: onStep,
 		Router: eventbus.RouterOptions{MaxRetries: 1, InitialInterval: time.Millisecond},
 	})
 	if err != nil {
@@ -614,7 +624,7 @@ func TestTerraformExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{store: commandstest.NewStore(t), reg: plugins.NewRegistry()}
+	e := newBareEnv(t)
 	if err := e.reg.Register("terraform", tf); err != nil {
 		t.Fatal(err)
 	}
@@ -699,7 +709,8 @@ func (m misbehaving) Create(ctx context.Context, r plugins.Request) (json.RawMes
 func TestTimeoutAndGarbageRollBack(t *testing.T) {
 	t.Parallel()
 	f := fake.New(fake.Options{})
-	e := &env{store: commandstest.NewStore(t), reg: plugins.NewRegistry(), fake: f}
+	e := newBareEnv(t)
+	e.fake = f
 	if err := e.reg.Register("fake", misbehaving{f}); err != nil {
 		t.Fatal(err)
 	}

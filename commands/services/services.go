@@ -16,12 +16,11 @@ import (
 	"cairn/domain/service"
 	"cairn/domain/template"
 	"cairn/domain/tenant"
-	"cairn/eventstore"
 )
 
 // Handlers runs service commands against the event store.
 type Handlers struct {
-	store   *eventstore.Store
+	store   commands.Store
 	now     commands.Clock
 	newID   commands.IDGenerator
 	secrets *Secrets
@@ -30,7 +29,7 @@ type Handlers struct {
 // NewHandlers returns service handlers; clock stamps commands, ids names
 // services registered without a caller-chosen id, and secretsKey (32 bytes)
 // seals the values of sensitive variables before they reach the log.
-func NewHandlers(store *eventstore.Store, clock commands.Clock, ids commands.IDGenerator, secretsKey []byte) (*Handlers, error) {
+func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, secretsKey []byte) (*Handlers, error) {
 	secrets, err := NewSecrets(secretsKey)
 	if err != nil {
 		return nil, err

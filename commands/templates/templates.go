@@ -11,19 +11,18 @@ import (
 	"cairn/domain"
 	"cairn/domain/ocl"
 	"cairn/domain/template"
-	"cairn/eventstore"
 )
 
 // Handlers runs catalog commands against the event store.
 type Handlers struct {
-	store   *eventstore.Store
+	store   commands.Store
 	now     commands.Clock
 	plugins ocl.PluginCatalog
 }
 
 // NewHandlers returns catalog handlers. plugins, when not nil, lets Register
 // check each resource's plugin, type and literal properties.
-func NewHandlers(store *eventstore.Store, clock commands.Clock, plugins ocl.PluginCatalog) *Handlers {
+func NewHandlers(store commands.Store, clock commands.Clock, plugins ocl.PluginCatalog) *Handlers {
 	return &Handlers{store: store, now: clock, plugins: plugins}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"cairn/eventstore"
 	"cairn/graph"
+	"cairn/projections/readmodel"
 )
 
 // visibility stands in for the projection runner: the job side reads
@@ -31,7 +32,7 @@ type API struct {
 // Serve starts the GraphQL API over e on a local listener.
 func (e *Env) Serve(cfg graph.Config, log zerolog.Logger) (*API, error) {
 	api, err := graph.New(cfg, graph.Deps{
-		Log: log, Store: e.Store, Auth: e.Auth, Projections: visibility{e.Store},
+		Log: log, Store: e.Store, Reader: readmodel.New(e.Pool), Auth: e.Auth, Projections: visibility{e.Store},
 		Access: e.Access, Nodes: e.Nodes, Jobs: e.Jobs, Dispatch: e.Dispatcher, Logs: e.Logs, Stats: e.Stats, Schedules: e.Schedules,
 	})
 	if err != nil {

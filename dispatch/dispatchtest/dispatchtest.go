@@ -27,6 +27,7 @@ import (
 // Env is a running dispatcher and everything it was built from.
 type Env struct {
 	Store      *eventstore.Store
+	Pool       *pgxpool.Pool // the pool Store appends through
 	Jobs       *jobs.Handlers
 	Nodes      *nodes.Handlers
 	Access     *access.Handlers
@@ -56,6 +57,7 @@ func Start(pool *pgxpool.Pool, opts dispatch.Options, log zerolog.Logger) (*Env,
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: log})
 	e := &Env{
 		Store:     store,
+		Pool:      pool,
 		Jobs:      jobs.NewHandlers(store, commands.Clock(clock), ids, validator),
 		Nodes:     nodes.NewHandlers(store, commands.Clock(clock), ids),
 		Access:    access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),

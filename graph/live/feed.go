@@ -8,11 +8,18 @@ import (
 	"cairn/eventstore"
 )
 
+// Log is the event log as a Hub's feed follows it. *eventstore.Store
+// implements it.
+type Log interface {
+	Head(ctx context.Context) (eventstore.Cursor, error)
+	Subscribe(ctx context.Context, opts eventstore.SubscribeOptions, handle func(context.Context, eventstore.Batch) error) error
+}
+
 // Feed runs the Hub's one store subscription: it starts the Hub at the head
 // of the log and publishes every event that commits afterwards, until ctx
 // ends. The store retries failed reads itself, so Feed returns only when ctx
 // ends.
-func Feed(ctx context.Context, store *eventstore.Store, h *Hub) error {
+func Feed(ctx context.Context, store Log, h *Hub) error {
 	head, err := store.Head(ctx)
 	for err != nil {
 		// The database may be restarting: the Hub waits for it, and so do

@@ -26,6 +26,12 @@ import (
 // its context ends.
 const DefaultDrainTimeout = 15 * time.Second
 
+// Log is the event log as readiness checks it. *eventstore.Store
+// implements it.
+type Log interface {
+	Head(ctx context.Context) (eventstore.Cursor, error)
+}
+
 // Deps are what the server needs. Pool, Store and Schema are required.
 type Deps struct {
 	Log zerolog.Logger
@@ -33,7 +39,7 @@ type Deps struct {
 	// pings it and /metrics reports its connections.
 	Pool *pgxpool.Pool
 	// Store is the event log; readiness checks the app role can read it.
-	Store *eventstore.Store
+	Store Log
 	// Schema reports the database's schema version against the binary's
 	// migrations. It needs a connection that may read the migration table,
 	// which the app role may not.
@@ -51,7 +57,7 @@ type Deps struct {
 type Server struct {
 	log          zerolog.Logger
 	pool         *pgxpool.Pool
-	store        *eventstore.Store
+	store        Log
 	schema       func(context.Context) (migrations.Status, error)
 	metrics      *prometheus.Registry
 	drainTimeout time.Duration

@@ -40,7 +40,7 @@ type State[S any] struct {
 func AsOf[S any, PS interface {
 	*S
 	commands.Aggregate
-}](ctx context.Context, store *eventstore.Store, streamType, id string, at Point) (State[S], error) {
+}](ctx context.Context, store Log, streamType, id string, at Point) (State[S], error) {
 	var out State[S]
 	if err := check(ctx, store, at); err != nil {
 		return out, err
@@ -85,32 +85,32 @@ func notFound(err error, streamType, id string) error {
 }
 
 // NodeAsOf is a node as it was at a moment.
-func NodeAsOf(ctx context.Context, store *eventstore.Store, id string, at Point) (State[node.Node], error) {
+func NodeAsOf(ctx context.Context, store Log, id string, at Point) (State[node.Node], error) {
 	return AsOf[node.Node](ctx, store, commands.NodeStream, id, at)
 }
 
 // JobAsOf is a job as it was at a moment.
-func JobAsOf(ctx context.Context, store *eventstore.Store, id string, at Point) (State[job.Job], error) {
+func JobAsOf(ctx context.Context, store Log, id string, at Point) (State[job.Job], error) {
 	return AsOf[job.Job](ctx, store, commands.JobStream, id, at)
 }
 
 // ServiceAsOf is a service as it was at a moment.
-func ServiceAsOf(ctx context.Context, store *eventstore.Store, id string, at Point) (State[service.Service], error) {
+func ServiceAsOf(ctx context.Context, store Log, id string, at Point) (State[service.Service], error) {
 	return AsOf[service.Service](ctx, store, commands.ServiceStream, id, at)
 }
 
 // ResourceAsOf is a resource as it was at a moment.
-func ResourceAsOf(ctx context.Context, store *eventstore.Store, id string, at Point) (State[resource.Resource], error) {
+func ResourceAsOf(ctx context.Context, store Log, id string, at Point) (State[resource.Resource], error) {
 	return AsOf[resource.Resource](ctx, store, commands.ResourceStream, id, at)
 }
 
 // TemplateAsOf is a template version ("name@version") as it was at a moment.
-func TemplateAsOf(ctx context.Context, store *eventstore.Store, id string, at Point) (State[template.TemplateVersion], error) {
+func TemplateAsOf(ctx context.Context, store Log, id string, at Point) (State[template.TemplateVersion], error) {
 	return AsOf[template.TemplateVersion](ctx, store, commands.TemplateStream, id, at)
 }
 
 // TenantAsOf is a tenant as it was at a moment.
-func TenantAsOf(ctx context.Context, store *eventstore.Store, id string, at Point) (State[tenant.Tenant], error) {
+func TenantAsOf(ctx context.Context, store Log, id string, at Point) (State[tenant.Tenant], error) {
 	return AsOf[tenant.Tenant](ctx, store, commands.TenantStream, id, at)
 }
 
@@ -139,7 +139,7 @@ var secretFields = map[string]bool{"SecretHash": true}
 func DiffOf[S any, PS interface {
 	*S
 	commands.Aggregate
-}](ctx context.Context, store *eventstore.Store, streamType, id string, from, to Point) (Diff[S], error) {
+}](ctx context.Context, store Log, streamType, id string, from, to Point) (Diff[S], error) {
 	var out Diff[S]
 	a, err := AsOf[S, PS](ctx, store, streamType, id, from)
 	if err != nil {

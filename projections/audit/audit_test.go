@@ -345,10 +345,10 @@ func testBadPoints(t *testing.T, e env) {
 	if _, err := audit.Export(ctx(t), e.store, &bytes.Buffer{}, audit.ExportOptions{To: unknown}); !errors.As(err, &uc) {
 		t.Errorf("export to an unknown cursor: %v", err)
 	}
-	if _, err := audit.Replay(ctx(t), e.store, before); !errors.As(err, &bf) {
+	if _, err := audit.Replay(ctx(t), e.store, e.pool, before); !errors.As(err, &bf) {
 		t.Errorf("replay before the log: %v", err)
 	}
-	if _, err := audit.Replay(ctx(t), e.store, audit.Point{Start: true}); !errors.Is(err, audit.ErrEmptyReplay) {
+	if _, err := audit.Replay(ctx(t), e.store, e.pool, audit.Point{Start: true}); !errors.Is(err, audit.ErrEmptyReplay) {
 		t.Errorf("replay to the start: %v", err)
 	}
 	var nf *domain.NotFoundError
@@ -397,12 +397,12 @@ func testAsOf(t *testing.T, e env) {
 }
 
 func testReplay(t *testing.T, e env) {
-	res, err := audit.Replay(ctx(t), e.store, audit.Point{Cursor: e.mid})
+	res, err := audit.Replay(ctx(t), e.store, e.pool, audit.Point{Cursor: e.mid})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := audit.DropReplay(context.Background(), e.store, res.Schema); err != nil {
+		if err := audit.DropReplay(context.Background(), e.pool, res.Schema); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -439,7 +439,7 @@ func testReplay(t *testing.T, e env) {
 	if n := count(t, e.pool, `SELECT sum(events) FROM `+pgx.Identifier{res.Schema, "analytics_event_volume_daily"}.Sanitize()); n != want {
 		t.Errorf("replay's event volume %d, want %d", n, want)
 	}
-	if err := audit.DropReplay(ctx(t), e.store, "public"); err == nil {
+	if err := audit.DropReplay(ctx(t), e.pool, "public"); err == nil {
 		t.Error("dropping a schema that is not a replay's was allowed")
 	}
 }

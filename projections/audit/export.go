@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"cairn/eventstore"
 )
 
@@ -91,7 +89,7 @@ const ExportFormat = "cairn-export-v1"
 
 // Export writes the chosen events as NDJSON, one event per line in global
 // order, then the trailer (`{"trailer": {...}}`).
-func Export(ctx context.Context, store *eventstore.Store, w io.Writer, o ExportOptions) (ExportSummary, error) {
+func Export(ctx context.Context, store Log, w io.Writer, o ExportOptions) (ExportSummary, error) {
 	var sum ExportSummary
 	from, to, err := exportRange(ctx, store, o)
 	if err != nil {
@@ -113,25 +111,16 @@ func Export(ctx context.Context, store *eventstore.Store, w io.Writer, o ExportO
 			}
 		}
 	} else {
-		cur := from
-		for cur.Less(to) {
-			evs, err := store.ReadAll(ctx, cur, 5000, eventstore.Filter{})
-			if err != nil {
-				return sum, err
-			}
-			if len(evs) == 0 {
-				break
-			}
+		err := store.ReadRange(ctx, from, to, 5000, eventstore.Filter{}, func(evs []eventstore.RecordedEvent) error {
 			for i := range evs {
-				if to.Less(evs[i].Cursor()) {
-					cur = to
-					break
-				}
 				if err := x.line(&evs[i]); err != nil {
-					return sum, err
+					return err
 				}
-				cur = evs[i].Cursor()
 			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
 		}
 	}
 	t := Trailer{Format: ExportFormat, Events: x.events, Streams: len(x.heads), Stream: o.StreamID, Heads: x.heads,
@@ -163,7 +152,7 @@ func Export(ctx context.Context, store *eventstore.Store, w io.Writer, o ExportO
 // exportRange turns the options into cursors: events after from up to and
 // including to. Times become the cursors of the events around them, so an
 // export is always one unbroken stretch of the global order.
-func exportRange(ctx context.Context, store *eventstore.Store, o ExportOptions) (eventstore.Cursor, eventstore.Cursor, error) {
+func exportRange(ctx context.Context, store Log, o ExportOptions) (eventstore.Cursor, eventstore.Cursor, error) {
 	var from, to eventstore.Cursor
 	for _, p := range []Point{o.From, o.To} {
 		if err := check(ctx, store, p); err != nil {
@@ -178,9 +167,7 @@ func exportRange(ctx context.Context, store *eventstore.Store, o ExportOptions) 
 	switch {
 	case !o.From.Time.IsZero():
 		// After the last event recorded before the time.
-		err := store.Pool().QueryRow(ctx, `SELECT tx_id, position FROM events WHERE recorded_at < $1
-			ORDER BY tx_id DESC, position DESC LIMIT 1`, o.From.Time).Scan(&from.TxID, &from.Position)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if from, err = store.LastBefore(ctx, o.From.Time, false); err != nil {
 			return from, to, err
 		}
 	case !o.From.Cursor.IsZero():
@@ -188,10 +175,7 @@ func exportRange(ctx context.Context, store *eventstore.Store, o ExportOptions) 
 	}
 	switch {
 	case !o.To.Time.IsZero():
-		to = eventstore.Start
-		err := store.Pool().QueryRow(ctx, `SELECT tx_id, position FROM events WHERE recorded_at <= $1
-			ORDER BY tx_id DESC, position DESC LIMIT 1`, o.To.Time).Scan(&to.TxID, &to.Position)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if to, err = store.LastBefore(ctx, o.To.Time, true); err != nil {
 			return from, to, err
 		}
 		if head.Less(to) {

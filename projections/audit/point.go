@@ -73,7 +73,7 @@ func ParsePoint(s string) (Point, error) {
 
 // check refuses a cursor that names no event and a time before the first
 // event: either would silently mean "nothing".
-func check(ctx context.Context, store *eventstore.Store, p Point) error {
+func check(ctx context.Context, store Log, p Point) error {
 	switch {
 	case p.Start || p.IsZero():
 		return nil

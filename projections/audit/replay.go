@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 
-	"cairn/eventstore"
 	"cairn/projections"
 	"cairn/projections/models"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Replay rebuilds every read model, and the analytics views over them, into
 // a new scratch schema as of a moment (unset: now), so that the whole
 // system can be queried as it was. The schema's tables have the read
 // models' names (nodes, jobs, …); the analytics views are prefixed
-// analytics_. DropReplay removes it.
-func Replay(ctx context.Context, store *eventstore.Store, until Point) (projections.ReplayResult, error) {
+// analytics_. The schema is made through pool; DropReplay removes it.
+func Replay(ctx context.Context, store Log, pool *pgxpool.Pool, until Point) (projections.ReplayResult, error) {
 	if err := check(ctx, store, until); err != nil {
 		return projections.ReplayResult{}, err
 	}
@@ -22,7 +23,7 @@ func Replay(ctx context.Context, store *eventstore.Store, until Point) (projecti
 		return projections.ReplayResult{}, ErrEmptyReplay
 	}
 	o := projections.ReplayOptions{Projections: models.All(), Views: models.AnalyticsViews(), Until: until.Cursor, UntilTime: until.Time}
-	return projections.Replay(ctx, store, o)
+	return projections.Replay(ctx, store, pool, o)
 }
 
 // ErrEmptyReplay refuses a replay up to the start of the log, which would
@@ -30,6 +31,6 @@ func Replay(ctx context.Context, store *eventstore.Store, until Point) (projecti
 var ErrEmptyReplay = errors.New("replaying up to the start of the log (cursor 0) builds an empty system: choose a later cursor or time")
 
 // DropReplay removes a scratch schema a replay made.
-func DropReplay(ctx context.Context, store *eventstore.Store, schema string) error {
-	return projections.DropReplay(ctx, store.Pool(), schema)
+func DropReplay(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	return projections.DropReplay(ctx, pool, schema)
 }

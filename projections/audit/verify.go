@@ -255,7 +255,7 @@ func (l ExportLine) event() (eventstore.RecordedEvent, string) {
 // stream's last event in the file must be that stream's event at that
 // version in the database. It catches a file rewritten consistently from
 // scratch, which offline verification cannot.
-func VerifyAgainst(ctx context.Context, store *eventstore.Store, rep FileReport) ([]Problem, error) {
+func VerifyAgainst(ctx context.Context, store Log, rep FileReport) ([]Problem, error) {
 	if rep.Trailer == nil {
 		return []Problem{{Reason: "the file has no trailer to compare with the log"}}, nil
 	}

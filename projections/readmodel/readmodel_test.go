@@ -50,7 +50,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *readmodel.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := projections.NewRunner(store, projections.Options{Log: zerolog.Nop(), Views: models.AnalyticsViews()})
+	r := projections.NewRunner(store, pool, projections.Options{Log: zerolog.Nop(), Views: models.AnalyticsViews()})
 	if err := r.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}

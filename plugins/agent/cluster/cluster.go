@@ -14,7 +14,6 @@ import (
 	"cairn/commands/jobs"
 	"cairn/domain/job"
 	"cairn/domain/node"
-	"cairn/eventstore"
 	"cairn/plugins/agent"
 	"cairn/projections/readmodel"
 )
@@ -34,14 +33,14 @@ type RunnerOptions struct {
 // Runner implements agent.JobRunner with jobs pinned to one node.
 type Runner struct {
 	jobs  *jobs.Handlers
-	store *eventstore.Store
+	store commands.Loader
 	opts  RunnerOptions
 }
 
 var _ agent.JobRunner = (*Runner)(nil)
 
 // NewRunner returns a runner submitting through h and reading store.
-func NewRunner(h *jobs.Handlers, store *eventstore.Store, opts RunnerOptions) *Runner {
+func NewRunner(h *jobs.Handlers, store commands.Loader, opts RunnerOptions) *Runner {
 	if opts.Timeout <= 0 {
 		opts.Timeout = jobs.DefaultTimeout
 	}

@@ -76,7 +76,7 @@ func fakeAgent(ctx context.Context, t *testing.T, store *eventstore.Store, h *jo
 func TestAgentPluginThroughJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := commandstest.NewStore(t)
+	store, pool := commandstest.NewStoreWithPool(t)
 	clock := time.Now
 	nh := nodes.NewHandlers(store, clock, commandstest.IDs("node"))
 	if _, err := nh.Enroll(ctx, commands.Meta{Actor: "operator"}, nodes.Enroll{NodeID: "n1", Hostname: "n1.example.org", Labels: map[string]string{"role": "web"}}); err != nil {
@@ -91,7 +91,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	}
 
 	// The nodes read model: n1 is online, n2 never connected.
-	runner := projections.NewRunner(store, projections.Options{Log: zerolog.Nop()})
+	runner := projections.NewRunner(store, pool, projections.Options{Log: zerolog.Nop()})
 	if err := runner.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	if err := runner.WaitFor(wctx, res.Cursor); err != nil {
 		t.Fatal(err)
 	}
-	lister := cluster.Nodes{Reader: readmodel.New(store.Pool())}
+	lister := cluster.Nodes{Reader: readmodel.New(pool)}
 	cands, err := lister.Candidates(ctx)
 	if err != nil || len(cands) != 1 || cands[0].ID != "n1" || cands[0].Labels["role"] != "web" {
 		t.Fatalf("candidates %+v %v", cands, err)
