@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"cairn/internal/ptr"
 	"cairn/sal/catalog"
 )
 
@@ -374,7 +375,7 @@ var inAgentActions = []string{catalog.ActionSupervisorStart, catalog.ActionSuper
 
 func runsInAgent(rec record) bool {
 	spec := rec.Lease.Job.Spec
-	return spec.Kind == "ACTION" && slices.Contains(inAgentActions, deref(spec.Action))
+	return spec.Kind == "ACTION" && slices.Contains(inAgentActions, ptr.Value(spec.Action))
 }
 
 // runHere runs the job in the agent's process on the agent's System, with

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"cairn/internal/ptr"
 	"cairn/sal"
 )
 
@@ -161,7 +162,7 @@ func run(ctx context.Context, rec record, sys *sal.System, spool *spoolWriter) R
 		if x == nil {
 			return fail("the job has kind EXEC but no exec part")
 		}
-		spec := sal.ExecSpec{Argv: x.Argv, Timeout: timeout, KillGrace: grace, Dir: deref(x.Workdir)}
+		spec := sal.ExecSpec{Argv: x.Argv, Timeout: timeout, KillGrace: grace, Dir: ptr.Value(x.Workdir)}
 		if len(x.Env) > 0 {
 			spec.Env = map[string]string{}
 			for _, e := range x.Env {
@@ -210,7 +211,7 @@ func run(ctx context.Context, rec record, sys *sal.System, spool *spoolWriter) R
 }
 
 func runAction(ctx context.Context, sys *sal.System, j Job, timeout time.Duration, spool *spoolWriter) Result {
-	name := deref(j.Spec.Action)
+	name := ptr.Value(j.Spec.Action)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -235,11 +236,4 @@ func runAction(ctx context.Context, sys *sal.System, j Job, timeout time.Duratio
 		return Result{Outcome: outcome, ExitCode: 1, Error: &msg}
 	}
 	return Result{Outcome: OutcomeSucceeded, Output: out}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -124,7 +124,7 @@ func (d *Dispatcher) apply(rec eventstore.RecordedEvent, ev domain.Event) {
 func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 	id := rec.StreamID[len(streamJob)+1:]
 	e := d.jobs[id]
-	if sub, ok := ev.(*job.Submitted); ok {
+	if sub, ok := ev.(job.Submitted); ok {
 		if e != nil {
 			return // a replay of what this process applied already
 		}
@@ -158,7 +158,7 @@ func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 		e.pending, e.awaitVersion = false, 0
 	}
 	switch ev := ev.(type) {
-	case *job.Leased:
+	case job.Leased:
 		// A lease this process recorded was handed over already (lease).
 		delivered := e.leaseCursor == rec.Cursor()
 		e.leaseCursor, e.cancelCursor, e.leaseUntil = rec.Cursor(), eventstore.Cursor{}, ev.LeaseUntil
@@ -170,12 +170,12 @@ func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 		if !delivered {
 			d.deliver(n, e, false)
 		}
-	case *job.CancelRequested:
+	case job.CancelRequested:
 		if e.node != nil {
 			e.cancelCursor = rec.Cursor()
 			d.deliver(e.node, e, true)
 		}
-	case *job.Cancelled:
+	case job.Cancelled:
 		if e.node != nil {
 			// The agent has not started it and will be refused if it tries;
 			// telling it saves the attempt.
@@ -183,9 +183,9 @@ func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 			d.deliver(e.node, e, true)
 		}
 		d.release(e)
-	case *job.LeaseExpired, *job.Finished, *job.Lost, *job.FanOutCompleted:
+	case job.LeaseExpired, job.Finished, job.Lost, job.FanOutCompleted:
 		d.release(e)
-	case *job.ChildrenSpawned:
+	case job.ChildrenSpawned:
 		for _, c := range ev.ChildIDs {
 			if _, known := e.fan.children[c]; !known {
 				e.fan.children[c] = false
@@ -214,7 +214,7 @@ func (d *Dispatcher) applyNode(rec eventstore.RecordedEvent, ev domain.Event) {
 		n.cmdPending, n.awaitVersion = false, 0
 	}
 	switch ev.(type) {
-	case *node.Decommissioned:
+	case node.Decommissioned:
 		// Its credential is revoked: end its connections.
 		for s := range n.streams {
 			s.fail(&NodeGoneError{NodeID: id, Status: string(n.n.Status)})

@@ -15,7 +15,7 @@ type Upcaster struct {
 
 type registration struct {
 	version   int
-	newEvent  func() Event
+	decode    func(payload []byte) (Event, error)
 	upcasters map[int]Upcaster
 }
 
@@ -30,11 +30,13 @@ func NewRegistry() *Registry {
 	return &Registry{types: map[string]registration{}}
 }
 
-// Register adds an event type at its current schema version. newEvent must
-// return a pointer to a zero value of the event type. It panics on a duplicate
-// or inconsistent registration: that is a programming error found at start-up.
-func (r *Registry) Register(version int, newEvent func() Event, upcasters ...Upcaster) {
-	name := newEvent().EventType()
+// Register adds the event type E at its current schema version. Decoding
+// yields E as a value, so evolvers and type switches have one case per type.
+// It panics on a duplicate or inconsistent registration: that is a
+// programming error found at start-up.
+func Register[E Event](r *Registry, version int, upcasters ...Upcaster) {
+	var zero E
+	name := zero.EventType()
 	if _, dup := r.types[name]; dup {
 		panic(fmt.Sprintf("domain: event type %q registered twice", name))
 	}
@@ -53,7 +55,14 @@ func (r *Registry) Register(version int, newEvent func() Event, upcasters ...Upc
 			panic(fmt.Sprintf("domain: event type %q: no upcaster from version %d", name, v))
 		}
 	}
-	r.types[name] = registration{version: version, newEvent: newEvent, upcasters: ups}
+	decode := func(payload []byte) (Event, error) {
+		var e E
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
+	r.types[name] = registration{version: version, decode: decode, upcasters: ups}
 }
 
 // Types lists the registered event type names in order.
@@ -112,14 +121,15 @@ func (r *Registry) Upcast(eventType string, schemaVersion int, payload json.RawM
 	return payload, nil
 }
 
-// Decode upcasts a stored payload and unmarshals it into the registered Go type.
+// Decode upcasts a stored payload and unmarshals it into the registered Go
+// type, returned as a value.
 func (r *Registry) Decode(eventType string, schemaVersion int, payload json.RawMessage) (Event, error) {
 	current, err := r.Upcast(eventType, schemaVersion, payload)
 	if err != nil {
 		return nil, err
 	}
-	e := r.types[eventType].newEvent()
-	if err := json.Unmarshal(current, e); err != nil {
+	e, err := r.types[eventType].decode(current)
+	if err != nil {
 		return nil, &DecodeError{EventType: eventType, Reason: err.Error()}
 	}
 	return e, nil

@@ -37,7 +37,7 @@ type store struct {
 func newStore(t *testing.T) (store, testdb.DB) {
 	t.Helper()
 	r := domain.NewRegistry()
-	r.Register(1, func() domain.Event { return &ticked{} })
+	domain.Register[ticked](r, 1)
 	db := testdb.New(t)
 	pool := db.AppPool(t)
 	s := eventstore.New(pool, r, eventstore.Options{})
@@ -105,7 +105,7 @@ func TestHandlersGetEventsInOrderAndResumeFromCheckpoint(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, d.(*ticked).N)
+		got = append(got, d.(ticked).N)
 		return nil
 	}
 	stop := run(t, s, "counter", func(ctx context.Context, ev eventstore.RecordedEvent) error {
@@ -166,7 +166,7 @@ func TestPoisonEventIsParkedAndOthersContinue(t *testing.T) {
 	var done []int
 	stop := run(t, s, "picky", func(ctx context.Context, ev eventstore.RecordedEvent) error {
 		d, _ := s.Decode(ev)
-		n := d.(*ticked).N
+		n := d.(ticked).N
 		mu.Lock()
 		defer mu.Unlock()
 		attempts[n]++

@@ -33,7 +33,7 @@ func (widgetCounted) EventType() string { return "test.widget_counted" }
 
 func testRegistry() *domain.Registry {
 	r := domain.NewRegistry()
-	r.Register(2, func() domain.Event { return &widgetRenamed{} }, domain.Upcaster{From: 1, Upgrade: func(p json.RawMessage) (json.RawMessage, error) {
+	domain.Register[widgetRenamed](r, 2, domain.Upcaster{From: 1, Upgrade: func(p json.RawMessage) (json.RawMessage, error) {
 		var v map[string]any
 		if err := json.Unmarshal(p, &v); err != nil {
 			return nil, err
@@ -41,7 +41,7 @@ func testRegistry() *domain.Registry {
 		v["title"] = "untitled"
 		return json.Marshal(v)
 	}})
-	r.Register(1, func() domain.Event { return &widgetCounted{} })
+	domain.Register[widgetCounted](r, 1)
 	return r
 }
 

@@ -48,7 +48,7 @@ func TestReadStreamAsOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, d.(*widgetCounted).N)
+			got = append(got, d.(widgetCounted).N)
 		}
 		if len(got) != len(tt.want) {
 			t.Fatalf("%s: got %v, want %v", tt.name, got, tt.want)
@@ -87,7 +87,7 @@ func TestUpcastOnRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.(*widgetRenamed); got.Name != "old" || got.Title != "untitled" {
+	if got := d.(widgetRenamed); got.Name != "old" || got.Title != "untitled" {
 		t.Fatalf("upcast gave %+v", got)
 	}
 	// A payload that does not decode is a typed error naming the type.
@@ -145,7 +145,7 @@ func TestReadAllPagesInGlobalOrder(t *testing.T) {
 			}
 			cur = ev.Cursor()
 			d, _ := e.store.Decode(ev)
-			seen = append(seen, d.(*widgetCounted).N)
+			seen = append(seen, d.(widgetCounted).N)
 		}
 	}
 	if len(seen) != 25 || seen[0] != 0 || seen[24] != 24 {
@@ -282,7 +282,7 @@ func TestReadRangeWaitsForEarlierTransactions(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				r.n = append(r.n, d.(*widgetCounted).N)
+				r.n = append(r.n, d.(widgetCounted).N)
 			}
 			return nil
 		})
@@ -340,7 +340,7 @@ func TestReadBeforePagesNewestFirst(t *testing.T) {
 			}
 			for _, ev := range page {
 				d, _ := e.store.Decode(ev)
-				got = append(got, d.(*widgetCounted).N)
+				got = append(got, d.(widgetCounted).N)
 				before = ev.Cursor()
 			}
 			if len(page) < 3 {

@@ -36,7 +36,7 @@ func TestReadStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.StreamID != id || ev.Version != int64(i+1) || d.(*widgetCounted).N != i+1 {
+			if ev.StreamID != id || ev.Version != int64(i+1) || d.(widgetCounted).N != i+1 {
 				t.Fatalf("%s: event %d is %s v%d %+v", id, i, ev.StreamID, ev.Version, d)
 			}
 		}

@@ -180,7 +180,7 @@ func TestSubscriberSeesEveryCommittedEventOnceInOrder(t *testing.T) {
 					return err
 				}
 				mu.Lock()
-				seen[d.(*widgetCounted).ID]++
+				seen[d.(widgetCounted).ID]++
 				mu.Unlock()
 			}
 			return nil

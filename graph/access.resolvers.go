@@ -12,6 +12,7 @@ import (
 	"cairn/domain/tenant"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
 	"time"
@@ -20,7 +21,7 @@ import (
 func (r *apiTokenResolver) User(ctx context.Context, obj *model.APIToken) (*model.User, error) {
 	// A token carries its user's tenant: callers who may not read that
 	// tenant's users learn nothing, not even by a query.
-	if !mayRead(ctx, auth.UserRead, auth.Resource{TenantID: deref(obj.TenantID)}) {
+	if !mayRead(ctx, auth.UserRead, auth.Resource{TenantID: ptr.Value(obj.TenantID)}) {
 		return nil, nil
 	}
 	u, err := r.loaders(ctx).users.Load(ctx, obj.UserID)
@@ -39,7 +40,7 @@ func (r *mutationResolver) CreateTenant(ctx context.Context, input model.CreateT
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Access.CreateTenant(ctx, meta(ctx, p, input.CommandID), access.CreateTenant{TenantID: deref(input.ID), Name: input.Name})
+	out, err := r.deps.Access.CreateTenant(ctx, meta(ctx, p, input.CommandID), access.CreateTenant{TenantID: ptr.Value(input.ID), Name: input.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (r *mutationResolver) SuspendTenant(ctx context.Context, input model.Suspen
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Access.SuspendTenant(ctx, meta(ctx, p, input.CommandID), access.SuspendTenant{TenantID: input.TenantID, Reason: deref(input.Reason)})
+	out, err := r.deps.Access.SuspendTenant(ctx, meta(ctx, p, input.CommandID), access.SuspendTenant{TenantID: input.TenantID, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (r *mutationResolver) ResumeTenant(ctx context.Context, input model.ResumeT
 }
 
 func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUserInput) (*model.UserPayload, error) {
-	in := access.CreateUser{UserID: deref(input.ID), Name: input.Name, Role: fromRole(input.Role), TenantID: deref(input.TenantID)}
+	in := access.CreateUser{UserID: ptr.Value(input.ID), Name: input.Name, Role: fromRole(input.Role), TenantID: ptr.Value(input.TenantID)}
 	if p := principal(ctx); tenantScoped(p) && in.TenantID == "" && in.Role.TenantScoped() {
 		in.TenantID = p.TenantID // a tenant admin's users join its tenant
 	}
@@ -103,7 +104,7 @@ func (r *mutationResolver) DisableUser(ctx context.Context, input model.DisableU
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Access.DisableUser(ctx, meta(ctx, p, input.CommandID), access.DisableUser{UserID: input.UserID, Reason: deref(input.Reason)})
+	out, err := r.deps.Access.DisableUser(ctx, meta(ctx, p, input.CommandID), access.DisableUser{UserID: input.UserID, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func (r *mutationResolver) EnableUser(ctx context.Context, input model.EnableUse
 }
 
 func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreateAPITokenPayload, error) {
-	userID := deref(input.UserID)
+	userID := ptr.Value(input.UserID)
 	if userID == "" {
 		userID = principal(ctx).UserID
 	}
@@ -170,7 +171,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Access.RevokeToken(ctx, meta(ctx, p, input.CommandID), access.RevokeToken{TokenID: input.TokenID, Reason: deref(input.Reason)})
+	out, err := r.deps.Access.RevokeToken(ctx, meta(ctx, p, input.CommandID), access.RevokeToken{TokenID: input.TokenID, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (r *mutationResolver) CreateLocation(ctx context.Context, input model.Creat
 		return nil, err
 	}
 	out, err := r.deps.Access.CreateLocation(ctx, meta(ctx, p, input.CommandID),
-		access.CreateLocation{LocationID: deref(input.ID), Name: input.Name, Description: deref(input.Description)})
+		access.CreateLocation{LocationID: ptr.Value(input.ID), Name: input.Name, Description: ptr.Value(input.Description)})
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +201,7 @@ func (r *mutationResolver) UpdateLocation(ctx context.Context, input model.Updat
 		return nil, err
 	}
 	out, err := r.deps.Access.UpdateLocation(ctx, meta(ctx, p, input.CommandID),
-		access.UpdateLocation{LocationID: input.LocationID, Name: input.Name, Description: deref(input.Description)})
+		access.UpdateLocation{LocationID: input.LocationID, Name: input.Name, Description: ptr.Value(input.Description)})
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +249,7 @@ func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, 
 	}
 	var f readmodel.TenantFilter
 	if filter != nil {
-		f = readmodel.TenantFilter{Status: lowerAll[tenant.TenantStatus](filter.Status), Name: deref(filter.Name)}
+		f = readmodel.TenantFilter{Status: lowerAll[tenant.TenantStatus](filter.Status), Name: ptr.Value(filter.Name)}
 	}
 	if tenantScoped(p) {
 		t, err := visibleOne(r.reader.Tenant(ctx, p.TenantID))
@@ -327,7 +328,7 @@ func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string
 	}
 	f := readmodel.APITokenFilter{TenantID: scopedTenant(p, nil)}
 	if filter != nil {
-		f = readmodel.APITokenFilter{UserID: deref(filter.UserID), TenantID: scopedTenant(p, filter.TenantID),
+		f = readmodel.APITokenFilter{UserID: ptr.Value(filter.UserID), TenantID: scopedTenant(p, filter.TenantID),
 			IncludeRevoked: filter.IncludeRevoked != nil && *filter.IncludeRevoked}
 	}
 	c, err := r.reader.ListAPITokens(ctx, f, pg)

@@ -14,6 +14,7 @@ import (
 	"cairn/domain/node"
 	"cairn/eventstore"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"context"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func (r *mutationResolver) EnrollAgent(ctx context.Context, input model.EnrollAg
 	if err := r.jobsReady(); err != nil {
 		return nil, err
 	}
-	m := commands.Meta{CorrelationID: correlationID(ctx), CommandID: deref(input.CommandID)}
+	m := commands.Meta{CorrelationID: correlationID(ctx), CommandID: ptr.Value(input.CommandID)}
 	out, err := r.deps.Dispatch.Enroll(ctx, m, access.RedeemJoinToken{Token: input.JoinToken, Hostname: input.Hostname, Labels: labelMap(input.Labels)})
 	if err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func (r *mutationResolver) FinishJob(ctx context.Context, input model.FinishJobI
 		return nil, invalidInput("result", "is required")
 	}
 	in := input.Result
-	result := job.Result{ExitCode: in.ExitCode, Output: []byte(in.Output), Error: deref(in.Error), CPUTimeMS: in.CPUTimeMs, PeakMemoryBytes: in.PeakMemoryBytes}
+	result := job.Result{ExitCode: in.ExitCode, Output: []byte(in.Output), Error: ptr.Value(in.Error), CPUTimeMS: in.CPUTimeMs, PeakMemoryBytes: in.PeakMemoryBytes}
 	out, err := r.deps.Dispatch.Finish(ctx, c, input.JobID, job.Status(strings.ToLower(string(in.Outcome))), result)
 	if err != nil {
 		return nil, err

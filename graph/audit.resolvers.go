@@ -8,6 +8,7 @@ package graph
 import (
 	"cairn/auth"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"context"
 	"encoding/json"
 )
@@ -78,7 +79,7 @@ func (r *queryResolver) VerifyChain(ctx context.Context, streamID *string) (*mod
 	if _, err := r.authorize(ctx, auth.EventRead, auth.Resource{}); err != nil {
 		return nil, err
 	}
-	rep, err := r.deps.Store.Verify(ctx, deref(streamID))
+	rep, err := r.deps.Store.Verify(ctx, ptr.Value(streamID))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"cairn/eventstore"
 	"cairn/graph/live"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 )
 
 // toEvent renders a recorded event for the API, its payload upcast to the
@@ -48,13 +49,6 @@ func optional(s string) *string {
 	return &s
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // visibleFilter turns the API's filter into the history's, narrowed to what
 // the caller may see: a tenant role sees its own tenant's events only.
 func visibleFilter(p Principal, f *model.EventFilter) eventstore.Filter {
@@ -62,7 +56,7 @@ func visibleFilter(p Principal, f *model.EventFilter) eventstore.Filter {
 	if f != nil {
 		out = eventstore.Filter{
 			StreamIDs: f.StreamIds, StreamTypes: f.StreamTypes, EventTypes: f.Types,
-			Actor: deref(f.Actor), CorrelationID: deref(f.CorrelationID), Tenant: deref(f.TenantID),
+			Actor: ptr.Value(f.Actor), CorrelationID: ptr.Value(f.CorrelationID), Tenant: ptr.Value(f.TenantID),
 		}
 		if f.Time != nil {
 			if f.Time.From != nil {

@@ -11,6 +11,7 @@ import (
 	"cairn/domain/job"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
 	"errors"
@@ -35,7 +36,7 @@ func (r *jobResolver) Children(ctx context.Context, obj *model.Job, first *int, 
 	}
 	// obj is a job the caller was shown; its children are read for every
 	// row of a list at once (the jobs loader: one query for their streams).
-	if !mayRead(ctx, auth.JobRead, auth.Resource{TenantID: deref(obj.TenantID), NodeID: deref(obj.NodeID)}) {
+	if !mayRead(ctx, auth.JobRead, auth.Resource{TenantID: ptr.Value(obj.TenantID), NodeID: ptr.Value(obj.NodeID)}) {
 		return nil, notFound("job", obj.ID)
 	}
 	children := obj.ChildIDs
@@ -87,7 +88,7 @@ func (r *jobResolver) Log(ctx context.Context, obj *model.Job, first *int, after
 		return nil, err
 	}
 	// obj is a job the caller was shown: no need to read its stream again.
-	if !mayRead(ctx, auth.JobRead, auth.Resource{TenantID: deref(obj.TenantID), NodeID: deref(obj.NodeID)}) {
+	if !mayRead(ctx, auth.JobRead, auth.Resource{TenantID: ptr.Value(obj.TenantID), NodeID: ptr.Value(obj.NodeID)}) {
 		return nil, notFound("job", obj.ID)
 	}
 	n := 500
@@ -156,7 +157,7 @@ func (r *mutationResolver) CancelJob(ctx context.Context, input model.CancelJobI
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Jobs.Cancel(ctx, meta(ctx, p, input.CommandID), jobs.Cancel{JobID: input.JobID, Reason: deref(input.Reason)})
+	out, err := r.deps.Jobs.Cancel(ctx, meta(ctx, p, input.CommandID), jobs.Cancel{JobID: input.JobID, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, fil
 	f := readmodel.JobFilter{TenantID: scopedTenant(p, nil)}
 	if filter != nil {
 		f.TenantID = scopedTenant(p, filter.TenantID)
-		f.NodeID, f.ParentID = deref(filter.NodeID), deref(filter.ParentID)
+		f.NodeID, f.ParentID = ptr.Value(filter.NodeID), ptr.Value(filter.ParentID)
 		f.Status = lowerAll[job.Status](filter.Status)
 		f.TopLevel = filter.TopLevel != nil && *filter.TopLevel
 		if t := filter.Submitted; t != nil {

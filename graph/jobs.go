@@ -19,6 +19,7 @@ import (
 	"cairn/domain/node"
 	"cairn/eventstore"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 )
 
 // Jobs, job output, node statistics and the agent operations are served
@@ -155,14 +156,14 @@ func targetModel(t job.Target) *model.JobTarget {
 
 // submitInput turns the API's submission into the command's.
 func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
-	out := jobs.Submit{JobID: deref(in.JobID), Queue: deref(in.Queue), Timeout: time.Hour, Grace: 10 * time.Second}
+	out := jobs.Submit{JobID: ptr.Value(in.JobID), Queue: ptr.Value(in.Queue), Timeout: time.Hour, Grace: 10 * time.Second}
 	if in.Spec == nil || in.Target == nil {
 		return out, invalidInput("spec", "spec and target are required")
 	}
 	sp := in.Spec
-	out.Spec = job.Spec{Kind: job.Kind(strings.ToLower(string(sp.Kind))), Action: deref(sp.Action), Args: json.RawMessage(sp.Args)}
+	out.Spec = job.Spec{Kind: job.Kind(strings.ToLower(string(sp.Kind))), Action: ptr.Value(sp.Action), Args: json.RawMessage(sp.Args)}
 	if x := sp.Exec; x != nil {
-		e := &job.Exec{Argv: x.Argv, Stdin: deref(x.Stdin), Workdir: deref(x.Workdir)}
+		e := &job.Exec{Argv: x.Argv, Stdin: ptr.Value(x.Stdin), Workdir: ptr.Value(x.Workdir)}
 		if len(x.Env) > 0 {
 			e.Env = make(map[string]string, len(x.Env))
 			for _, v := range x.Env {
@@ -175,7 +176,7 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 		out.Spec.Script = &job.Script{Interpreter: x.Interpreter, Body: x.Body}
 	}
 	t := in.Target
-	out.Target = job.Target{NodeID: deref(t.NodeID), Selector: labelMap(t.Selector)}
+	out.Target = job.Target{NodeID: ptr.Value(t.NodeID), Selector: labelMap(t.Selector)}
 	if len(t.Selector) > 0 {
 		out.Target.Mode = job.ModeAny
 	}
@@ -349,5 +350,5 @@ func (r *Resolver) agentCall(ctx context.Context, action auth.Action, nodeID str
 	if _, err := r.authorize(ctx, action, auth.Resource{NodeID: nodeID}); err != nil {
 		return dispatch.Caller{}, err
 	}
-	return dispatch.Caller{NodeID: nodeID, CommandID: deref(commandID), CorrelationID: correlationID(ctx)}, nil
+	return dispatch.Caller{NodeID: nodeID, CommandID: ptr.Value(commandID), CorrelationID: correlationID(ctx)}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"cairn/domain/jointoken"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"context"
 	"time"
 )
@@ -38,7 +39,7 @@ func (r *mutationResolver) SetNodeLocation(ctx context.Context, input model.SetN
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Nodes.SetLocation(ctx, meta(ctx, p, input.CommandID), nodes.SetLocation{NodeID: input.NodeID, LocationID: deref(input.LocationID)})
+	out, err := r.deps.Nodes.SetLocation(ctx, meta(ctx, p, input.CommandID), nodes.SetLocation{NodeID: input.NodeID, LocationID: ptr.Value(input.LocationID)})
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (r *mutationResolver) DrainNode(ctx context.Context, input model.DrainNodeI
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Nodes.Drain(ctx, meta(ctx, p, input.CommandID), nodes.Drain{NodeID: input.NodeID, Reason: deref(input.Reason)})
+	out, err := r.deps.Nodes.Drain(ctx, meta(ctx, p, input.CommandID), nodes.Drain{NodeID: input.NodeID, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (r *mutationResolver) DecommissionNode(ctx context.Context, input model.Dec
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Nodes.Decommission(ctx, meta(ctx, p, input.CommandID), nodes.Decommission{NodeID: input.NodeID, Reason: deref(input.Reason)})
+	out, err := r.deps.Nodes.Decommission(ctx, meta(ctx, p, input.CommandID), nodes.Decommission{NodeID: input.NodeID, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 		ttl = time.Duration(*input.TTLSeconds) * time.Second
 	}
 	out, err := r.deps.Access.IssueJoinToken(ctx, meta(ctx, p, input.CommandID),
-		access.IssueJoinToken{LocationID: deref(input.LocationID), Labels: labelMap(input.Labels), TTL: ttl})
+		access.IssueJoinToken{LocationID: ptr.Value(input.LocationID), Labels: labelMap(input.Labels), TTL: ttl})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"cairn/domain/template"
 	"cairn/domain/tenant"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 )
 
@@ -31,7 +32,7 @@ func page(first *int, after *string) (readmodel.Page, error) {
 	if err != nil {
 		return readmodel.Page{}, err
 	}
-	return readmodel.Page{First: n, After: deref(after)}, nil
+	return readmodel.Page{First: n, After: ptr.Value(after)}, nil
 }
 
 // listPage reads a list query's page arguments, then waits until the read
@@ -47,7 +48,7 @@ func (s *Server) listPage(ctx context.Context, first *int, after *string, consis
 
 // pageInfo converts a read-model page's information.
 func pageInfo(p readmodel.PageInfo, after *string) *model.PageInfo {
-	return &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: deref(after) != "",
+	return &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: ptr.Value(after) != "",
 		StartCursor: optional(p.StartCursor), EndCursor: optional(p.EndCursor)}
 }
 
@@ -101,7 +102,7 @@ func nodeFilter(f *model.NodeFilter) readmodel.NodeFilter {
 		return readmodel.NodeFilter{}
 	}
 	return readmodel.NodeFilter{Status: lowerAll[node.Status](f.Status), Labels: labelMap(f.Labels),
-		LocationID: deref(f.LocationID), Hostname: deref(f.Hostname)}
+		LocationID: ptr.Value(f.LocationID), Hostname: ptr.Value(f.Hostname)}
 }
 
 // nodeMatches applies a filter to one node (an agent's own).
@@ -310,7 +311,7 @@ func scopedTenant(p Principal, asked *string) string {
 	if tenantScoped(p) {
 		return p.TenantID
 	}
-	return deref(asked)
+	return ptr.Value(asked)
 }
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, domain.ErrNotFound) }

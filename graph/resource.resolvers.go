@@ -10,6 +10,7 @@ import (
 	"cairn/domain/resource"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
 )
@@ -46,8 +47,8 @@ func (r *queryResolver) Resources(ctx context.Context, first *int, after *string
 	}
 	f := readmodel.ResourceFilter{TenantID: scopedTenant(p, nil)}
 	if filter != nil {
-		f = readmodel.ResourceFilter{TenantID: scopedTenant(p, filter.TenantID), ServiceID: deref(filter.ServiceID),
-			Status: lowerAll[resource.Status](filter.Status), Plugin: deref(filter.Plugin)}
+		f = readmodel.ResourceFilter{TenantID: scopedTenant(p, filter.TenantID), ServiceID: ptr.Value(filter.ServiceID),
+			Status: lowerAll[resource.Status](filter.Status), Plugin: ptr.Value(filter.Plugin)}
 	}
 	c, err := r.reader.ListResources(ctx, f, pg)
 	if err != nil {

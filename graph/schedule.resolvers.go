@@ -9,6 +9,7 @@ import (
 	"cairn/auth"
 	"cairn/dispatch"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"context"
 	"time"
 )
@@ -30,7 +31,7 @@ func (r *mutationResolver) CreateSchedule(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	in := dispatch.CreateSchedule{ScheduleID: input.ScheduleID, Cron: deref(input.Cron), Job: scheduleTemplate(sub)}
+	in := dispatch.CreateSchedule{ScheduleID: input.ScheduleID, Cron: ptr.Value(input.Cron), Job: scheduleTemplate(sub)}
 	if input.EverySeconds != nil {
 		if *input.EverySeconds <= 0 {
 			return nil, invalidInput("everySeconds", "must be positive")
@@ -73,7 +74,7 @@ func (r *mutationResolver) DeleteSchedule(ctx context.Context, input model.Sched
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Schedules.Delete(ctx, meta(ctx, p, input.CommandID), input.ScheduleID, deref(input.Reason))
+	out, err := r.deps.Schedules.Delete(ctx, meta(ctx, p, input.CommandID), input.ScheduleID, ptr.Value(input.Reason))
 	if err != nil {
 		return nil, err
 	}

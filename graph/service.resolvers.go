@@ -12,6 +12,7 @@ import (
 	"cairn/domain/template"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
 )
@@ -20,7 +21,7 @@ func (r *mutationResolver) CreateService(ctx context.Context, input model.Create
 	if r.deps.Services == nil {
 		return nil, errNoServices
 	}
-	tenantID := deref(input.TenantID)
+	tenantID := ptr.Value(input.TenantID)
 	if p := principal(ctx); tenantScoped(p) && tenantID == "" {
 		tenantID = p.TenantID
 	}
@@ -40,7 +41,7 @@ func (r *mutationResolver) CreateService(ctx context.Context, input model.Create
 	}
 	out, err := r.deps.Services.Register(ctx, meta(ctx, p, input.CommandID), services.Register{
 		TenantID: tenantID, Name: input.Name, TemplateName: input.TemplateName, TemplateVersion: input.TemplateVersion,
-		Flavor: deref(input.Flavor), Variables: vars})
+		Flavor: ptr.Value(input.Flavor), Variables: vars})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func (r *mutationResolver) MarkServiceCleanedUp(ctx context.Context, input model
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Services.MarkCleanedUp(ctx, meta(ctx, p, input.CommandID), services.MarkCleanedUp{ServiceID: input.ServiceID, Note: deref(input.Note)})
+	out, err := r.deps.Services.MarkCleanedUp(ctx, meta(ctx, p, input.CommandID), services.MarkCleanedUp{ServiceID: input.ServiceID, Note: ptr.Value(input.Note)})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (r *queryResolver) Services(ctx context.Context, first *int, after *string,
 	f := readmodel.ServiceFilter{TenantID: scopedTenant(p, nil)}
 	if filter != nil {
 		f = readmodel.ServiceFilter{TenantID: scopedTenant(p, filter.TenantID), Status: lowerAll[service.Status](filter.Status),
-			TemplateName: deref(filter.TemplateName), Name: deref(filter.Name)}
+			TemplateName: ptr.Value(filter.TemplateName), Name: ptr.Value(filter.Name)}
 	}
 	c, err := r.reader.ListServices(ctx, f, pg)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"cairn/commands/templates"
 	"cairn/domain/template"
 	"cairn/graph/model"
+	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
 )
@@ -47,7 +48,7 @@ func (r *mutationResolver) DeprecateTemplate(ctx context.Context, input model.De
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.deps.Templates.Deprecate(ctx, meta(ctx, p, input.CommandID), templates.Deprecate{Name: input.Name, Version: input.Version, Reason: deref(input.Reason)})
+	out, err := r.deps.Templates.Deprecate(ctx, meta(ctx, p, input.CommandID), templates.Deprecate{Name: input.Name, Version: input.Version, Reason: ptr.Value(input.Reason)})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (r *queryResolver) Templates(ctx context.Context, first *int, after *string
 	}
 	var f readmodel.TemplateFilter
 	if filter != nil {
-		f = readmodel.TemplateFilter{Name: deref(filter.Name), Vendor: deref(filter.Vendor), Category: deref(filter.Category),
+		f = readmodel.TemplateFilter{Name: ptr.Value(filter.Name), Vendor: ptr.Value(filter.Vendor), Category: ptr.Value(filter.Category),
 			Status: lowerAll[template.Status](filter.Status), LatestOnly: filter.LatestOnly != nil && *filter.LatestOnly}
 	}
 	c, err := r.reader.ListTemplates(ctx, f, pg)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"cairn/eventstore"
+	"cairn/internal/ptr"
 )
 
 // Build states, as projection_checkpoints.status spells them.
@@ -63,20 +64,13 @@ func scanBuilds(rows pgx.Rows) ([]buildRow, error) {
 			&lastAt, &b.Indexed, &b.Applied, &b.Parked, &b.LastError, &errAt, &b.RebuildRequested, &b.StartedAt, &liveAt, &b.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("read projection checkpoints: %w", err)
 		}
-		b.LastEventAt, b.LastErrorAt, b.LiveAt = deref(lastAt), deref(errAt), deref(liveAt)
+		b.LastEventAt, b.LastErrorAt, b.LiveAt = ptr.Value(lastAt), ptr.Value(errAt), ptr.Value(liveAt)
 		out = append(out, b)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read projection checkpoints: %w", err)
 	}
 	return out, nil
-}
-
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 func nullTime(t time.Time) *time.Time {

@@ -27,7 +27,7 @@ var errPicky = errors.New("cannot handle this job")
 
 func (p picky) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []projections.Event) error {
 	for _, e := range evs {
-		if s, ok := e.Data.(*job.Submitted); ok && s.JobID == p.bad {
+		if s, ok := e.Data.(job.Submitted); ok && s.JobID == p.bad {
 			return errPicky
 		}
 	}

@@ -161,7 +161,7 @@ func (benchEvent) EventType() string { return "bench.node_reported" }
 
 func benchRegistry() *domain.Registry {
 	r := domain.NewRegistry()
-	r.Register(1, func() domain.Event { return &benchEvent{} })
+	domain.Register[benchEvent](r, 1)
 	return r
 }
 

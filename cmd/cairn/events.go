@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn/graph/client"
+	"cairn/internal/ptr"
 )
 
 type eventRow struct {
@@ -51,7 +52,7 @@ const headQuery = `query { head }`
 var eventHeader = []string{"CURSOR", "TIME", "STREAM", "VERSION", "TYPE", "ACTOR"}
 
 func (e eventRow) cells() []string {
-	return []string{e.Cursor, when(e.Time), e.StreamID, fmt.Sprint(e.Version), e.Type, orDash(deref(e.Metadata.Actor))}
+	return []string{e.Cursor, when(e.Time), e.StreamID, fmt.Sprint(e.Version), e.Type, orDash(ptr.Value(e.Metadata.Actor))}
 }
 
 func newEventsCommand(a *app) *cobra.Command {

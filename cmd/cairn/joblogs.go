@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn/graph/client"
+	"cairn/internal/ptr"
 )
 
 // withSubcommands adds subcommands to a command, so the root constructor
@@ -259,7 +260,7 @@ func jobOutput(ctx context.Context, a *app, c *client.Client, jobID string, foll
 			return fmt.Errorf("job %q does not exist (or is not yours to read)", jobID)
 		}
 		// A fan-out's children appear once the control plane spawned them.
-		if !follow || deref(page.Job.Target.Mode) != "ALL" || page.Job.Status != "QUEUED" {
+		if !follow || ptr.Value(page.Job.Target.Mode) != "ALL" || page.Job.Status != "QUEUED" {
 			break
 		}
 		select {
@@ -273,7 +274,7 @@ func jobOutput(ctx context.Context, a *app, c *client.Client, jobID string, foll
 	if kids := page.Job.Children.Edges; len(kids) > 0 {
 		parts = parts[:0]
 		for _, k := range kids {
-			parts = append(parts, part{id: k.Node.ID, prefix: "[" + deref(k.Node.Target.NodeID) + "] "})
+			parts = append(parts, part{id: k.Node.ID, prefix: "[" + ptr.Value(k.Node.Target.NodeID) + "] "})
 		}
 	}
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cairn/internal/ptr"
 	"strconv"
 	"time"
 
@@ -79,8 +80,8 @@ jobs (a fan-out's children are listed with --parent ID, or all with --all).
 				if j.Spec.Action != nil {
 					what += " " + *j.Spec.Action
 				}
-				table[i] = []string{j.ID, j.Status, what, orDash(deref(j.NodeID)), strconv.Itoa(j.Attempt),
-					orDash(deref(j.TenantID)), j.Submitter, when(j.SubmittedAt), when(j.FinishedAt)}
+				table[i] = []string{j.ID, j.Status, what, orDash(ptr.Value(j.NodeID)), strconv.Itoa(j.Attempt),
+					orDash(ptr.Value(j.TenantID)), j.Submitter, when(j.SubmittedAt), when(j.FinishedAt)}
 			}
 			return writeTable(cmd.OutOrStdout(), []string{"ID", "STATUS", "KIND", "NODE", "ATTEMPT", "TENANT", "SUBMITTER", "SUBMITTED", "FINISHED"}, table)
 		},
@@ -92,11 +93,4 @@ jobs (a fan-out's children are listed with --parent ID, or all with --all).
 	cmd.Flags().BoolVar(&all, "all", false, "include the children of fan-out jobs")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many jobs (0: all)")
 	return cmd
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

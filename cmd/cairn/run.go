@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn/graph/client"
+	"cairn/internal/ptr"
 )
 
 // jobExitError carries a job's exit status out of `cairn run`: the command
@@ -318,14 +319,14 @@ func exitOf(res jobResult) error {
 	case "TIMED_OUT":
 		e.code = exitTimedOut
 	case "CANCELLED":
-		e.code, e.reason = exitCancelled, deref(j.CancelReason)
+		e.code, e.reason = exitCancelled, ptr.Value(j.CancelReason)
 	case "LOST":
-		e.code, e.reason = exitError, deref(j.LostReason)
+		e.code, e.reason = exitError, ptr.Value(j.LostReason)
 	case "FAILED":
 		e.code = exitError
 		if j.Result != nil {
 			e.code = j.Result.ExitCode
-			e.reason = deref(j.Result.Error)
+			e.reason = ptr.Value(j.Result.Error)
 			if e.code <= 0 || e.code > 255 {
 				e.code = exitError
 			}
@@ -336,7 +337,7 @@ func exitOf(res jobResult) error {
 	// A fan-out fails with the first failed child's status.
 	for _, k := range j.Children.Edges {
 		if n := k.Node; n.Status != "SUCCEEDED" {
-			e.reason = fmt.Sprintf("node %s: %s", deref(n.Target.NodeID), strings.ToLower(n.Status))
+			e.reason = fmt.Sprintf("node %s: %s", ptr.Value(n.Target.NodeID), strings.ToLower(n.Status))
 			if n.Result != nil && n.Result.ExitCode > 0 && n.Result.ExitCode < 256 {
 				e.code = n.Result.ExitCode
 			}

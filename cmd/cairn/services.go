@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn/graph/client"
+	"cairn/internal/ptr"
 )
 
 // withServiceCommands adds the lifecycle commands (create, start, stop,
@@ -357,7 +358,7 @@ func afterRequest(cmd *cobra.Command, a *app, c *client.Client, id, cursor strin
 		return err
 	}
 	if slices.Contains(failedStatuses, s.Status) {
-		return &ServiceFailedError{ID: s.ID, Status: s.Status, FailedIn: deref(s.FailedIn), Cause: deref(s.Cause), Remaining: s.Remaining}
+		return &ServiceFailedError{ID: s.ID, Status: s.Status, FailedIn: ptr.Value(s.FailedIn), Cause: ptr.Value(s.Cause), Remaining: s.Remaining}
 	}
 	return nil
 }
@@ -522,7 +523,7 @@ func printService(w io.Writer, a *app, s serviceDetail) error {
 		fmt.Fprintln(w)
 		table := make([][]string, len(s.Events))
 		for i, e := range s.Events {
-			table[i] = []string{when(e.Time), e.StreamID, e.Type, orDash(deref(e.Metadata.Actor))}
+			table[i] = []string{when(e.Time), e.StreamID, e.Type, orDash(ptr.Value(e.Metadata.Actor))}
 		}
 		return writeTable(w, []string{"TIME", "STREAM", "EVENT", "ACTOR"}, table)
 	}

@@ -125,16 +125,16 @@ func (FanOutCompleted) EventType() string { return "job.fan_out_completed" }
 
 // RegisterEvents registers every job event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &Submitted{} })
-	r.Register(1, func() domain.Event { return &Leased{} })
-	r.Register(1, func() domain.Event { return &Acknowledged{} })
-	r.Register(1, func() domain.Event { return &Started{} })
-	r.Register(1, func() domain.Event { return &Finished{} })
-	r.Register(1, func() domain.Event { return &LeaseExpired{} })
-	r.Register(1, func() domain.Event { return &Lost{} })
-	r.Register(1, func() domain.Event { return &Cancelled{} })
-	r.Register(1, func() domain.Event { return &CancelRequested{} })
-	r.Register(1, func() domain.Event { return &RetryScheduled{} })
-	r.Register(1, func() domain.Event { return &ChildrenSpawned{} })
-	r.Register(1, func() domain.Event { return &FanOutCompleted{} })
+	domain.Register[Submitted](r, 1)
+	domain.Register[Leased](r, 1)
+	domain.Register[Acknowledged](r, 1)
+	domain.Register[Started](r, 1)
+	domain.Register[Finished](r, 1)
+	domain.Register[LeaseExpired](r, 1)
+	domain.Register[Lost](r, 1)
+	domain.Register[Cancelled](r, 1)
+	domain.Register[CancelRequested](r, 1)
+	domain.Register[RetryScheduled](r, 1)
+	domain.Register[ChildrenSpawned](r, 1)
+	domain.Register[FanOutCompleted](r, 1)
 }

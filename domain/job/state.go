@@ -2,7 +2,6 @@ package job
 
 import (
 	"maps"
-	"reflect"
 	"slices"
 	"time"
 
@@ -81,10 +80,9 @@ func (j Job) Terminal() bool {
 	return false
 }
 
-// Apply folds one event into the state. It accepts events as values (freshly
-// decided) and as pointers (decoded from the store). Unknown events are ignored.
+// Apply folds one event into the state. Unknown events are ignored.
 func (j *Job) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case Submitted:
 		*j = Job{
 			ID: e.JobID, ParentID: e.ParentID, Spec: e.Spec.clone(), Target: e.Target.clone(),
@@ -174,14 +172,4 @@ func (s Spec) clone() Spec {
 func (t Target) clone() Target {
 	t.Selector = maps.Clone(t.Selector)
 	return t
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

@@ -70,9 +70,9 @@ func (c Credential) AllowedCommands() []string {
 	return CredentialAllowedCommands(c.Status)
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (c *Credential) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case CredentialIssued:
 		*c = Credential{NodeID: e.NodeID, SecretHash: e.SecretHash, ExpiresAt: e.ExpiresAt,
 			Status: CredentialStatusActive, IssuedAt: e.At}

@@ -55,9 +55,9 @@ func (CredentialRevoked) EventType() string { return "node_credential.revoked" }
 // RegisterEvents registers the join token and node credential events at their
 // current schema versions.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &Issued{} })
-	r.Register(1, func() domain.Event { return &Redeemed{} })
-	r.Register(1, func() domain.Event { return &Revoked{} })
-	r.Register(1, func() domain.Event { return &CredentialIssued{} })
-	r.Register(1, func() domain.Event { return &CredentialRevoked{} })
+	domain.Register[Issued](r, 1)
+	domain.Register[Redeemed](r, 1)
+	domain.Register[Revoked](r, 1)
+	domain.Register[CredentialIssued](r, 1)
+	domain.Register[CredentialRevoked](r, 1)
 }

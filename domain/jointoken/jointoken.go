@@ -86,9 +86,9 @@ func (t JoinToken) AllowedCommands() []string {
 	return AllowedCommands(t.Status)
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (t *JoinToken) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case Issued:
 		*t = JoinToken{ID: e.TokenID, SecretHash: e.SecretHash, LocationID: e.LocationID,
 			Labels: maps.Clone(e.Labels), ExpiresAt: e.ExpiresAt, Status: StatusActive, IssuedAt: e.At}

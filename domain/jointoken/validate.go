@@ -2,7 +2,6 @@ package jointoken
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -104,14 +103,4 @@ func firstError(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

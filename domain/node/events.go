@@ -96,15 +96,15 @@ func (Decommissioned) EventType() string { return "node.decommissioned" }
 
 // RegisterEvents registers every node event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &Enrolled{} })
-	r.Register(1, func() domain.Event { return &Connected{} })
-	r.Register(1, func() domain.Event { return &Disconnected{} })
-	r.Register(1, func() domain.Event { return &WentDown{} })
-	r.Register(1, func() domain.Event { return &LabelsSet{} })
-	r.Register(1, func() domain.Event { return &LocationSet{} })
-	r.Register(1, func() domain.Event { return &FactsReported{} })
-	r.Register(1, func() domain.Event { return &DrainRequested{} })
-	r.Register(1, func() domain.Event { return &Drained{} })
-	r.Register(1, func() domain.Event { return &Undrained{} })
-	r.Register(1, func() domain.Event { return &Decommissioned{} })
+	domain.Register[Enrolled](r, 1)
+	domain.Register[Connected](r, 1)
+	domain.Register[Disconnected](r, 1)
+	domain.Register[WentDown](r, 1)
+	domain.Register[LabelsSet](r, 1)
+	domain.Register[LocationSet](r, 1)
+	domain.Register[FactsReported](r, 1)
+	domain.Register[DrainRequested](r, 1)
+	domain.Register[Drained](r, 1)
+	domain.Register[Undrained](r, 1)
+	domain.Register[Decommissioned](r, 1)
 }

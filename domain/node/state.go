@@ -2,7 +2,6 @@ package node
 
 import (
 	"maps"
-	"reflect"
 	"time"
 
 	"cairn/domain"
@@ -62,11 +61,10 @@ func (n Node) Matches(selector map[string]string) bool {
 	return true
 }
 
-// Apply folds one event into the state. It accepts events as values (freshly
-// decided) and as pointers (decoded from the store). Unknown events are
-// ignored so that an older build can still fold a stream.
+// Apply folds one event into the state. Unknown events are ignored so that
+// an older build can still fold a stream.
 func (n *Node) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case Enrolled:
 		n.UpdatedAt = e.At
 		n.ID = e.NodeID
@@ -122,14 +120,4 @@ func (n *Node) Apply(e domain.Event) {
 		n.UpdatedAt = e.At
 		n.Status = StatusDecommissioned
 	}
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

@@ -94,14 +94,14 @@ func (Failed) EventType() string       { return "resource.failed" }
 
 // RegisterEvents registers every resource event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &Planned{} })
-	r.Register(1, func() domain.Event { return &CreateBegun{} })
-	r.Register(1, func() domain.Event { return &Created{} })
-	r.Register(1, func() domain.Event { return &StartBegun{} })
-	r.Register(1, func() domain.Event { return &Started{} })
-	r.Register(1, func() domain.Event { return &StopBegun{} })
-	r.Register(1, func() domain.Event { return &Stopped{} })
-	r.Register(1, func() domain.Event { return &DestroyBegun{} })
-	r.Register(1, func() domain.Event { return &Destroyed{} })
-	r.Register(1, func() domain.Event { return &Failed{} })
+	domain.Register[Planned](r, 1)
+	domain.Register[CreateBegun](r, 1)
+	domain.Register[Created](r, 1)
+	domain.Register[StartBegun](r, 1)
+	domain.Register[Started](r, 1)
+	domain.Register[StopBegun](r, 1)
+	domain.Register[Stopped](r, 1)
+	domain.Register[DestroyBegun](r, 1)
+	domain.Register[Destroyed](r, 1)
+	domain.Register[Failed](r, 1)
 }

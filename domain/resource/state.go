@@ -3,7 +3,6 @@
 package resource
 
 import (
-	"reflect"
 	"slices"
 	"time"
 
@@ -72,10 +71,9 @@ type Resource struct {
 // Exists reports whether the resource has been planned.
 func (r Resource) Exists() bool { return r.Status != "" }
 
-// Apply folds one event into the state. It accepts events as values (freshly
-// decided) and as pointers (decoded from the store). Unknown events are ignored.
+// Apply folds one event into the state. Unknown events are ignored.
 func (r *Resource) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case Planned:
 		*r = Resource{
 			ID: e.ResourceID, ServiceID: e.ServiceID, Plugin: e.Plugin, Type: e.Type,
@@ -122,14 +120,4 @@ func (r *Resource) setOutputs(outputs []byte) {
 	if len(outputs) > 0 {
 		r.Outputs = slices.Clone(outputs)
 	}
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

@@ -42,8 +42,8 @@ func (Deleted) EventType() string { return "schedule.deleted" }
 
 // RegisterEvents registers every schedule event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &Created{} })
-	r.Register(1, func() domain.Event { return &Paused{} })
-	r.Register(1, func() domain.Event { return &Resumed{} })
-	r.Register(1, func() domain.Event { return &Deleted{} })
+	domain.Register[Created](r, 1)
+	domain.Register[Paused](r, 1)
+	domain.Register[Resumed](r, 1)
+	domain.Register[Deleted](r, 1)
 }

@@ -8,7 +8,6 @@ package schedule
 
 import (
 	"maps"
-	"reflect"
 	"slices"
 	"time"
 
@@ -114,9 +113,9 @@ func (s Schedule) JobIDAt(at time.Time) string {
 	return s.ID + "." + at.UTC().Format("20060102T150405Z")
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (s *Schedule) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case Created:
 		*s = Schedule{ID: e.ScheduleID, Job: e.Job.clone(), Every: e.Every, Cron: e.Cron,
 			Status: StatusActive, Submitter: e.Submitter, CreatedAt: e.At, UpdatedAt: e.At}
@@ -146,14 +145,4 @@ func (t JobTemplate) clone() JobTemplate {
 	}
 	t.Target.Selector = maps.Clone(t.Target.Selector)
 	return t
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

@@ -344,7 +344,7 @@ func TestEventsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode %s: %v", typ, err)
 		}
-		if got := reflect.ValueOf(decoded).Elem().Interface(); !reflect.DeepEqual(got, e) {
+		if got := decoded; !reflect.DeepEqual(got, e) {
 			t.Errorf("%s round trip:\n got %#v\nwant %#v", typ, got, e)
 		}
 		base := fold(requested)

@@ -3,7 +3,6 @@
 package service
 
 import (
-	"reflect"
 	"slices"
 	"time"
 
@@ -68,10 +67,9 @@ type Service struct {
 // Exists reports whether the service has been registered.
 func (s Service) Exists() bool { return s.Status != "" }
 
-// Apply folds one event into the state. It accepts events as values (freshly
-// decided) and as pointers (decoded from the store). Unknown events are ignored.
+// Apply folds one event into the state. Unknown events are ignored.
 func (s *Service) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case RegistrationRequested:
 		*s = Service{
 			ID: e.ServiceID, TenantID: e.TenantID, Name: e.Name,
@@ -141,14 +139,4 @@ func (s *Service) setOutputs(outputs []byte) {
 	if len(outputs) > 0 {
 		s.Outputs = slices.Clone(outputs)
 	}
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

@@ -40,7 +40,7 @@ func (Deprecated) EventType() string { return "template.deprecated" }
 
 // RegisterEvents registers every template event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &Registered{} })
-	r.Register(1, func() domain.Event { return &Published{} })
-	r.Register(1, func() domain.Event { return &Deprecated{} })
+	domain.Register[Registered](r, 1)
+	domain.Register[Published](r, 1)
+	domain.Register[Deprecated](r, 1)
 }

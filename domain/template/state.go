@@ -3,7 +3,6 @@
 package template
 
 import (
-	"reflect"
 	"slices"
 	"time"
 
@@ -50,10 +49,9 @@ func (t TemplateVersion) ID() string { return ID(t.Name, t.Version) }
 // Deployable reports whether new services may be deployed from this version.
 func (t TemplateVersion) Deployable() bool { return t.Status == StatusPublished }
 
-// Apply folds one event into the state. It accepts events as values (freshly
-// decided) and as pointers (decoded from the store). Unknown events are ignored.
+// Apply folds one event into the state. Unknown events are ignored.
 func (t *TemplateVersion) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case Registered:
 		t.Name = e.Name
 		t.Version = e.Version
@@ -70,14 +68,4 @@ func (t *TemplateVersion) Apply(e domain.Event) {
 		t.DeprecatedAt = e.At
 		t.DeprecationReason = e.Reason
 	}
-}
-
-// deref turns a decoded *Event into its value so Apply has one case per type.
-func deref(e domain.Event) domain.Event {
-	if v := reflect.ValueOf(e); v.Kind() == reflect.Pointer && !v.IsNil() {
-		if ev, ok := v.Elem().Interface().(domain.Event); ok {
-			return ev
-		}
-	}
-	return e
 }

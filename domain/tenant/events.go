@@ -111,16 +111,16 @@ func (LocationRetired) EventType() string { return "location.retired" }
 // RegisterEvents registers the tenant, user, API token and location events at
 // their current schema versions.
 func RegisterEvents(r *domain.Registry) {
-	r.Register(1, func() domain.Event { return &TenantCreated{} })
-	r.Register(1, func() domain.Event { return &TenantRenamed{} })
-	r.Register(1, func() domain.Event { return &TenantSuspended{} })
-	r.Register(1, func() domain.Event { return &TenantResumed{} })
-	r.Register(1, func() domain.Event { return &UserCreated{} })
-	r.Register(1, func() domain.Event { return &UserDisabled{} })
-	r.Register(1, func() domain.Event { return &UserEnabled{} })
-	r.Register(1, func() domain.Event { return &TokenIssued{} })
-	r.Register(1, func() domain.Event { return &TokenRevoked{} })
-	r.Register(1, func() domain.Event { return &LocationCreated{} })
-	r.Register(1, func() domain.Event { return &LocationUpdated{} })
-	r.Register(1, func() domain.Event { return &LocationRetired{} })
+	domain.Register[TenantCreated](r, 1)
+	domain.Register[TenantRenamed](r, 1)
+	domain.Register[TenantSuspended](r, 1)
+	domain.Register[TenantResumed](r, 1)
+	domain.Register[UserCreated](r, 1)
+	domain.Register[UserDisabled](r, 1)
+	domain.Register[UserEnabled](r, 1)
+	domain.Register[TokenIssued](r, 1)
+	domain.Register[TokenRevoked](r, 1)
+	domain.Register[LocationCreated](r, 1)
+	domain.Register[LocationUpdated](r, 1)
+	domain.Register[LocationRetired](r, 1)
 }

@@ -62,9 +62,9 @@ func (l Location) AllowedCommands() []string {
 	return LocationAllowedCommands(l.Status)
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (l *Location) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case LocationCreated:
 		*l = Location{ID: e.LocationID, Name: e.Name, Description: e.Description,
 			Status: LocationStatusActive, CreatedAt: e.At, UpdatedAt: e.At}

@@ -63,9 +63,9 @@ func (t Tenant) AllowedCommands() []string {
 	return TenantAllowedCommands(t.Status)
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (t *Tenant) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case TenantCreated:
 		*t = Tenant{ID: e.TenantID, Name: e.Name, Status: TenantStatusActive, CreatedAt: e.At, UpdatedAt: e.At}
 	case TenantRenamed:

@@ -346,7 +346,7 @@ func TestEventsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode %s: %v", typ, err)
 		}
-		if got := reflect.ValueOf(decoded).Elem().Interface(); !reflect.DeepEqual(got, s.event) {
+		if got := decoded; !reflect.DeepEqual(got, s.event) {
 			t.Errorf("%s round trip:\n got %#v\nwant %#v", typ, got, s.event)
 		}
 		base, fromValue, fromPointer := s.state(), s.state(), s.state()

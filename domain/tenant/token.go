@@ -76,9 +76,9 @@ func (t APIToken) AllowedCommands() []string {
 	return TokenAllowedCommands(t.Status)
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (t *APIToken) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case TokenIssued:
 		*t = APIToken{ID: e.TokenID, UserID: e.UserID, Role: e.Role, TenantID: e.TenantID,
 			SecretHash: e.SecretHash, ExpiresAt: e.ExpiresAt, Status: TokenStatusActive, IssuedAt: e.At}

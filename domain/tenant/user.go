@@ -66,9 +66,9 @@ func (u User) AllowedCommands() []string {
 	return UserAllowedCommands(u.Status)
 }
 
-// Apply folds one event into the state, value or pointer; others are ignored.
+// Apply folds one event into the state; others are ignored.
 func (u *User) Apply(e domain.Event) {
-	switch e := deref(e).(type) {
+	switch e := e.(type) {
 	case UserCreated:
 		*u = User{ID: e.UserID, Name: e.Name, Role: e.Role, TenantID: e.TenantID,
 			Status: UserStatusActive, CreatedAt: e.At, UpdatedAt: e.At}

@@ -99,7 +99,7 @@ var jobColumns = []column{
 func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []projections.Event) error {
 	rows, err := fold(ctx, tx, evs, "job", loadJobs(t), func(j *jobRow, e *projections.Event) {
 		j.Job.Apply(e.Data)
-		if _, ok := e.Data.(*job.Submitted); ok {
+		if _, ok := e.Data.(job.Submitted); ok {
 			// A job belongs to the tenant its submitter acted for.
 			j.tenant = e.Metadata.Tenant
 		}

@@ -98,10 +98,10 @@ func (Nodes) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []p
 			n.statusSince = pgtype.Timestamptz{Time: at, Valid: !at.IsZero()}
 		}
 		switch e.Data.(type) {
-		case *node.Connected, *node.FactsReported:
+		case node.Connected, node.FactsReported:
 			n.lastSeen = pgtype.Timestamptz{Time: at, Valid: !at.IsZero()}
 		}
-		if _, ok := e.Data.(*node.FactsReported); ok {
+		if _, ok := e.Data.(node.FactsReported); ok {
 			n.facts, _ = json.Marshal(n.Facts)
 		}
 		n.version, n.position = e.Version, e.Position

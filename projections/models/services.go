@@ -119,11 +119,11 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		}
 		at := pgtype.Timestamptz{Time: s.UpdatedAt, Valid: !s.UpdatedAt.IsZero()}
 		switch e.Data.(type) {
-		case *service.Registered:
+		case service.Registered:
 			stamp(&s.registeredAt, at, true)
-		case *service.Started:
+		case service.Started:
 			stamp(&s.firstRunningAt, at, true)
-		case *service.Removed, *service.CleanedUp:
+		case service.Removed, service.CleanedUp:
 			stamp(&s.removedAt, at, false)
 		}
 		s.version, s.position = e.Version, e.Position
