@@ -31,21 +31,21 @@ func (j Job) Submit(c Submit) ([]domain.Event, error) {
 	if j.Exists() {
 		return nil, j.refuse(CmdSubmit)
 	}
-	if err := firstError(
-		validateID("jobId", c.JobID),
+	if err := domain.FirstError(
+		domain.ValidateID("jobId", c.JobID),
 		validateParent(c.ParentID, c.JobID),
 		validateSpec(c.Spec),
 		validateTarget(c.Target, c.ParentID != ""),
 		validateDurations(c.Timeout, c.Grace),
 		validateRetry(c.Retry),
 		validateQueue(c.Queue),
-		validateRequiredText("submitter", c.Submitter, 256),
-		validateAt(c.At),
+		domain.ValidateRequiredText("submitter", c.Submitter, 256),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
 	spec := c.Spec.clone()
-	spec.Args = canonical(spec.Args)
+	spec.Args = domain.CanonicalJSON(spec.Args)
 	return []domain.Event{Submitted{
 		JobID: c.JobID, ParentID: c.ParentID, Spec: spec, Target: c.Target.clone(),
 		Timeout: c.Timeout, Grace: c.Grace, Retry: c.Retry, Queue: c.Queue,
@@ -60,18 +60,18 @@ func (j Job) admit(id, command string, at time.Time) error {
 		return &domain.NotFoundError{Entity: entity, ID: id}
 	}
 	if id != j.ID {
-		return invalid("jobId", fmt.Sprintf("is %q but the loaded job is %q", id, j.ID))
+		return domain.Invalid("jobId", fmt.Sprintf("is %q but the loaded job is %q", id, j.ID))
 	}
 	if !appliesTo(command, j.IsFanOut()) {
 		if j.IsFanOut() {
-			return invalid("jobId", fmt.Sprintf("job %q fans out to every matching node; %s its child jobs instead", j.ID, command))
+			return domain.Invalid("jobId", fmt.Sprintf("job %q fans out to every matching node; %s its child jobs instead", j.ID, command))
 		}
-		return invalid("jobId", fmt.Sprintf("job %q runs on one node; only a fan-out (target mode all) accepts %s", j.ID, command))
+		return domain.Invalid("jobId", fmt.Sprintf("job %q runs on one node; only a fan-out (target mode all) accepts %s", j.ID, command))
 	}
 	if !slices.Contains(Allowed[j.Status], command) {
 		return j.refuse(command)
 	}
-	return validateAt(at)
+	return domain.ValidateAt(at)
 }
 
 // holdsLease refuses a report from a node other than the lease holder.

@@ -27,7 +27,7 @@ func (j Job) Cancel(c Cancel) ([]domain.Event, error) {
 	if err := j.admit(c.JobID, CmdCancel, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	switch j.Status {

@@ -62,17 +62,17 @@ func (j Job) Lease(c Lease) ([]domain.Event, error) {
 	if err := j.admit(c.JobID, CmdLease, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateID("nodeId", c.NodeID); err != nil {
+	if err := domain.ValidateID("nodeId", c.NodeID); err != nil {
 		return nil, err
 	}
 	if j.Target.NodeID != "" && c.NodeID != j.Target.NodeID {
-		return nil, invalid("nodeId", fmt.Sprintf("job %q runs on node %q only", j.ID, j.Target.NodeID))
+		return nil, domain.Invalid("nodeId", fmt.Sprintf("job %q runs on node %q only", j.ID, j.Target.NodeID))
 	}
 	if !c.LeaseUntil.After(c.At) {
-		return nil, invalid("leaseUntil", "must be after the lease time")
+		return nil, domain.Invalid("leaseUntil", "must be after the lease time")
 	}
 	if c.At.Before(j.NotBefore) {
-		return nil, invalid("at", fmt.Sprintf("job %q backs off until %s before its retry", j.ID, j.NotBefore.Format(time.RFC3339)))
+		return nil, domain.Invalid("at", fmt.Sprintf("job %q backs off until %s before its retry", j.ID, j.NotBefore.Format(time.RFC3339)))
 	}
 	return []domain.Event{Leased{
 		JobID: j.ID, NodeID: c.NodeID, Attempt: j.Attempt + 1,
@@ -117,16 +117,16 @@ func (j Job) Finish(c Finish) ([]domain.Event, error) {
 	case StatusSucceeded, StatusFailed, StatusTimedOut:
 	case StatusCancelled:
 		if j.Status != StatusCancelling {
-			return nil, invalid("outcome", "cancelled is reported only after a cancel request")
+			return nil, domain.Invalid("outcome", "cancelled is reported only after a cancel request")
 		}
 	default:
-		return nil, invalid("outcome", fmt.Sprintf("%q must be one of succeeded, failed, timed_out, cancelled", c.Outcome))
+		return nil, domain.Invalid("outcome", fmt.Sprintf("%q must be one of succeeded, failed, timed_out, cancelled", c.Outcome))
 	}
 	if err := validateResult(c.Result); err != nil {
 		return nil, err
 	}
 	r := c.Result
-	r.Output = canonical(r.Output)
+	r.Output = domain.CanonicalJSON(r.Output)
 	return []domain.Event{Finished{
 		JobID: j.ID, NodeID: c.NodeID, Attempt: j.Attempt, Outcome: c.Outcome, Result: r, At: c.At.UTC(),
 	}}, nil
@@ -149,10 +149,10 @@ func (j Job) ExpireLease(c ExpireLease) ([]domain.Event, error) {
 	}
 	if !c.NodeGone {
 		if c.At.Before(j.LeaseUntil) {
-			return nil, invalid("at", fmt.Sprintf("the lease of job %q runs until %s", j.ID, j.LeaseUntil.Format(time.RFC3339)))
+			return nil, domain.Invalid("at", fmt.Sprintf("the lease of job %q runs until %s", j.ID, j.LeaseUntil.Format(time.RFC3339)))
 		}
 		if j.Acknowledged {
-			return nil, invalid("lease", fmt.Sprintf("the agent of node %q acknowledged job %q: its lease ends only when the node is gone", j.NodeID, j.ID))
+			return nil, domain.Invalid("lease", fmt.Sprintf("the agent of node %q acknowledged job %q: its lease ends only when the node is gone", j.NodeID, j.ID))
 		}
 	}
 	at := c.At.UTC()
@@ -171,7 +171,7 @@ func (j Job) MarkLost(c MarkLost) ([]domain.Event, error) {
 	if err := j.admit(c.JobID, CmdMarkLost, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateRequiredText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateRequiredText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Lost{JobID: j.ID, NodeID: j.NodeID, Attempt: j.Attempt, Reason: c.Reason, At: c.At.UTC()}}, nil

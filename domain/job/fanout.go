@@ -36,14 +36,14 @@ func (j Job) SpawnChildren(c SpawnChildren) ([]domain.Event, error) {
 	seen := make(map[string]bool, len(c.ChildIDs))
 	for i, id := range c.ChildIDs {
 		field := fmt.Sprintf("childIds[%d]", i)
-		if err := validateID(field, id); err != nil {
+		if err := domain.ValidateID(field, id); err != nil {
 			return nil, err
 		}
 		if id == j.ID {
-			return nil, invalid(field, "a job cannot be its own child")
+			return nil, domain.Invalid(field, "a job cannot be its own child")
 		}
 		if seen[id] {
-			return nil, invalid(field, fmt.Sprintf("%q is listed twice", id))
+			return nil, domain.Invalid(field, fmt.Sprintf("%q is listed twice", id))
 		}
 		seen[id] = true
 	}
@@ -60,10 +60,10 @@ func (j Job) CompleteFanOut(c CompleteFanOut) ([]domain.Event, error) {
 	}
 	n := c.Counts
 	if n.Succeeded < 0 || n.Failed < 0 || n.TimedOut < 0 || n.Cancelled < 0 || n.Lost < 0 {
-		return nil, invalid("counts", "must not be negative")
+		return nil, domain.Invalid("counts", "must not be negative")
 	}
 	if n.Total() != len(j.Children) {
-		return nil, invalid("counts", fmt.Sprintf("count %d children but job %q has %d", n.Total(), j.ID, len(j.Children)))
+		return nil, domain.Invalid("counts", fmt.Sprintf("count %d children but job %q has %d", n.Total(), j.ID, len(j.Children)))
 	}
 	outcome := StatusFailed
 	switch {

@@ -106,15 +106,15 @@ func (c Credential) Issue(cmd IssueCredential) ([]domain.Event, error) {
 	if c.Exists() {
 		return nil, c.refuse(CmdIssueCredential)
 	}
-	if err := firstError(
-		validateID("nodeId", cmd.NodeID),
-		validateSecretHash(cmd.SecretHash),
-		validateAt(cmd.At),
+	if err := domain.FirstError(
+		domain.ValidateID("nodeId", cmd.NodeID),
+		domain.ValidateSecretHash("secretHash", cmd.SecretHash),
+		domain.ValidateAt(cmd.At),
 	); err != nil {
 		return nil, err
 	}
 	if !cmd.ExpiresAt.IsZero() && !cmd.ExpiresAt.After(cmd.At) {
-		return nil, invalid("expiresAt", "must be after the time of issue, or zero for no expiry")
+		return nil, domain.Invalid("expiresAt", "must be after the time of issue, or zero for no expiry")
 	}
 	expires := cmd.ExpiresAt
 	if !expires.IsZero() {
@@ -125,10 +125,10 @@ func (c Credential) Issue(cmd IssueCredential) ([]domain.Event, error) {
 
 // Revoke revokes an active credential.
 func (c Credential) Revoke(cmd RevokeCredential) ([]domain.Event, error) {
-	if err := admit(credentialEntity, c.NodeID, c.Status, CredentialAllowed, "nodeId", cmd.NodeID, CmdRevokeCredential, cmd.At); err != nil {
+	if err := domain.Admit(credentialEntity, c.NodeID, c.Status, CredentialAllowed, "nodeId", cmd.NodeID, CmdRevokeCredential, cmd.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", cmd.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", cmd.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{CredentialRevoked{NodeID: c.NodeID, Reason: cmd.Reason, At: cmd.At.UTC()}}, nil

@@ -135,20 +135,20 @@ func (t JoinToken) Issue(c Issue) ([]domain.Event, error) {
 	if t.Exists() {
 		return nil, t.refuse(CmdIssue)
 	}
-	if err := firstError(
-		validateID("tokenId", c.TokenID),
-		validateSecretHash(c.SecretHash),
-		validateOptionalID("locationId", c.LocationID),
+	if err := domain.FirstError(
+		domain.ValidateID("tokenId", c.TokenID),
+		domain.ValidateSecretHash("secretHash", c.SecretHash),
+		domain.ValidateOptionalID("locationId", c.LocationID),
 		node.ValidateLabels("labels", c.Labels),
-		validateAt(c.At),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
 	switch {
 	case !c.ExpiresAt.After(c.At):
-		return nil, invalid("expiresAt", "must be after the time of issue")
+		return nil, domain.Invalid("expiresAt", "must be after the time of issue")
 	case c.ExpiresAt.Sub(c.At) > MaxLifetime:
-		return nil, invalid("expiresAt", "must be within "+MaxLifetime.String()+" of the time of issue: join tokens are short-lived")
+		return nil, domain.Invalid("expiresAt", "must be within "+MaxLifetime.String()+" of the time of issue: join tokens are short-lived")
 	}
 	return []domain.Event{Issued{
 		TokenID: c.TokenID, SecretHash: c.SecretHash, LocationID: c.LocationID,
@@ -165,7 +165,7 @@ func (t JoinToken) Redeem(c Redeem) ([]domain.Event, error) {
 		return nil, &domain.NotFoundError{Entity: joinEntity, ID: c.TokenID}
 	}
 	if c.TokenID != t.ID {
-		return nil, invalid("tokenId", "is "+quote(c.TokenID)+" but the loaded join token is "+quote(t.ID))
+		return nil, domain.Invalid("tokenId", "is "+quote(c.TokenID)+" but the loaded join token is "+quote(t.ID))
 	}
 	switch t.Status {
 	case StatusRedeemed:
@@ -173,7 +173,7 @@ func (t JoinToken) Redeem(c Redeem) ([]domain.Event, error) {
 	case StatusRevoked:
 		return nil, t.refuse(CmdRedeem)
 	}
-	if err := firstError(validateID("nodeId", c.NodeID), validateAt(c.At)); err != nil {
+	if err := domain.FirstError(domain.ValidateID("nodeId", c.NodeID), domain.ValidateAt(c.At)); err != nil {
 		return nil, err
 	}
 	if !c.At.Before(t.ExpiresAt) {
@@ -184,10 +184,10 @@ func (t JoinToken) Redeem(c Redeem) ([]domain.Event, error) {
 
 // Revoke revokes an active token, expired or not.
 func (t JoinToken) Revoke(c Revoke) ([]domain.Event, error) {
-	if err := admit(joinEntity, t.ID, t.Status, Allowed, "tokenId", c.TokenID, CmdRevoke, c.At); err != nil {
+	if err := domain.Admit(joinEntity, t.ID, t.Status, Allowed, "tokenId", c.TokenID, CmdRevoke, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Revoked{TokenID: t.ID, Reason: c.Reason, At: c.At.UTC()}}, nil

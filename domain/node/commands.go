@@ -1,9 +1,7 @@
 package node
 
 import (
-	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"cairn/domain"
@@ -95,12 +93,12 @@ func (n Node) Enroll(c Enroll) ([]domain.Event, error) {
 	if n.Exists() {
 		return nil, n.refuse(CmdEnroll)
 	}
-	if err := firstError(
-		validateID("nodeId", c.NodeID),
+	if err := domain.FirstError(
+		domain.ValidateID("nodeId", c.NodeID),
 		validateHostname(c.Hostname),
-		validateOptionalID("locationId", c.LocationID),
+		domain.ValidateOptionalID("locationId", c.LocationID),
 		ValidateLabels("labels", c.Labels),
-		validateAt(c.At),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
@@ -157,7 +155,7 @@ func (n Node) SetLocation(c SetLocation) ([]domain.Event, error) {
 	if err := n.admit(c.NodeID, CmdSetLocation, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateOptionalID("locationId", c.LocationID); err != nil {
+	if err := domain.ValidateOptionalID("locationId", c.LocationID); err != nil {
 		return nil, err
 	}
 	if n.LocationID == c.LocationID {
@@ -188,7 +186,7 @@ func (n Node) Drain(c Drain) ([]domain.Event, error) {
 	if err := n.admit(c.NodeID, CmdDrain, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateLine("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	if n.Cordoned {
@@ -222,7 +220,7 @@ func (n Node) Decommission(c Decommission) ([]domain.Event, error) {
 	if err := n.admit(c.NodeID, CmdDecommission, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateLine("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Decommissioned{NodeID: n.ID, Reason: c.Reason, At: c.At.UTC()}}, nil
@@ -235,16 +233,7 @@ func (n Node) connected() bool {
 // admit checks that the command addresses this existing node, that the
 // allowed-commands table accepts it in the node's status, and that it has a time.
 func (n Node) admit(id, command string, at time.Time) error {
-	if !n.Exists() {
-		return &domain.NotFoundError{Entity: entity, ID: id}
-	}
-	if id != n.ID {
-		return &domain.ValidationError{Field: "nodeId", Reason: fmt.Sprintf("is %q but the loaded node is %q", id, n.ID)}
-	}
-	if !slices.Contains(Allowed[n.Status], command) {
-		return n.refuse(command)
-	}
-	return validateAt(at)
+	return domain.Admit(entity, n.ID, n.Status, Allowed, "nodeId", id, command, at)
 }
 
 func (n Node) refuse(command string) error {

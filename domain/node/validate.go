@@ -4,15 +4,11 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"cairn/domain"
 )
 
 var (
-	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 	labelKeyPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_./]*[a-z0-9])?$`)
 )
@@ -38,29 +34,11 @@ func ValidateLabels(field string, labels map[string]string) error {
 		if len(v) > MaxLabelLength {
 			return &domain.ValidationError{Field: field, Reason: fmt.Sprintf("value of %q must be at most %d bytes", k, MaxLabelLength)}
 		}
-		if !printable(v) {
+		if !domain.Printable(v) {
 			return &domain.ValidationError{Field: field, Reason: fmt.Sprintf("value of %q must be printable UTF-8", k)}
 		}
 	}
 	return nil
-}
-
-func validateID(field, id string) error {
-	if id == "" {
-		return &domain.ValidationError{Field: field, Reason: "is required"}
-	}
-	if !idPattern.MatchString(id) {
-		return &domain.ValidationError{Field: field, Reason: fmt.Sprintf(
-			"%q must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', starting with a letter or digit", id)}
-	}
-	return nil
-}
-
-func validateOptionalID(field, id string) error {
-	if id == "" {
-		return nil
-	}
-	return validateID(field, id)
 }
 
 func validateHostname(h string) error {
@@ -69,46 +47,6 @@ func validateHostname(h string) error {
 	}
 	if len(h) > 253 || !hostnamePattern.MatchString(h) {
 		return &domain.ValidationError{Field: "hostname", Reason: fmt.Sprintf("%q is not a valid DNS host name", h)}
-	}
-	return nil
-}
-
-func validateAt(at time.Time) error {
-	if at.IsZero() {
-		return &domain.ValidationError{Field: "at", Reason: "is required"}
-	}
-	return nil
-}
-
-func validateText(field, s string, maxLen int) error {
-	if len(s) > maxLen {
-		return &domain.ValidationError{Field: field, Reason: fmt.Sprintf("must be at most %d bytes", maxLen)}
-	}
-	if !printable(s) {
-		return &domain.ValidationError{Field: field, Reason: "must be printable UTF-8"}
-	}
-	return nil
-}
-
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// firstError returns the first failed check, so a user fixes one thing at a time
-// in the order the command lists its fields.
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

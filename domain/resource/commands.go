@@ -89,20 +89,20 @@ func (r Resource) Plan(c Plan) ([]domain.Event, error) {
 	if r.Exists() {
 		return nil, r.refuse(CmdPlan)
 	}
-	if err := firstError(
-		validateID("resourceId", c.ResourceID),
-		validateID("serviceId", c.ServiceID),
+	if err := domain.FirstError(
+		domain.ValidateID("resourceId", c.ResourceID),
+		domain.ValidateID("serviceId", c.ServiceID),
 		validatePlugin(c.Plugin),
 		validateType(c.Type),
-		validateJSON("properties", c.Properties, true),
+		domain.ValidateJSON("properties", c.Properties, MaxJSONBytes, true),
 		validateDependsOn(c.ResourceID, c.DependsOn),
-		validateAt(c.At),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Planned{
 		ResourceID: c.ResourceID, ServiceID: c.ServiceID, Plugin: c.Plugin, Type: c.Type,
-		Properties: canonical(c.Properties), DependsOn: slices.Clone(c.DependsOn), At: c.At.UTC(),
+		Properties: domain.CanonicalJSON(c.Properties), DependsOn: slices.Clone(c.DependsOn), At: c.At.UTC(),
 	}}, nil
 }
 
@@ -119,10 +119,10 @@ func (r Resource) CompleteCreate(c CompleteCreate) ([]domain.Event, error) {
 	if err := r.admit(c.ResourceID, CmdCompleteCreate, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateJSON("outputs", c.Outputs, true); err != nil {
+	if err := domain.ValidateJSON("outputs", c.Outputs, MaxJSONBytes, true); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Created{ResourceID: r.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+	return []domain.Event{Created{ResourceID: r.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}, nil
 }
 
 // BeginStart moves a created or stopped (or failed-to-start/stop) resource to starting.
@@ -138,10 +138,10 @@ func (r Resource) CompleteStart(c CompleteStart) ([]domain.Event, error) {
 	if err := r.admit(c.ResourceID, CmdCompleteStart, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateJSON("outputs", c.Outputs, true); err != nil {
+	if err := domain.ValidateJSON("outputs", c.Outputs, MaxJSONBytes, true); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Started{ResourceID: r.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+	return []domain.Event{Started{ResourceID: r.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}, nil
 }
 
 // BeginStop moves a running (or failed-to-start/stop) resource to stopping.
@@ -157,10 +157,10 @@ func (r Resource) CompleteStop(c CompleteStop) ([]domain.Event, error) {
 	if err := r.admit(c.ResourceID, CmdCompleteStop, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateJSON("outputs", c.Outputs, true); err != nil {
+	if err := domain.ValidateJSON("outputs", c.Outputs, MaxJSONBytes, true); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Stopped{ResourceID: r.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+	return []domain.Event{Stopped{ResourceID: r.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}, nil
 }
 
 // BeginDestroy moves a resource that does not run to destroying.
@@ -176,10 +176,10 @@ func (r Resource) CompleteDestroy(c CompleteDestroy) ([]domain.Event, error) {
 	if err := r.admit(c.ResourceID, CmdCompleteDestroy, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateJSON("output", c.Output, false); err != nil {
+	if err := domain.ValidateJSON("output", c.Output, MaxJSONBytes, false); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Destroyed{ResourceID: r.ID, Output: canonical(c.Output), At: c.At.UTC()}}, nil
+	return []domain.Event{Destroyed{ResourceID: r.ID, Output: domain.CanonicalJSON(c.Output), At: c.At.UTC()}}, nil
 }
 
 // Fail moves a resource whose plugin call failed to failed.
@@ -187,14 +187,14 @@ func (r Resource) Fail(c Fail) ([]domain.Event, error) {
 	if err := r.admit(c.ResourceID, CmdFail, c.At); err != nil {
 		return nil, err
 	}
-	if err := firstError(
-		validateRequiredText("error", c.Error, MaxErrorLength),
-		validateJSON("output", c.Output, false),
+	if err := domain.FirstError(
+		domain.ValidateRequiredText("error", c.Error, MaxErrorLength),
+		domain.ValidateJSON("output", c.Output, MaxJSONBytes, false),
 	); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Failed{
-		ResourceID: r.ID, Phase: phaseOf[r.Status], Error: c.Error, Output: canonical(c.Output), At: c.At.UTC(),
+		ResourceID: r.ID, Phase: phaseOf[r.Status], Error: c.Error, Output: domain.CanonicalJSON(c.Output), At: c.At.UTC(),
 	}}, nil
 }
 
@@ -205,12 +205,12 @@ func (r Resource) admit(id, command string, at time.Time) error {
 		return &domain.NotFoundError{Entity: entity, ID: id}
 	}
 	if id != r.ID {
-		return invalid("resourceId", fmt.Sprintf("is %q but the loaded resource is %q", id, r.ID))
+		return domain.Invalid("resourceId", fmt.Sprintf("is %q but the loaded resource is %q", id, r.ID))
 	}
 	if !slices.Contains(r.AllowedCommands(), command) {
 		return r.refuse(command)
 	}
-	return validateAt(at)
+	return domain.ValidateAt(at)
 }
 
 // refuse names the state; a failed resource names the phase too, since that

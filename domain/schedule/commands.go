@@ -3,8 +3,6 @@ package schedule
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -23,9 +21,10 @@ const (
 	MaxReasonLength = 1024
 )
 
-// idPattern leaves room in the 128 characters of a job id for the suffix
-// JobIDAt adds (".20060102T150405Z").
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,110}$`)
+// MaxIDLength is shorter than other ids on purpose: it leaves room in the
+// domain.MaxIDLength characters of a job id for the suffix JobIDAt adds
+// (".20060102T150405Z").
+const MaxIDLength = domain.MaxIDLength - len(".20060102T150405Z")
 
 // Create makes a schedule that submits Job every Every, or at the instants
 // of the cron expression Cron: exactly one of the two.
@@ -64,25 +63,25 @@ func (s Schedule) Create(c Create) ([]domain.Event, error) {
 	if s.Exists() {
 		return nil, s.refuse(CmdCreate)
 	}
-	if err := validateID(c.ScheduleID); err != nil {
+	if err := domain.ValidateIDUpTo("scheduleId", c.ScheduleID, MaxIDLength); err != nil {
 		return nil, err
 	}
 	if c.At.IsZero() {
-		return nil, invalid("at", "is required")
+		return nil, domain.Invalid("at", "is required")
 	}
 	switch {
 	case c.Every == 0 && c.Cron == "":
-		return nil, invalid("every", "a schedule needs an interval or a cron expression")
+		return nil, domain.Invalid("every", "a schedule needs an interval or a cron expression")
 	case c.Every != 0 && c.Cron != "":
-		return nil, invalid("cron", "give an interval or a cron expression, not both")
+		return nil, domain.Invalid("cron", "give an interval or a cron expression, not both")
 	case c.Every != 0 && (c.Every < MinEvery || c.Every > MaxEvery):
-		return nil, invalid("every", fmt.Sprintf("must be between %s and %s", MinEvery, MaxEvery))
+		return nil, domain.Invalid("every", fmt.Sprintf("must be between %s and %s", MinEvery, MaxEvery))
 	case c.Every%time.Second != 0:
-		return nil, invalid("every", "must be a whole number of seconds")
+		return nil, domain.Invalid("every", "must be a whole number of seconds")
 	}
 	if c.Cron != "" {
 		if _, err := ParseCron(c.Cron); err != nil {
-			return nil, invalid("cron", err.Error())
+			return nil, domain.Invalid("cron", err.Error())
 		}
 	}
 	probe := Schedule{ID: c.ScheduleID}
@@ -92,7 +91,7 @@ func (s Schedule) Create(c Create) ([]domain.Event, error) {
 	}); err != nil {
 		var v *domain.ValidationError
 		if errors.As(err, &v) {
-			return nil, invalid("job."+v.Field, v.Reason)
+			return nil, domain.Invalid("job."+v.Field, v.Reason)
 		}
 		return nil, err
 	}
@@ -124,47 +123,20 @@ func (s Schedule) Delete(c Delete) ([]domain.Event, error) {
 		return nil, err
 	}
 	if len(c.Reason) > MaxReasonLength || !utf8.ValidString(c.Reason) {
-		return nil, invalid("reason", fmt.Sprintf("must be UTF-8 of at most %d bytes", MaxReasonLength))
+		return nil, domain.Invalid("reason", fmt.Sprintf("must be UTF-8 of at most %d bytes", MaxReasonLength))
 	}
 	for _, r := range c.Reason {
 		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			return nil, invalid("reason", "must not contain control characters")
+			return nil, domain.Invalid("reason", "must not contain control characters")
 		}
 	}
 	return []domain.Event{Deleted{ScheduleID: s.ID, Reason: c.Reason, At: c.At.UTC()}}, nil
 }
 
 func (s Schedule) admit(id, command string, at time.Time) error {
-	if !s.Exists() {
-		return &domain.NotFoundError{Entity: entity, ID: id}
-	}
-	if id != s.ID {
-		return invalid("scheduleId", fmt.Sprintf("is %q but the loaded schedule is %q", id, s.ID))
-	}
-	if !slices.Contains(Allowed[s.Status], command) {
-		return s.refuse(command)
-	}
-	if at.IsZero() {
-		return invalid("at", "is required")
-	}
-	return nil
+	return domain.Admit(entity, s.ID, s.Status, Allowed, "scheduleId", id, command, at)
 }
 
 func (s Schedule) refuse(command string) error {
 	return &domain.StateError{Entity: entity, ID: s.ID, Command: command, State: string(s.Status)}
-}
-
-func validateID(id string) error {
-	switch {
-	case id == "":
-		return invalid("scheduleId", "is required")
-	case !idPattern.MatchString(id):
-		return invalid("scheduleId", fmt.Sprintf(
-			"%q must be 1 to 111 characters of A-Z, a-z, 0-9, '.', '_', ':', '-', starting with a letter or digit", id))
-	}
-	return nil
-}
-
-func invalid(field, reason string) error {
-	return &domain.ValidationError{Field: field, Reason: reason}
 }

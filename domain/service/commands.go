@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"cairn/domain"
@@ -127,35 +126,23 @@ func (s Service) Register(c Register) ([]domain.Event, error) {
 	if s.Exists() {
 		return nil, s.refuse(CmdRegister)
 	}
-	if err := firstError(
-		validateID("serviceId", c.ServiceID),
-		validateID("tenantId", c.TenantID),
-		validateName(c.Name),
+	if err := domain.FirstError(
+		domain.ValidateID("serviceId", c.ServiceID),
+		domain.ValidateID("tenantId", c.TenantID),
+		domain.ValidateName("name", c.Name, MaxNameLength),
 		template.ValidateName("templateName", c.TemplateName),
 		template.ValidateVersion("templateVersion", c.TemplateVersion),
-		validateObject("variables", c.Variables),
-		validateIDs("resourceIds", c.ResourceIDs),
-		validateAt(c.At),
+		domain.ValidateJSON("variables", c.Variables, MaxJSONBytes, true),
+		domain.ValidateIDs("resourceIds", c.ResourceIDs),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
 	return []domain.Event{RegistrationRequested{
 		ServiceID: c.ServiceID, TenantID: c.TenantID, Name: c.Name,
 		TemplateName: c.TemplateName, TemplateVersion: c.TemplateVersion,
-		Variables: canonical(c.Variables), ResourceIDs: slices.Clone(c.ResourceIDs), At: c.At.UTC(),
+		Variables: domain.CanonicalJSON(c.Variables), ResourceIDs: slices.Clone(c.ResourceIDs), At: c.At.UTC(),
 	}}, nil
-}
-
-func validateName(name string) error {
-	switch {
-	case name == "":
-		return invalid("name", "is required")
-	case strings.TrimSpace(name) != name:
-		return invalid("name", "must not start or end with spaces")
-	case strings.ContainsAny(name, "\n\t"):
-		return invalid("name", "must be one line")
-	}
-	return validateText("name", name, MaxNameLength)
 }
 
 // admit checks that the command addresses this existing service, is allowed
@@ -165,12 +152,12 @@ func (s Service) admit(id, command string, at time.Time) error {
 		return &domain.NotFoundError{Entity: entity, ID: id}
 	}
 	if id != s.ID {
-		return invalid("serviceId", fmt.Sprintf("is %q but the loaded service is %q", id, s.ID))
+		return domain.Invalid("serviceId", fmt.Sprintf("is %q but the loaded service is %q", id, s.ID))
 	}
 	if !slices.Contains(s.AllowedCommands(), command) {
 		return s.refuse(command)
 	}
-	return validateAt(at)
+	return domain.ValidateAt(at)
 }
 
 // refuse names the state; a failed service names the phase too, since that

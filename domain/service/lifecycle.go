@@ -7,10 +7,10 @@ func (s Service) CompleteRegistration(c CompleteRegistration) ([]domain.Event, e
 	if err := s.admit(c.ServiceID, CmdCompleteRegistration, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateObject("outputs", c.Outputs); err != nil {
+	if err := domain.ValidateJSON("outputs", c.Outputs, MaxJSONBytes, true); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Registered{ServiceID: s.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+	return []domain.Event{Registered{ServiceID: s.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}, nil
 }
 
 // FailRegistration moves a registering service to rolling_back.
@@ -18,7 +18,7 @@ func (s Service) FailRegistration(c FailRegistration) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdFailRegistration, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateRequiredText("cause", c.Cause, MaxCauseLength); err != nil {
+	if err := domain.ValidateRequiredText("cause", c.Cause, MaxCauseLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{RegistrationFailed{ServiceID: s.ID, Cause: c.Cause, At: c.At.UTC()}}, nil
@@ -38,9 +38,9 @@ func (s Service) FailRollback(c FailRollback) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdFailRollback, c.At); err != nil {
 		return nil, err
 	}
-	if err := firstError(
+	if err := domain.FirstError(
 		s.validateRemaining(c.Remaining),
-		validateRequiredText("cause", c.Cause, MaxCauseLength),
+		domain.ValidateRequiredText("cause", c.Cause, MaxCauseLength),
 	); err != nil {
 		return nil, err
 	}
@@ -61,10 +61,10 @@ func (s Service) CompleteStart(c CompleteStart) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdCompleteStart, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateObject("outputs", c.Outputs); err != nil {
+	if err := domain.ValidateJSON("outputs", c.Outputs, MaxJSONBytes, true); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Started{ServiceID: s.ID, Outputs: canonical(c.Outputs), At: c.At.UTC()}}, nil
+	return []domain.Event{Started{ServiceID: s.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}, nil
 }
 
 // FailStart moves a starting service to failed.
@@ -72,7 +72,7 @@ func (s Service) FailStart(c FailStart) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdFailStart, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateRequiredText("cause", c.Cause, MaxCauseLength); err != nil {
+	if err := domain.ValidateRequiredText("cause", c.Cause, MaxCauseLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{StartFailed{ServiceID: s.ID, Cause: c.Cause, At: c.At.UTC()}}, nil
@@ -100,7 +100,7 @@ func (s Service) FailStop(c FailStop) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdFailStop, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateRequiredText("cause", c.Cause, MaxCauseLength); err != nil {
+	if err := domain.ValidateRequiredText("cause", c.Cause, MaxCauseLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{StopFailed{ServiceID: s.ID, Cause: c.Cause, At: c.At.UTC()}}, nil
@@ -127,9 +127,9 @@ func (s Service) FailRemoval(c FailRemoval) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdFailRemoval, c.At); err != nil {
 		return nil, err
 	}
-	if err := firstError(
+	if err := domain.FirstError(
 		s.validateRemaining(c.Remaining),
-		validateRequiredText("cause", c.Cause, MaxCauseLength),
+		domain.ValidateRequiredText("cause", c.Cause, MaxCauseLength),
 	); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s Service) MarkCleanedUp(c MarkCleanedUp) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdMarkCleanedUp, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("note", c.Note, MaxNoteLength); err != nil {
+	if err := domain.ValidateText("note", c.Note, MaxNoteLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{CleanedUp{ServiceID: s.ID, Note: c.Note, At: c.At.UTC()}}, nil

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"cairn/domain"
 )
@@ -24,7 +22,6 @@ const (
 var (
 	namePattern    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$`)
 	versionPattern = regexp.MustCompile(`^[0-9A-Za-z]([0-9A-Za-z.+_-]{0,62}[0-9A-Za-z])?$`)
-	vendorPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 	digestPattern  = regexp.MustCompile(`^[a-z0-9]+:[0-9a-f]{32,128}$`)
 )
 
@@ -62,13 +59,13 @@ type Deprecate struct {
 // a new version instead. Only the vendor that registered a version may
 // register it again.
 func (t TemplateVersion) Register(c Register) ([]domain.Event, error) {
-	if err := firstError(
+	if err := domain.FirstError(
 		ValidateName("name", c.Name),
 		ValidateVersion("version", c.Version),
-		validateVendor(c.Vendor),
+		domain.ValidateID("vendor", c.Vendor),
 		validateDescriptor(c.Descriptor),
 		validateDigest(c.Digest),
-		validateAt(c.At),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
@@ -77,7 +74,7 @@ func (t TemplateVersion) Register(c Register) ([]domain.Event, error) {
 			return nil, err
 		}
 		if c.Vendor != t.Vendor {
-			return nil, invalid("vendor", fmt.Sprintf("template %q belongs to vendor %q", t.ID(), t.Vendor))
+			return nil, domain.Invalid("vendor", fmt.Sprintf("template %q belongs to vendor %q", t.ID(), t.Vendor))
 		}
 		if c.Digest == t.Digest {
 			return nil, nil
@@ -88,7 +85,7 @@ func (t TemplateVersion) Register(c Register) ([]domain.Event, error) {
 	}
 	return []domain.Event{Registered{
 		Name: c.Name, Version: c.Version, Vendor: c.Vendor,
-		Descriptor: canonical(c.Descriptor), Digest: c.Digest, At: c.At.UTC(),
+		Descriptor: domain.CanonicalJSON(c.Descriptor), Digest: c.Digest, At: c.At.UTC(),
 	}}, nil
 }
 
@@ -105,7 +102,7 @@ func (t TemplateVersion) Deprecate(c Deprecate) ([]domain.Event, error) {
 	if err := t.admit(c.Name, c.Version, CmdDeprecate, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Deprecated{Name: t.Name, Version: t.Version, Reason: c.Reason, At: c.At.UTC()}}, nil
@@ -123,12 +120,12 @@ func (t TemplateVersion) admit(name, version, command string, at time.Time) erro
 	if !slices.Contains(Allowed[t.Status], command) {
 		return t.refuse(command)
 	}
-	return validateAt(at)
+	return domain.ValidateAt(at)
 }
 
 func (t TemplateVersion) addressed(name, version string) error {
 	if name != t.Name || version != t.Version {
-		return invalid("version", fmt.Sprintf("addresses %q but the loaded template is %q", ID(name, version), t.ID()))
+		return domain.Invalid("version", fmt.Sprintf("addresses %q but the loaded template is %q", ID(name, version), t.ID()))
 	}
 	return nil
 }
@@ -141,9 +138,9 @@ func (t TemplateVersion) refuse(command string) error {
 func ValidateName(field, name string) error {
 	switch {
 	case name == "":
-		return invalid(field, "is required")
+		return domain.Invalid(field, "is required")
 	case !namePattern.MatchString(name):
-		return invalid(field, fmt.Sprintf("%q must be at most 63 characters of a-z, 0-9, '-', '_', '.', starting and ending with a letter or digit", name))
+		return domain.Invalid(field, fmt.Sprintf("%q must be at most 63 characters of a-z, 0-9, '-', '_', '.', starting and ending with a letter or digit", name))
 	}
 	return nil
 }
@@ -152,19 +149,9 @@ func ValidateName(field, name string) error {
 func ValidateVersion(field, version string) error {
 	switch {
 	case version == "":
-		return invalid(field, "is required")
+		return domain.Invalid(field, "is required")
 	case !versionPattern.MatchString(version):
-		return invalid(field, fmt.Sprintf("%q must be at most 64 characters of letters, digits, '.', '+', '_', '-', e.g. \"1.2.0\"", version))
-	}
-	return nil
-}
-
-func validateVendor(vendor string) error {
-	switch {
-	case vendor == "":
-		return invalid("vendor", "is required")
-	case !vendorPattern.MatchString(vendor):
-		return invalid("vendor", fmt.Sprintf("%q is not a valid vendor id", vendor))
+		return domain.Invalid(field, fmt.Sprintf("%q must be at most 64 characters of letters, digits, '.', '+', '_', '-', e.g. \"1.2.0\"", version))
 	}
 	return nil
 }
@@ -172,13 +159,13 @@ func validateVendor(vendor string) error {
 func validateDescriptor(d json.RawMessage) error {
 	switch {
 	case len(d) == 0:
-		return invalid("descriptor", "is required")
+		return domain.Invalid("descriptor", "is required")
 	case len(d) > MaxDescriptorBytes:
-		return invalid("descriptor", fmt.Sprintf("must be at most %d bytes", MaxDescriptorBytes))
+		return domain.Invalid("descriptor", fmt.Sprintf("must be at most %d bytes", MaxDescriptorBytes))
 	case !json.Valid(d):
-		return invalid("descriptor", "must be valid JSON")
+		return domain.Invalid("descriptor", "must be valid JSON")
 	case bytes.TrimLeft(d, " \t\r\n")[0] != '{':
-		return invalid("descriptor", "must be a JSON object")
+		return domain.Invalid("descriptor", "must be a JSON object")
 	}
 	return nil
 }
@@ -186,59 +173,9 @@ func validateDescriptor(d json.RawMessage) error {
 func validateDigest(digest string) error {
 	switch {
 	case digest == "":
-		return invalid("digest", "is required")
+		return domain.Invalid("digest", "is required")
 	case !digestPattern.MatchString(digest):
-		return invalid("digest", fmt.Sprintf("%q must be \"<algorithm>:<lower-case hex>\", e.g. \"sha256:…\"", digest))
-	}
-	return nil
-}
-
-// canonical returns valid JSON as the event log stores it (compact, HTML
-// characters escaped), so a decided event folds exactly like its stored copy.
-func canonical(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	out, err := json.Marshal(raw)
-	if err != nil {
-		panic("template: canonical called on invalid JSON: " + err.Error())
-	}
-	return out
-}
-
-func validateAt(at time.Time) error {
-	if at.IsZero() {
-		return invalid("at", "is required")
-	}
-	return nil
-}
-
-func validateText(field, s string, maxLen int) error {
-	if len(s) > maxLen {
-		return invalid(field, fmt.Sprintf("must be at most %d bytes", maxLen))
-	}
-	if !utf8.ValidString(s) {
-		return invalid(field, "must be UTF-8")
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			return invalid(field, "must not contain control characters")
-		}
-	}
-	return nil
-}
-
-func invalid(field, reason string) error {
-	return &domain.ValidationError{Field: field, Reason: reason}
-}
-
-// firstError returns the first failed check, in the order the command lists
-// its fields.
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+		return domain.Invalid("digest", fmt.Sprintf("%q must be \"<algorithm>:<lower-case hex>\", e.g. \"sha256:…\"", digest))
 	}
 	return nil
 }

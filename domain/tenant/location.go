@@ -105,11 +105,11 @@ func (l Location) Create(c CreateLocation) ([]domain.Event, error) {
 	if l.Exists() {
 		return nil, l.refuse(CmdCreateLocation)
 	}
-	if err := firstError(
-		validateID("locationId", c.LocationID),
-		validateName(c.Name),
-		validateText("description", c.Description, MaxDescriptionLength),
-		validateAt(c.At),
+	if err := domain.FirstError(
+		domain.ValidateID("locationId", c.LocationID),
+		domain.ValidateName("name", c.Name, MaxNameLength),
+		domain.ValidateText("description", c.Description, MaxDescriptionLength),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
@@ -121,9 +121,9 @@ func (l Location) Update(c UpdateLocation) ([]domain.Event, error) {
 	if err := l.admit(c.LocationID, CmdUpdateLocation, c.At); err != nil {
 		return nil, err
 	}
-	if err := firstError(
-		validateName(c.Name),
-		validateText("description", c.Description, MaxDescriptionLength),
+	if err := domain.FirstError(
+		domain.ValidateName("name", c.Name, MaxNameLength),
+		domain.ValidateText("description", c.Description, MaxDescriptionLength),
 	); err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (l Location) Retire(c RetireLocation) ([]domain.Event, error) {
 }
 
 func (l Location) admit(id, command string, at time.Time) error {
-	return admit(locationEntity, l.ID, l.Status, LocationAllowed, "locationId", id, command, at)
+	return domain.Admit(locationEntity, l.ID, l.Status, LocationAllowed, "locationId", id, command, at)
 }
 
 func (l Location) refuse(command string) error {

@@ -2,7 +2,10 @@
 // API tokens and locations, each with its own state type and stream.
 package tenant
 
-import "fmt"
+import (
+	"cairn/domain"
+	"fmt"
+)
 
 // Role is what a user or token may do.
 type Role string
@@ -36,16 +39,16 @@ func (r Role) Valid() bool {
 // tenant roles.
 func validateRoleAndTenant(role Role, tenantID string) error {
 	if !role.Valid() {
-		return invalid("role", fmt.Sprintf("%q must be one of admin, operator, tenant_admin, tenant_member, vendor, auditor", role))
+		return domain.Invalid("role", fmt.Sprintf("%q must be one of admin, operator, tenant_admin, tenant_member, vendor, auditor", role))
 	}
 	if role.TenantScoped() {
 		if tenantID == "" {
-			return invalid("tenantId", fmt.Sprintf("is required for role %s", role))
+			return domain.Invalid("tenantId", fmt.Sprintf("is required for role %s", role))
 		}
-		return validateID("tenantId", tenantID)
+		return domain.ValidateID("tenantId", tenantID)
 	}
 	if tenantID != "" {
-		return invalid("tenantId", fmt.Sprintf("must be empty for role %s, which is not tied to a tenant", role))
+		return domain.Invalid("tenantId", fmt.Sprintf("must be empty for role %s, which is not tied to a tenant", role))
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func (t Tenant) Create(c CreateTenant) ([]domain.Event, error) {
 	if t.Exists() {
 		return nil, t.refuse(CmdCreateTenant)
 	}
-	if err := firstError(validateID("tenantId", c.TenantID), validateName(c.Name), validateAt(c.At)); err != nil {
+	if err := domain.FirstError(domain.ValidateID("tenantId", c.TenantID), domain.ValidateName("name", c.Name, MaxNameLength), domain.ValidateAt(c.At)); err != nil {
 		return nil, err
 	}
 	return []domain.Event{TenantCreated{TenantID: c.TenantID, Name: c.Name, At: c.At.UTC()}}, nil
@@ -125,7 +125,7 @@ func (t Tenant) Rename(c RenameTenant) ([]domain.Event, error) {
 	if err := t.admit(c.TenantID, CmdRenameTenant, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateName(c.Name); err != nil {
+	if err := domain.ValidateName("name", c.Name, MaxNameLength); err != nil {
 		return nil, err
 	}
 	if c.Name == t.Name {
@@ -139,7 +139,7 @@ func (t Tenant) Suspend(c SuspendTenant) ([]domain.Event, error) {
 	if err := t.admit(c.TenantID, CmdSuspendTenant, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{TenantSuspended{TenantID: t.ID, Reason: c.Reason, At: c.At.UTC()}}, nil
@@ -154,7 +154,7 @@ func (t Tenant) Resume(c ResumeTenant) ([]domain.Event, error) {
 }
 
 func (t Tenant) admit(id, command string, at time.Time) error {
-	return admit(tenantEntity, t.ID, t.Status, TenantAllowed, "tenantId", id, command, at)
+	return domain.Admit(tenantEntity, t.ID, t.Status, TenantAllowed, "tenantId", id, command, at)
 }
 
 func (t Tenant) refuse(command string) error {

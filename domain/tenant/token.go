@@ -1,8 +1,6 @@
 package tenant
 
 import (
-	"fmt"
-	"regexp"
 	"slices"
 	"time"
 
@@ -41,10 +39,6 @@ var TokenAllowed = map[TokenStatus][]string{
 
 // TokenAllowedCommands returns the commands a token in status s accepts.
 func TokenAllowedCommands(s TokenStatus) []string { return slices.Clone(TokenAllowed[s]) }
-
-// secretHashPattern accepts a hex digest of 256 to 512 bits (SHA-256 to
-// SHA-512): token secrets are random, so a fast hash is enough.
-var secretHashPattern = regexp.MustCompile(`^[0-9a-f]{64,128}$`)
 
 // APIToken is the state of one API token, folded from its events.
 type APIToken struct {
@@ -114,17 +108,17 @@ func (t APIToken) Issue(c IssueToken) ([]domain.Event, error) {
 	if t.Exists() {
 		return nil, t.refuse(CmdIssueToken)
 	}
-	if err := firstError(
-		validateID("tokenId", c.TokenID),
-		validateID("userId", c.UserID),
+	if err := domain.FirstError(
+		domain.ValidateID("tokenId", c.TokenID),
+		domain.ValidateID("userId", c.UserID),
 		validateRoleAndTenant(c.Role, c.TenantID),
-		validateSecretHash(c.SecretHash),
-		validateAt(c.At),
+		domain.ValidateSecretHash("secretHash", c.SecretHash),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
 	if !c.ExpiresAt.After(c.At) {
-		return nil, invalid("expiresAt", "must be after the time of issue")
+		return nil, domain.Invalid("expiresAt", "must be after the time of issue")
 	}
 	return []domain.Event{TokenIssued{
 		TokenID: c.TokenID, UserID: c.UserID, Role: c.Role, TenantID: c.TenantID,
@@ -134,23 +128,13 @@ func (t APIToken) Issue(c IssueToken) ([]domain.Event, error) {
 
 // Revoke revokes an active token (expired or not).
 func (t APIToken) Revoke(c RevokeToken) ([]domain.Event, error) {
-	if err := admit(tokenEntity, t.ID, t.Status, TokenAllowed, "tokenId", c.TokenID, CmdRevokeToken, c.At); err != nil {
+	if err := domain.Admit(tokenEntity, t.ID, t.Status, TokenAllowed, "tokenId", c.TokenID, CmdRevokeToken, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{TokenRevoked{TokenID: t.ID, Reason: c.Reason, At: c.At.UTC()}}, nil
-}
-
-func validateSecretHash(h string) error {
-	switch {
-	case h == "":
-		return invalid("secretHash", "is required")
-	case !secretHashPattern.MatchString(h):
-		return invalid("secretHash", fmt.Sprintf("must be a lower-case hex digest of 64 to 128 characters, not %d characters", len(h)))
-	}
-	return nil
 }
 
 func (t APIToken) refuse(command string) error {

@@ -111,11 +111,11 @@ func (u User) Create(c CreateUser) ([]domain.Event, error) {
 	if u.Exists() {
 		return nil, u.refuse(CmdCreateUser)
 	}
-	if err := firstError(
-		validateID("userId", c.UserID),
-		validateName(c.Name),
+	if err := domain.FirstError(
+		domain.ValidateID("userId", c.UserID),
+		domain.ValidateName("name", c.Name, MaxNameLength),
 		validateRoleAndTenant(c.Role, c.TenantID),
-		validateAt(c.At),
+		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (u User) Disable(c DisableUser) ([]domain.Event, error) {
 	if err := u.admit(c.UserID, CmdDisableUser, c.At); err != nil {
 		return nil, err
 	}
-	if err := validateText("reason", c.Reason, MaxReasonLength); err != nil {
+	if err := domain.ValidateText("reason", c.Reason, MaxReasonLength); err != nil {
 		return nil, err
 	}
 	return []domain.Event{UserDisabled{UserID: u.ID, Reason: c.Reason, At: c.At.UTC()}}, nil
@@ -142,7 +142,7 @@ func (u User) Enable(c EnableUser) ([]domain.Event, error) {
 }
 
 func (u User) admit(id, command string, at time.Time) error {
-	return admit(userEntity, u.ID, u.Status, UserAllowed, "userId", id, command, at)
+	return domain.Admit(userEntity, u.ID, u.Status, UserAllowed, "userId", id, command, at)
 }
 
 func (u User) refuse(command string) error {
