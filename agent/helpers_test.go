@@ -16,6 +16,7 @@ import (
 	"cairn/commands/jobs"
 	"cairn/dispatch"
 	"cairn/dispatch/dispatchtest"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/graph"
@@ -133,7 +134,7 @@ func (s *server) nodeOnline(ra *runningAgent) string {
 		if id = ra.NodeID(); id == "" {
 			return false
 		}
-		n, _, err := commands.Load[node.Node](ctxFor(s.t), s.Store, commands.NodeStream, id)
+		n, _, err := commands.Load[node.Node](ctxFor(s.t), s.Store, domain.NodeStream, id)
 		return err == nil && n.Status == node.StatusOnline
 	})
 	return id
@@ -156,7 +157,7 @@ func (s *server) submit(in jobs.Submit) string {
 
 func (s *server) job(id string) job.Job {
 	s.t.Helper()
-	j, _, err := commands.Load[job.Job](ctxFor(s.t), s.Store, commands.JobStream, id)
+	j, _, err := commands.Load[job.Job](ctxFor(s.t), s.Store, domain.JobStream, id)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"cairn/auth/bearer"
 	"cairn/commands"
+	"cairn/domain"
 	"cairn/domain/jointoken"
 	"cairn/domain/tenant"
 )
@@ -114,7 +115,7 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (ver
 		return verified{}, &UnauthenticatedError{TokenID: id, Reason: reason}
 	}
 	if nodeID, ok := strings.CutPrefix(id, bearer.NodeCredentialPrefix); ok {
-		c, _, err := commands.Load[jointoken.Credential](ctx, a.store, commands.NodeCredentialStream, nodeID)
+		c, _, err := commands.Load[jointoken.Credential](ctx, a.store, domain.NodeCredentialStream, nodeID)
 		switch {
 		case err != nil:
 			return verified{}, err
@@ -127,7 +128,7 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (ver
 			Kind: KindAgent, ID: nodeID, TokenID: id, Role: RoleAgent, NodeID: nodeID, ExpiresAt: c.ExpiresAt,
 		}}, nil
 	}
-	t, _, err := commands.Load[tenant.APIToken](ctx, a.store, commands.TokenStream, id)
+	t, _, err := commands.Load[tenant.APIToken](ctx, a.store, domain.TokenStream, id)
 	switch {
 	case err != nil:
 		return verified{}, err
@@ -136,7 +137,7 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (ver
 	case t.Status != tenant.TokenStatusActive:
 		return refuse("the token is " + string(t.Status))
 	}
-	u, _, err := commands.Load[tenant.User](ctx, a.store, commands.UserStream, t.UserID)
+	u, _, err := commands.Load[tenant.User](ctx, a.store, domain.UserStream, t.UserID)
 	switch {
 	case err != nil:
 		return verified{}, err
@@ -144,7 +145,7 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (ver
 		return refuse("user " + t.UserID + " is " + orMissing(string(u.Status)))
 	}
 	if t.TenantID != "" {
-		tn, _, err := commands.Load[tenant.Tenant](ctx, a.store, commands.TenantStream, t.TenantID)
+		tn, _, err := commands.Load[tenant.Tenant](ctx, a.store, domain.TenantStream, t.TenantID)
 		switch {
 		case err != nil:
 			return verified{}, err

@@ -49,22 +49,6 @@ type Aggregate interface {
 	Apply(domain.Event)
 }
 
-// StreamID is the stream of one aggregate instance: "<type>-<id>".
-func StreamID(streamType, id string) string { return streamType + "-" + id }
-
-// Stream types, one per aggregate.
-const (
-	NodeStream     = "node"
-	JobStream      = "job"
-	TemplateStream = "template"
-	ServiceStream  = "service"
-	ResourceStream = "resource"
-	TenantStream   = "tenant"
-	UserStream     = "user"
-	TokenStream    = "api_token"
-	LocationStream = "location"
-)
-
 // conflictRetries bounds how often a command is re-decided after another
 // writer changed its stream between load and append.
 const conflictRetries = 3
@@ -86,7 +70,7 @@ func load[S any, PS interface {
 	Aggregate
 }](ctx context.Context, store Loader, streamType, id string) (S, int64, string, error) {
 	var state S
-	evs, err := store.ReadStream(ctx, StreamID(streamType, id), eventstore.ReadStreamOptions{})
+	evs, err := store.ReadStream(ctx, domain.StreamID(streamType, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return state, 0, "", nil
@@ -124,7 +108,7 @@ func Execute[S any, PS interface {
 			return Result{}, err
 		}
 		if found {
-			return fromAppend(res, StreamID(streamType, id)), nil
+			return fromAppend(res, domain.StreamID(streamType, id)), nil
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -151,7 +135,7 @@ func Execute[S any, PS interface {
 			Fingerprint: fp,
 			Metadata:    md,
 			Streams: []eventstore.StreamAppend{{
-				StreamID: StreamID(streamType, id), StreamType: streamType,
+				StreamID: domain.StreamID(streamType, id), StreamType: streamType,
 				Expected: eventstore.Exactly(version), Events: evs,
 			}},
 		})
@@ -162,7 +146,7 @@ func Execute[S any, PS interface {
 		if err != nil {
 			return Result{}, err
 		}
-		return fromAppend(res, StreamID(streamType, id)), nil
+		return fromAppend(res, domain.StreamID(streamType, id)), nil
 	}
 }
 

@@ -30,7 +30,7 @@ var at = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 
 func enroll(ctx context.Context, s *eventstore.Store, meta commands.Meta, id string) (commands.Result, error) {
 	input := struct{ NodeID, Hostname string }{id, "host-" + id}
-	return commands.Execute[node.Node](ctx, s, commands.NodeStream, id, meta, input, func(n node.Node) ([]domain.Event, error) {
+	return commands.Execute[node.Node](ctx, s, domain.NodeStream, id, meta, input, func(n node.Node) ([]domain.Event, error) {
 		return n.Enroll(node.Enroll{NodeID: id, Hostname: input.Hostname, Labels: map[string]string{"rack": "a"}, At: at})
 	})
 }
@@ -43,7 +43,7 @@ func TestExecuteDecidesAndAppends(t *testing.T) {
 	if err != nil || res.Version != 1 || res.Cursor.IsZero() {
 		t.Fatalf("enroll: %+v %v", res, err)
 	}
-	n, v, err := commands.Load[node.Node](ctx, s, commands.NodeStream, "n1")
+	n, v, err := commands.Load[node.Node](ctx, s, domain.NodeStream, "n1")
 	if err != nil || v != 1 || n.Status != node.StatusEnrolled || n.Labels["rack"] != "a" {
 		t.Fatalf("loaded %+v v%d %v", n, v, err)
 	}
@@ -98,7 +98,7 @@ func TestExecuteRedecidesAfterConcurrentChange(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			labels := map[string]string{"writer": string(rune('a' + i))}
-			_, err := commands.Execute[node.Node](ctx, s, commands.NodeStream, "n4", commands.Meta{}, labels, func(n node.Node) ([]domain.Event, error) {
+			_, err := commands.Execute[node.Node](ctx, s, domain.NodeStream, "n4", commands.Meta{}, labels, func(n node.Node) ([]domain.Event, error) {
 				return n.SetLabels(node.SetLabels{NodeID: "n4", Labels: labels, At: at})
 			})
 			errs <- err
@@ -133,7 +133,7 @@ func TestExecuteTagsEventsWithTheStreamsTenant(t *testing.T) {
 	}
 	relabel := func(meta commands.Meta, labels map[string]string) {
 		t.Helper()
-		_, err := commands.Execute[node.Node](ctx, s, commands.NodeStream, "n9", meta, labels, func(n node.Node) ([]domain.Event, error) {
+		_, err := commands.Execute[node.Node](ctx, s, domain.NodeStream, "n9", meta, labels, func(n node.Node) ([]domain.Event, error) {
 			return n.SetLabels(node.SetLabels{NodeID: "n9", Labels: labels, At: at})
 		})
 		if err != nil {

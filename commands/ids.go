@@ -1,9 +1,9 @@
 package commands
 
 import (
+	"cairn/domain"
 	"context"
 	"errors"
-	"strings"
 )
 
 // EntityID picks the id of the entity a creating command addresses: the one
@@ -21,7 +21,7 @@ func EntityID(ctx context.Context, store Store, meta Meta, streamType, given str
 			return "", err
 		}
 		if found {
-			return strings.TrimPrefix(stream, streamType+"-"), nil
+			return domain.EntityIDOf(streamType, stream), nil
 		}
 	}
 	if gen == nil {

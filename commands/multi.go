@@ -49,7 +49,7 @@ func ExecuteMany(ctx context.Context, store Store, meta Meta, command string, in
 				continue
 			}
 			req.Streams = append(req.Streams, eventstore.StreamAppend{
-				StreamID: StreamID(c.StreamType, c.ID), StreamType: c.StreamType,
+				StreamID: domain.StreamID(c.StreamType, c.ID), StreamType: c.StreamType,
 				Expected: eventstore.Exactly(c.Version), Events: c.Events,
 			})
 		}

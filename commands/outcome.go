@@ -1,9 +1,9 @@
 package commands
 
 import (
-	"strings"
 	"time"
 
+	"cairn/domain"
 	"cairn/eventstore"
 )
 
@@ -23,13 +23,13 @@ type Outcome struct {
 
 // ResultFor turns an append's result into the Result of one of its streams.
 func ResultFor(res eventstore.AppendResult, streamType, id string) Result {
-	return fromAppend(res, StreamID(streamType, id))
+	return fromAppend(res, domain.StreamID(streamType, id))
 }
 
 // IDIn returns the id of the first stream of streamType an append wrote to.
 func IDIn(res eventstore.AppendResult, streamType string) (string, bool) {
 	for _, s := range res.Streams {
-		if id, ok := strings.CutPrefix(s.StreamID, streamType+"-"); ok {
+		if id, ok := domain.EntityID(streamType, s.StreamID); ok {
 			return id, true
 		}
 	}

@@ -27,7 +27,7 @@ func RequireLocation(ctx context.Context, store Loader, id string) error {
 	if id == "" {
 		return nil
 	}
-	l, _, err := Load[tenant.Location](ctx, store, LocationStream, id)
+	l, _, err := Load[tenant.Location](ctx, store, domain.LocationStream, id)
 	switch {
 	case err != nil:
 		return err
@@ -41,7 +41,7 @@ func RequireLocation(ctx context.Context, store Loader, id string) error {
 
 // RequireTenant loads a tenant that must exist.
 func RequireTenant(ctx context.Context, store Loader, id string) (tenant.Tenant, error) {
-	t, _, err := Load[tenant.Tenant](ctx, store, TenantStream, id)
+	t, _, err := Load[tenant.Tenant](ctx, store, domain.TenantStream, id)
 	if err == nil && !t.Exists() {
 		err = &domain.NotFoundError{Entity: "tenant", ID: id}
 	}
@@ -50,7 +50,7 @@ func RequireTenant(ctx context.Context, store Loader, id string) (tenant.Tenant,
 
 // RequireNode loads a node that must exist and not be decommissioned.
 func RequireNode(ctx context.Context, store Loader, id string) (node.Node, error) {
-	n, _, err := Load[node.Node](ctx, store, NodeStream, id)
+	n, _, err := Load[node.Node](ctx, store, domain.NodeStream, id)
 	switch {
 	case err != nil:
 		return n, err

@@ -168,14 +168,14 @@ func (d *Dispatcher) lease(e *jobEntry, n *nodeEntry, now time.Time) {
 		res, err := d.store.Append(ctx, eventstore.AppendRequest{
 			Metadata: eventstore.Metadata{Actor: Actor, Tenant: tenant},
 			Streams: []eventstore.StreamAppend{{
-				StreamID: commands.StreamID(commands.JobStream, id), StreamType: commands.JobStream,
+				StreamID: domain.StreamID(domain.JobStream, id), StreamType: domain.JobStream,
 				Expected: eventstore.Exactly(version), Events: evs,
 			}},
 		})
 		if err != nil {
 			return commands.Outcome{}, err
 		}
-		return commands.Outcome{Result: commands.ResultFor(res, commands.JobStream, id), ID: id}, nil
+		return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, id), ID: id}, nil
 	}, func(out commands.Outcome, err error) {
 		n.leasing = false
 		if err != nil {

@@ -94,7 +94,7 @@ func (d *Dispatcher) lastLease(ctx context.Context, jobID string) (string, int, 
 	if e != nil && nodeID != "" {
 		return nodeID, attempt, nil
 	}
-	j, _, err := commands.Load[job.Job](ctx, d.store, commands.JobStream, jobID)
+	j, _, err := commands.Load[job.Job](ctx, d.store, domain.JobStream, jobID)
 	if err != nil {
 		return "", 0, err
 	}
@@ -164,7 +164,7 @@ func (d *Dispatcher) JobEnded(ctx context.Context, jobID string) (bool, error) {
 	if e != nil && d.Ready() {
 		return false, nil
 	}
-	j, _, err := commands.Load[job.Job](ctx, d.store, commands.JobStream, jobID)
+	j, _, err := commands.Load[job.Job](ctx, d.store, domain.JobStream, jobID)
 	if err != nil {
 		return false, err
 	}

@@ -38,14 +38,15 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/domain"
 	"cairn/eventstore"
 )
 
 // Stream types the dispatcher follows.
 const (
-	streamJob      = commands.JobStream
-	streamNode     = commands.NodeStream
-	streamSchedule = ScheduleStream
+	streamJob      = domain.JobStream
+	streamNode     = domain.NodeStream
+	streamSchedule = domain.ScheduleStream
 )
 
 // Defaults of Options.

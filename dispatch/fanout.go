@@ -11,6 +11,7 @@ import (
 
 	"cairn/commands"
 	"cairn/commands/jobs"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/eventstore"
 )
@@ -74,7 +75,7 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 			return commands.Outcome{}, fmt.Errorf("child %d of fan-out %q: %w", i+1, parent.ID, err)
 		}
 		req.Streams = append(req.Streams, eventstore.StreamAppend{
-			StreamID: commands.StreamID(commands.JobStream, ids[i]), StreamType: commands.JobStream,
+			StreamID: domain.StreamID(domain.JobStream, ids[i]), StreamType: domain.JobStream,
 			Expected: eventstore.NoStream, Events: evs,
 		})
 	}
@@ -83,7 +84,7 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 		return commands.Outcome{}, err
 	}
 	req.Streams = append(req.Streams, eventstore.StreamAppend{
-		StreamID: commands.StreamID(commands.JobStream, parent.ID), StreamType: commands.JobStream,
+		StreamID: domain.StreamID(domain.JobStream, parent.ID), StreamType: domain.JobStream,
 		Expected: eventstore.Exactly(version), Events: spawned,
 	})
 	fp, err := commands.Fingerprint("job.fan_out", parent.ID, ids)
@@ -95,7 +96,7 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return commands.Outcome{Result: commands.ResultFor(res, commands.JobStream, parent.ID), ID: parent.ID}, nil
+	return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, parent.ID), ID: parent.ID}, nil
 }
 
 // ChildID is the id of a fan-out's n-th child (from 1): the parent's id and

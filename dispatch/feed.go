@@ -153,7 +153,7 @@ func (d *Dispatcher) knowNode(ctx context.Context, nodeID string) error {
 	if known {
 		return nil
 	}
-	loaded, version, err := commands.Load[node.Node](ctx, d.store, commands.NodeStream, nodeID)
+	loaded, version, err := commands.Load[node.Node](ctx, d.store, domain.NodeStream, nodeID)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"cairn/commands/nodes"
 	"cairn/dispatch"
 	"cairn/dispatch/dispatchtest"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/eventstore"
@@ -98,7 +99,7 @@ func (e env) submit(in jobs.Submit) string {
 
 func (e env) job(id string) job.Job {
 	e.t.Helper()
-	j, _, err := commands.Load[job.Job](ctxFor(e.t), e.Store, commands.JobStream, id)
+	j, _, err := commands.Load[job.Job](ctxFor(e.t), e.Store, domain.JobStream, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func (e env) job(id string) job.Job {
 
 func (e env) node(id string) node.Node {
 	e.t.Helper()
-	n, _, err := commands.Load[node.Node](ctxFor(e.t), e.Store, commands.NodeStream, id)
+	n, _, err := commands.Load[node.Node](ctxFor(e.t), e.Store, domain.NodeStream, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,9 +13,6 @@ import (
 	"cairn/sal/catalog"
 )
 
-// ScheduleStream is the stream type of schedules.
-const ScheduleStream = "schedule"
-
 // Schedules handles the commands of recurring schedules.
 type Schedules struct {
 	store   commands.Store
@@ -91,7 +88,7 @@ func (s *Schedules) Delete(ctx context.Context, meta commands.Meta, id, reason s
 
 // Get returns a schedule as its stream shows it now.
 func (s *Schedules) Get(ctx context.Context, id string) (schedule.Schedule, error) {
-	sc, _, err := commands.Load[schedule.Schedule](ctx, s.store, ScheduleStream, id)
+	sc, _, err := commands.Load[schedule.Schedule](ctx, s.store, domain.ScheduleStream, id)
 	if err == nil && !sc.Exists() {
 		err = &domain.NotFoundError{Entity: "schedule", ID: id}
 	}
@@ -104,7 +101,7 @@ func (s *Schedules) run(ctx context.Context, meta commands.Meta, id string, inpu
 		return commands.Outcome{}, err
 	}
 	at := s.now()
-	res, err := commands.Execute[schedule.Schedule](ctx, s.store, ScheduleStream, id, meta, input,
+	res, err := commands.Execute[schedule.Schedule](ctx, s.store, domain.ScheduleStream, id, meta, input,
 		func(sc schedule.Schedule) ([]domain.Event, error) { return decide(sc, at) })
 	if err != nil {
 		return commands.Outcome{}, err

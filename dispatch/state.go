@@ -332,7 +332,7 @@ func (d *Dispatcher) reload(id string) {
 	// are skipped by their version.
 	ctx := d.runCtx
 	go func() {
-		j, version, err := commands.Load[job.Job](ctx, d.store, commands.JobStream, id)
+		j, version, err := commands.Load[job.Job](ctx, d.store, domain.JobStream, id)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn().Err(err).Str("job", id).Msg("dispatcher could not read back a job")

@@ -7,8 +7,8 @@ package graph
 
 import (
 	"cairn/auth"
-	"cairn/commands"
 	"cairn/commands/access"
+	"cairn/domain"
 	"cairn/domain/tenant"
 	"cairn/graph/generated"
 	"cairn/graph/model"
@@ -147,7 +147,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := load[tenant.APIToken](ctx, r.Server, commands.TokenStream, out.ID)
+	t, _, err := load[tenant.APIToken](ctx, r.Server, domain.TokenStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if _, err := r.authorizeRole(ctx, auth.TokenRead, auth.TokenRevoke); err != nil {
 		return nil, err
 	}
-	t, _, err := load[tenant.APIToken](ctx, r.Server, commands.TokenStream, input.TokenID)
+	t, _, err := load[tenant.APIToken](ctx, r.Server, domain.TokenStream, input.TokenID)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if err != nil {
 		return nil, err
 	}
-	t, _, err = load[tenant.APIToken](ctx, r.Server, commands.TokenStream, input.TokenID)
+	t, _, err = load[tenant.APIToken](ctx, r.Server, domain.TokenStream, input.TokenID)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/dispatch"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/eventstore"
@@ -32,7 +33,7 @@ func (r *mutationResolver) EnrollAgent(ctx context.Context, input model.EnrollAg
 	if out.Credential == "" {
 		return nil, apiError(CodeConflict, "this enrollment was made before and its credential is shown only once: ask an operator for a new join token")
 	}
-	n, v, err := load[node.Node](ctx, r.Server, commands.NodeStream, out.ID)
+	n, v, err := load[node.Node](ctx, r.Server, domain.NodeStream, out.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"cairn/auth"
+	"cairn/domain"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,15 +37,15 @@ type entityKind struct {
 }
 
 var entityKinds = map[model.EntityType]entityKind{
-	model.EntityTypeNode:     {commands.NodeStream, "node", func() commands.Aggregate { return &node.Node{} }},
-	model.EntityTypeJob:      {commands.JobStream, "job", func() commands.Aggregate { return &job.Job{} }},
-	model.EntityTypeTemplate: {commands.TemplateStream, "template", func() commands.Aggregate { return &template.TemplateVersion{} }},
-	model.EntityTypeService:  {commands.ServiceStream, "service", func() commands.Aggregate { return &service.Service{} }},
-	model.EntityTypeResource: {commands.ResourceStream, "resource", func() commands.Aggregate { return &resource.Resource{} }},
-	model.EntityTypeTenant:   {commands.TenantStream, "tenant", func() commands.Aggregate { return &tenant.Tenant{} }},
-	model.EntityTypeUser:     {commands.UserStream, "user", func() commands.Aggregate { return &tenant.User{} }},
-	model.EntityTypeAPIToken: {commands.TokenStream, "api token", func() commands.Aggregate { return &tenant.APIToken{} }},
-	model.EntityTypeLocation: {commands.LocationStream, "location", func() commands.Aggregate { return &tenant.Location{} }},
+	model.EntityTypeNode:     {domain.NodeStream, "node", func() commands.Aggregate { return &node.Node{} }},
+	model.EntityTypeJob:      {domain.JobStream, "job", func() commands.Aggregate { return &job.Job{} }},
+	model.EntityTypeTemplate: {domain.TemplateStream, "template", func() commands.Aggregate { return &template.TemplateVersion{} }},
+	model.EntityTypeService:  {domain.ServiceStream, "service", func() commands.Aggregate { return &service.Service{} }},
+	model.EntityTypeResource: {domain.ResourceStream, "resource", func() commands.Aggregate { return &resource.Resource{} }},
+	model.EntityTypeTenant:   {domain.TenantStream, "tenant", func() commands.Aggregate { return &tenant.Tenant{} }},
+	model.EntityTypeUser:     {domain.UserStream, "user", func() commands.Aggregate { return &tenant.User{} }},
+	model.EntityTypeAPIToken: {domain.TokenStream, "api token", func() commands.Aggregate { return &tenant.APIToken{} }},
+	model.EntityTypeLocation: {domain.LocationStream, "location", func() commands.Aggregate { return &tenant.Location{} }},
 }
 
 // replayed is an aggregate folded from its stream up to a moment.
@@ -83,7 +84,7 @@ func replay(ctx context.Context, store EventLog, kind entityKind, id string, a m
 	if opts.AsOfVersion < 0 {
 		return replayed{}, nil
 	}
-	evs, err := store.ReadStream(ctx, commands.StreamID(kind.stream, id), opts)
+	evs, err := store.ReadStream(ctx, domain.StreamID(kind.stream, id), opts)
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return replayed{}, nil

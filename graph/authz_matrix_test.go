@@ -422,13 +422,13 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 		default:
 			continue
 		}
-		sv, _, err := commands.Load[service.Service](ctx, f.store, commands.ServiceStream, s.id)
+		sv, _, err := commands.Load[service.Service](ctx, f.store, domain.ServiceStream, s.id)
 		if err != nil || len(sv.ResourceIDs) == 0 {
 			t.Fatalf("seed: service %s has no resources: %v", s.id, err)
 		}
 		for _, rid := range sv.ResourceIDs {
 			plan := resource.Plan{ResourceID: rid, ServiceID: s.id, Plugin: "noop", Type: "thing", At: time.Now()}
-			_, err := commands.Execute[resource.Resource](ctx, f.store, commands.ResourceStream, rid, commands.Meta{Actor: "seed", Tenant: s.tenant}, plan,
+			_, err := commands.Execute[resource.Resource](ctx, f.store, domain.ResourceStream, rid, commands.Meta{Actor: "seed", Tenant: s.tenant}, plan,
 				func(r resource.Resource) ([]domain.Event, error) { return r.Plan(plan) })
 			if err != nil {
 				t.Fatalf("seed: resource %s: %v", rid, err)

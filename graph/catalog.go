@@ -6,6 +6,7 @@ import (
 
 	"cairn/auth"
 	"cairn/commands"
+	"cairn/domain"
 	"cairn/domain/ocl"
 	"cairn/domain/service"
 	"cairn/domain/template"
@@ -24,7 +25,7 @@ var (
 )
 
 func (s *Server) templatePayload(ctx context.Context, out commands.Outcome) (*model.TemplatePayload, error) {
-	t, v, err := load[template.TemplateVersion](ctx, s, commands.TemplateStream, out.ID)
+	t, v, err := load[template.TemplateVersion](ctx, s, domain.TemplateStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (s *Server) authorizeTemplate(ctx context.Context, action auth.Action, name
 }
 
 func (s *Server) servicePayload(ctx context.Context, out commands.Outcome) (*model.ServicePayload, error) {
-	sv, v, err := load[service.Service](ctx, s, commands.ServiceStream, out.ID)
+	sv, v, err := load[service.Service](ctx, s, domain.ServiceStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (s *Server) authorizeService(ctx context.Context, action auth.Action, id st
 	if id == "" {
 		return p, invalidInput("serviceId", "is required")
 	}
-	sv, _, err := load[service.Service](ctx, s, commands.ServiceStream, id)
+	sv, _, err := load[service.Service](ctx, s, domain.ServiceStream, id)
 	if err != nil {
 		return p, err
 	}

@@ -2,10 +2,9 @@ package graph
 
 import (
 	"context"
-	"strings"
 
 	"cairn/auth"
-	"cairn/commands"
+	"cairn/domain"
 	"cairn/graph/live"
 	"cairn/graph/model"
 	"cairn/projections/readmodel"
@@ -19,7 +18,7 @@ import (
 // is set.
 func streamMatch(streamType string, id *string) live.Match {
 	if id != nil && *id != "" {
-		sid := commands.StreamID(streamType, *id)
+		sid := domain.StreamID(streamType, *id)
 		return func(e live.Event) bool { return e.StreamID == sid }
 	}
 	return func(e live.Event) bool { return e.StreamType == streamType }
@@ -27,11 +26,11 @@ func streamMatch(streamType string, id *string) live.Match {
 
 // entityID is the id of the entity an event's stream belongs to.
 func entityID(e live.Event) string {
-	return strings.TrimPrefix(e.StreamID, e.StreamType+"-")
+	return domain.EntityIDOf(e.StreamType, e.StreamID)
 }
 
 func (s *Server) nodeChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
-	return subscribe(ctx, s.projected, after, streamMatch(commands.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
+	return subscribe(ctx, s.projected, after, streamMatch(domain.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
 		nid := entityID(e)
 		if auth.Can(p, auth.NodeRead, auth.Resource{NodeID: nid}) != nil {
 			return nil, nil
@@ -53,7 +52,7 @@ func (s *Server) nodeChanges(ctx context.Context, p Principal, id *string, after
 }
 
 func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string, after *model.Cursor) (<-chan *model.JobChange, error) {
-	match := streamMatch(commands.JobStream, id)
+	match := streamMatch(domain.JobStream, id)
 	if tenantScoped(p) {
 		// A job's events carry the tenant their actor acted for: the
 		// submitter's, the dispatcher's for the job's tenant, none for an
@@ -84,11 +83,11 @@ func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string
 }
 
 func (s *Server) serviceChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.ServiceChange, error) {
-	svcMatch := streamMatch(commands.ServiceStream, id)
-	match := func(e live.Event) bool { return svcMatch(e) || e.StreamType == commands.ResourceStream }
+	svcMatch := streamMatch(domain.ServiceStream, id)
+	match := func(e live.Event) bool { return svcMatch(e) || e.StreamType == domain.ResourceStream }
 	return subscribe(ctx, s.projected, after, match, func(ctx context.Context, e live.Event) (*model.ServiceChange, error) {
 		sid := entityID(e)
-		if e.StreamType == commands.ResourceStream {
+		if e.StreamType == domain.ResourceStream {
 			r, err := visibleOne(s.reader.Resource(ctx, sid))
 			if err != nil || r == nil {
 				return nil, err

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"cairn/auth"
+	"cairn/domain"
 	"context"
 	"maps"
 	"slices"
@@ -135,7 +136,7 @@ func factsModel(f node.Facts) *model.NodeFacts {
 }
 
 func (s *Server) tenantPayload(ctx context.Context, out commands.Outcome) (*model.TenantPayload, error) {
-	t, v, err := load[tenant.Tenant](ctx, s, commands.TenantStream, out.ID)
+	t, v, err := load[tenant.Tenant](ctx, s, domain.TenantStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (s *Server) tenantPayload(ctx context.Context, out commands.Outcome) (*mode
 }
 
 func (s *Server) userPayload(ctx context.Context, out commands.Outcome) (*model.UserPayload, error) {
-	u, v, err := load[tenant.User](ctx, s, commands.UserStream, out.ID)
+	u, v, err := load[tenant.User](ctx, s, domain.UserStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (s *Server) userPayload(ctx context.Context, out commands.Outcome) (*model.
 }
 
 func (s *Server) locationPayload(ctx context.Context, out commands.Outcome) (*model.LocationPayload, error) {
-	l, v, err := load[tenant.Location](ctx, s, commands.LocationStream, out.ID)
+	l, v, err := load[tenant.Location](ctx, s, domain.LocationStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,7 @@ func (s *Server) locationPayload(ctx context.Context, out commands.Outcome) (*mo
 }
 
 func (s *Server) nodePayload(ctx context.Context, out commands.Outcome) (*model.NodePayload, error) {
-	n, v, err := load[node.Node](ctx, s, commands.NodeStream, out.ID)
+	n, v, err := load[node.Node](ctx, s, domain.NodeStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func (s *Server) visibleUser(ctx context.Context, userID string, action auth.Act
 	if userID == "" {
 		return tenant.User{}, invalidInput("userId", "is required")
 	}
-	u, _, err := load[tenant.User](ctx, s, commands.UserStream, userID)
+	u, _, err := load[tenant.User](ctx, s, domain.UserStream, userID)
 	if err != nil {
 		return u, err
 	}

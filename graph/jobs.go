@@ -15,6 +15,7 @@ import (
 	"cairn/commands"
 	"cairn/commands/jobs"
 	"cairn/dispatch"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/eventstore"
@@ -48,7 +49,7 @@ func (s *Server) loadJob(ctx context.Context, id string) (loadedJob, error) {
 	if id == "" {
 		return loadedJob{}, invalidInput("jobId", "is required")
 	}
-	evs, err := s.deps.Store.ReadStream(ctx, commands.StreamID(commands.JobStream, id), eventstore.ReadStreamOptions{})
+	evs, err := s.deps.Store.ReadStream(ctx, domain.StreamID(domain.JobStream, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return loadedJob{}, notFound("job", id)

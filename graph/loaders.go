@@ -9,7 +9,7 @@ import (
 	"github.com/vikstrous/dataloadgen"
 
 	"cairn/auth"
-	"cairn/commands"
+	"cairn/domain"
 	"cairn/graph/model"
 	"cairn/projections/readmodel"
 )
@@ -107,7 +107,7 @@ func (s *Server) servicesByID(ctx context.Context, ids []string) ([]*serviceWith
 func (s *Server) jobsByID(ctx context.Context, ids []string) ([]*loadedJob, error) {
 	streams := make([]string, len(ids))
 	for i, id := range ids {
-		streams[i] = commands.StreamID(commands.JobStream, id)
+		streams[i] = domain.StreamID(domain.JobStream, id)
 	}
 	evs, err := s.deps.Store.ReadStreams(ctx, streams)
 	if err != nil {

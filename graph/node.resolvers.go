@@ -7,9 +7,9 @@ package graph
 
 import (
 	"cairn/auth"
-	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/commands/nodes"
+	"cairn/domain"
 	"cairn/domain/jointoken"
 	"cairn/graph/generated"
 	"cairn/graph/model"
@@ -99,7 +99,7 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := load[jointoken.JoinToken](ctx, r.Server, commands.JoinTokenStream, out.ID)
+	t, _, err := load[jointoken.JoinToken](ctx, r.Server, domain.JoinTokenStream, out.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"cairn/auth"
 	"cairn/commands"
 	"cairn/commands/jobs"
-	"cairn/dispatch"
+	"cairn/domain"
 	"cairn/domain/schedule"
 	"cairn/eventstore"
 	"cairn/graph/model"
@@ -36,7 +36,7 @@ func (s *Server) loadSchedule(ctx context.Context, id string) (schedule.Schedule
 	if id == "" {
 		return schedule.Schedule{}, 0, invalidInput("id", "is required")
 	}
-	return commands.Load[schedule.Schedule](ctx, s.deps.Store, dispatch.ScheduleStream, id)
+	return commands.Load[schedule.Schedule](ctx, s.deps.Store, domain.ScheduleStream, id)
 }
 
 // loadOwnedSchedule folds a schedule's stream and says which tenant it
@@ -47,7 +47,7 @@ func (s *Server) loadOwnedSchedule(ctx context.Context, id string) (schedule.Sch
 	if id == "" {
 		return sc, 0, "", invalidInput("id", "is required")
 	}
-	evs, err := s.deps.Store.ReadStream(ctx, commands.StreamID(dispatch.ScheduleStream, id), eventstore.ReadStreamOptions{})
+	evs, err := s.deps.Store.ReadStream(ctx, domain.StreamID(domain.ScheduleStream, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return sc, 0, "", nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cairn/commands"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/domain/service"
@@ -53,7 +54,7 @@ func checkAggregates(t *testing.T, e env, ctx context.Context) {
 		return out
 	}
 	for _, id := range ids(`SELECT id FROM read.nodes`) {
-		n, _, err := commands.Load[node.Node](ctx, e.store, commands.NodeStream, id)
+		n, _, err := commands.Load[node.Node](ctx, e.store, domain.NodeStream, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func checkAggregates(t *testing.T, e env, ctx context.Context) {
 		}
 	}
 	for _, id := range ids(`SELECT id FROM read.jobs`) {
-		j, _, err := commands.Load[job.Job](ctx, e.store, commands.JobStream, id)
+		j, _, err := commands.Load[job.Job](ctx, e.store, domain.JobStream, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func checkAggregates(t *testing.T, e env, ctx context.Context) {
 		}
 	}
 	for _, id := range ids(`SELECT id FROM read.services`) {
-		s, _, err := commands.Load[service.Service](ctx, e.store, commands.ServiceStream, id)
+		s, _, err := commands.Load[service.Service](ctx, e.store, domain.ServiceStream, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,7 @@ import (
 	"cairn/commands/nodes"
 	"cairn/dispatch"
 	"cairn/dispatch/dispatchtest"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/eventstore"
@@ -95,7 +96,7 @@ func waitOnline(ctx context.Context, js *dispatchtest.Env, ids []string) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	for _, id := range ids {
 		for {
-			n, _, err := commands.Load[node.Node](ctx, js.Store, commands.NodeStream, id)
+			n, _, err := commands.Load[node.Node](ctx, js.Store, domain.NodeStream, id)
 			if err != nil {
 				return err
 			}
@@ -335,7 +336,7 @@ func benchFanOut(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	for {
-		j, _, err := commands.Load[job.Job](ctx, js.Store, commands.JobStream, out.ID)
+		j, _, err := commands.Load[job.Job](ctx, js.Store, domain.JobStream, out.ID)
 		if err != nil {
 			return nil, err
 		}

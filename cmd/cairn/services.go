@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"cairn/domain"
 	"cairn/graph/client"
 	"cairn/internal/ptr"
 )
@@ -439,9 +440,9 @@ func newServiceShowCommand(a *app) *cobra.Command {
 // lastEvents reads the events of the service's and its resources' streams
 // and keeps the last n.
 func lastEvents(ctx context.Context, a *app, c *client.Client, s serviceDetail, n int) ([]serviceEvent, error) {
-	streams := []string{"service-" + s.ID}
+	streams := []string{domain.StreamID(domain.ServiceStream, s.ID)}
 	for _, r := range s.Resources {
-		streams = append(streams, "resource-"+r.ID)
+		streams = append(streams, domain.StreamID(domain.ResourceStream, r.ID))
 	}
 	var out []serviceEvent
 	var after *string

@@ -14,6 +14,7 @@ import (
 
 	"cairn/commands"
 	"cairn/commands/access"
+	"cairn/domain"
 	"cairn/domain/events"
 	"cairn/domain/tenant"
 	"cairn/eventstore"
@@ -129,7 +130,7 @@ func printToken(out io.Writer, userID string, tok access.IssuedToken) error {
 // resolveUser finds the user by id, or else by exact name among every user
 // ever created (a command-line tool may read the log; it is short).
 func resolveUser(ctx context.Context, store *eventstore.Store, user string) (string, error) {
-	u, _, err := commands.Load[tenant.User](ctx, store, commands.UserStream, user)
+	u, _, err := commands.Load[tenant.User](ctx, store, domain.UserStream, user)
 	if err != nil {
 		return "", err
 	}
@@ -140,7 +141,7 @@ func resolveUser(ctx context.Context, store *eventstore.Store, user string) (str
 	after := eventstore.Start
 	for {
 		evs, err := store.ReadAll(ctx, after, 1000, eventstore.Filter{
-			StreamTypes: []string{commands.UserStream},
+			StreamTypes: []string{domain.UserStream},
 			EventTypes:  []string{tenant.UserCreated{}.EventType()},
 		})
 		if err != nil {

@@ -127,7 +127,7 @@ func TestHandlers(t *testing.T) {
 	}{
 		{"create tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.CreateTenant(ctx, m, access.CreateTenant{Name: "Gamma"})
-		}, nil, commands.TenantStream, "tenant.created", "$id"},
+		}, nil, domain.TenantStream, "tenant.created", "$id"},
 		{"create an existing tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.CreateTenant(ctx, m, access.CreateTenant{TenantID: f.id("t1"), Name: "Again"})
 		}, domain.ErrConflict, "", "", ""},
@@ -136,19 +136,19 @@ func TestHandlers(t *testing.T) {
 		}, domain.ErrInvalid, "", "", ""},
 		{"rename tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RenameTenant(ctx, m, access.RenameTenant{TenantID: f.id("t1"), Name: "Acme NV"})
-		}, nil, commands.TenantStream, "tenant.renamed", "t1"},
+		}, nil, domain.TenantStream, "tenant.renamed", "t1"},
 		{"rename an unknown tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RenameTenant(ctx, m, access.RenameTenant{TenantID: f.id("tx"), Name: "X"})
 		}, domain.ErrNotFound, "", "", ""},
 		{"suspend tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.SuspendTenant(ctx, m, access.SuspendTenant{TenantID: f.id("t1"), Reason: "unpaid"})
-		}, nil, commands.TenantStream, "tenant.suspended", "t1"},
+		}, nil, domain.TenantStream, "tenant.suspended", "t1"},
 		{"suspend a suspended tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.SuspendTenant(ctx, m, access.SuspendTenant{TenantID: f.id("t2")})
 		}, domain.ErrConflict, "", "", ""},
 		{"resume tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.ResumeTenant(ctx, m, access.ResumeTenant{TenantID: f.id("t2")})
-		}, nil, commands.TenantStream, "tenant.resumed", "t2"},
+		}, nil, domain.TenantStream, "tenant.resumed", "t2"},
 		{"resume an active tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.ResumeTenant(ctx, m, access.ResumeTenant{TenantID: f.id("t1")})
 		}, domain.ErrConflict, "", "", ""},
@@ -157,7 +157,7 @@ func TestHandlers(t *testing.T) {
 		}, domain.ErrInvalid, "", "", ""},
 		{"create tenant user", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.CreateUser(ctx, m, access.CreateUser{UserID: f.id("u9"), Name: "Ann", Role: tenant.RoleTenantAdmin, TenantID: f.id("t1")})
-		}, nil, commands.UserStream, "user.created", "t1"},
+		}, nil, domain.UserStream, "user.created", "t1"},
 		{"create a user of an unknown tenant", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.CreateUser(ctx, m, access.CreateUser{UserID: f.id("u9"), Name: "Ann", Role: tenant.RoleTenantAdmin, TenantID: f.id("tx")})
 		}, domain.ErrNotFound, "", "", ""},
@@ -172,7 +172,7 @@ func TestHandlers(t *testing.T) {
 		}, domain.ErrConflict, "", "", ""},
 		{"disable user", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.DisableUser(ctx, m, access.DisableUser{UserID: f.id("u2"), Reason: "left"})
-		}, nil, commands.UserStream, "user.disabled", "t1"},
+		}, nil, domain.UserStream, "user.disabled", "t1"},
 		{"disable a disabled user", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.DisableUser(ctx, m, access.DisableUser{UserID: f.id("u3")})
 		}, domain.ErrConflict, "", "", ""},
@@ -181,11 +181,11 @@ func TestHandlers(t *testing.T) {
 		}, domain.ErrNotFound, "", "", ""},
 		{"enable user", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.EnableUser(ctx, m, access.EnableUser{UserID: f.id("u3")})
-		}, nil, commands.UserStream, "user.enabled", ""},
+		}, nil, domain.UserStream, "user.enabled", ""},
 		{"enable an active user", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.EnableUser(ctx, m, access.EnableUser{UserID: f.id("u1")})
 		}, domain.ErrConflict, "", "", ""},
-		{"issue token", token("u2", 0), nil, commands.TokenStream, "api_token.issued", "t1"},
+		{"issue token", token("u2", 0), nil, domain.TokenStream, "api_token.issued", "t1"},
 		{"issue a token for an unknown user", token("ux", 0), domain.ErrNotFound, "", "", ""},
 		{"issue a token for a disabled user", token("u3", 0), domain.ErrConflict, "", "", ""},
 		{"issue a token without a user", token("", 0), domain.ErrInvalid, "", "", ""},
@@ -193,19 +193,19 @@ func TestHandlers(t *testing.T) {
 		{"issue a token with a negative lifetime", token("u1", -time.Hour), domain.ErrInvalid, "", "", ""},
 		{"revoke token", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RevokeToken(ctx, m, access.RevokeToken{TokenID: f.seedToken, Reason: "leaked"})
-		}, nil, commands.TokenStream, "api_token.revoked", "t1"},
+		}, nil, domain.TokenStream, "api_token.revoked", "t1"},
 		{"revoke an unknown token", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RevokeToken(ctx, m, access.RevokeToken{TokenID: f.id("tx")})
 		}, domain.ErrNotFound, "", "", ""},
 		{"create location", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.CreateLocation(ctx, m, access.CreateLocation{Name: "Antwerp", Description: "DC 2"})
-		}, nil, commands.LocationStream, "location.created", ""},
+		}, nil, domain.LocationStream, "location.created", ""},
 		{"create an existing location", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.CreateLocation(ctx, m, access.CreateLocation{LocationID: f.id("loc-1"), Name: "Ghent"})
 		}, domain.ErrConflict, "", "", ""},
 		{"update location", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.UpdateLocation(ctx, m, access.UpdateLocation{LocationID: f.id("loc-1"), Name: "Gent", Description: "hall B"})
-		}, nil, commands.LocationStream, "location.updated", ""},
+		}, nil, domain.LocationStream, "location.updated", ""},
 		{"update a retired location", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.UpdateLocation(ctx, m, access.UpdateLocation{LocationID: f.id("loc-old"), Name: "x"})
 		}, domain.ErrConflict, "", "", ""},
@@ -214,12 +214,12 @@ func TestHandlers(t *testing.T) {
 		}, domain.ErrNotFound, "", "", ""},
 		{"retire location", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RetireLocation(ctx, m, access.RetireLocation{LocationID: f.id("loc-1")})
-		}, nil, commands.LocationStream, "location.retired", ""},
+		}, nil, domain.LocationStream, "location.retired", ""},
 		{"retire a retired location", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RetireLocation(ctx, m, access.RetireLocation{LocationID: f.id("loc-old")})
 		}, domain.ErrConflict, "", "", ""},
 		{"issue join token", joinToken("loc-1", map[string]string{"rack": "a"}, 0),
-			nil, commands.JoinTokenStream, "join_token.issued", ""},
+			nil, domain.JoinTokenStream, "join_token.issued", ""},
 		{"issue a join token for an unknown location", joinToken("loc-x", nil, 0), domain.ErrNotFound, "", "", ""},
 		{"issue a join token for a retired location", joinToken("loc-old", nil, 0), domain.ErrConflict, "", "", ""},
 		{"issue a join token with bad labels", joinToken("", map[string]string{"A B": "x"}, 0), domain.ErrInvalid, "", "", ""},
@@ -230,7 +230,7 @@ func TestHandlers(t *testing.T) {
 				return commands.Outcome{}, err
 			}
 			return f.h.RevokeJoinToken(ctx, m, access.RevokeJoinToken{TokenID: jt.ID})
-		}, nil, commands.JoinTokenStream, "join_token.revoked", ""},
+		}, nil, domain.JoinTokenStream, "join_token.revoked", ""},
 		{"revoke an unknown join token", func(f fixture, m commands.Meta) (commands.Outcome, error) {
 			return f.h.RevokeJoinToken(ctx, m, access.RevokeJoinToken{TokenID: f.id("jx")})
 		}, domain.ErrNotFound, "", "", ""},
@@ -263,7 +263,7 @@ func TestHandlers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs := commandstest.Stream(t, f.s, commands.StreamID(c.stream, out.ID))
+			evs := commandstest.Stream(t, f.s, domain.StreamID(c.stream, out.ID))
 			last := evs[len(evs)-1]
 			if last.Type != c.event || last.Metadata.Actor != "user:admin" || last.Metadata.Tenant != wantTenant ||
 				out.Version != last.Version || out.Cursor.Less(last.Cursor()) || out.Duplicate {

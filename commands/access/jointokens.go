@@ -68,7 +68,7 @@ func (h *Handlers) IssueJoinToken(ctx context.Context, meta commands.Meta, in Is
 	if err := commands.RequireLocation(ctx, h.store, in.LocationID); err != nil {
 		return IssuedJoinToken{}, err
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, commands.JoinTokenStream, "", h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.JoinTokenStream, "", h.newID)
 	if err != nil {
 		return IssuedJoinToken{}, err
 	}
@@ -77,7 +77,7 @@ func (h *Handlers) IssueJoinToken(ctx context.Context, meta commands.Meta, in Is
 		return IssuedJoinToken{}, err
 	}
 	var expires time.Time
-	out, err := execute(ctx, h, commands.JoinTokenStream, "tokenId", id, meta, in, func(t jointoken.JoinToken, at time.Time) ([]domain.Event, error) {
+	out, err := execute(ctx, h, domain.JoinTokenStream, "tokenId", id, meta, in, func(t jointoken.JoinToken, at time.Time) ([]domain.Event, error) {
 		expires = at.Add(ttl).UTC()
 		return t.Issue(jointoken.Issue{TokenID: id, SecretHash: minted.Hash, LocationID: in.LocationID,
 			Labels: in.Labels, ExpiresAt: expires, At: at})
@@ -86,7 +86,7 @@ func (h *Handlers) IssueJoinToken(ctx context.Context, meta commands.Meta, in Is
 		return IssuedJoinToken{}, err
 	}
 	if out.Duplicate {
-		t, _, err := commands.Load[jointoken.JoinToken](ctx, h.store, commands.JoinTokenStream, id)
+		t, _, err := commands.Load[jointoken.JoinToken](ctx, h.store, domain.JoinTokenStream, id)
 		return IssuedJoinToken{Outcome: out, ExpiresAt: t.ExpiresAt}, err
 	}
 	return IssuedJoinToken{Outcome: out, Token: minted.Clear, ExpiresAt: expires}, nil
@@ -94,7 +94,7 @@ func (h *Handlers) IssueJoinToken(ctx context.Context, meta commands.Meta, in Is
 
 // RevokeJoinToken revokes an unused join token.
 func (h *Handlers) RevokeJoinToken(ctx context.Context, meta commands.Meta, in RevokeJoinToken) (commands.Outcome, error) {
-	return execute(ctx, h, commands.JoinTokenStream, "tokenId", in.TokenID, meta, in, func(t jointoken.JoinToken, at time.Time) ([]domain.Event, error) {
+	return execute(ctx, h, domain.JoinTokenStream, "tokenId", in.TokenID, meta, in, func(t jointoken.JoinToken, at time.Time) ([]domain.Event, error) {
 		return t.Revoke(jointoken.Revoke{TokenID: in.TokenID, Reason: in.Reason, At: at})
 	})
 }
@@ -114,7 +114,7 @@ func (h *Handlers) RedeemJoinToken(ctx context.Context, meta commands.Meta, in R
 	if meta.Actor == "" {
 		meta.Actor = "join_token:" + tokenID
 	}
-	nodeID, err := commands.EntityID(ctx, h.store, meta, commands.NodeStream, "", h.newID)
+	nodeID, err := commands.EntityID(ctx, h.store, meta, domain.NodeStream, "", h.newID)
 	if err != nil {
 		return Enrollment{}, err
 	}
@@ -129,7 +129,7 @@ func (h *Handlers) RedeemJoinToken(ctx context.Context, meta commands.Meta, in R
 	}{tokenID, bearer.Hash(secret), in.Hostname, in.Labels}
 	at := h.now()
 	res, err := commands.ExecuteMany(ctx, h.store, meta, "join_token.redeem", fingerprint, func(ctx context.Context) ([]commands.StreamChange, error) {
-		jt, jv, err := commands.Load[jointoken.JoinToken](ctx, h.store, commands.JoinTokenStream, tokenID)
+		jt, jv, err := commands.Load[jointoken.JoinToken](ctx, h.store, domain.JoinTokenStream, tokenID)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +137,7 @@ func (h *Handlers) RedeemJoinToken(ctx context.Context, meta commands.Meta, in R
 		if err != nil {
 			return nil, err
 		}
-		n, nv, err := commands.Load[node.Node](ctx, h.store, commands.NodeStream, nodeID)
+		n, nv, err := commands.Load[node.Node](ctx, h.store, domain.NodeStream, nodeID)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func (h *Handlers) RedeemJoinToken(ctx context.Context, meta commands.Meta, in R
 		if err != nil {
 			return nil, err
 		}
-		c, cv, err := commands.Load[jointoken.Credential](ctx, h.store, commands.NodeCredentialStream, nodeID)
+		c, cv, err := commands.Load[jointoken.Credential](ctx, h.store, domain.NodeCredentialStream, nodeID)
 		if err != nil {
 			return nil, err
 		}
@@ -163,23 +163,23 @@ func (h *Handlers) RedeemJoinToken(ctx context.Context, meta commands.Meta, in R
 			return nil, err
 		}
 		return []commands.StreamChange{
-			{StreamType: commands.JoinTokenStream, ID: tokenID, Version: jv, Events: redeemed},
-			{StreamType: commands.NodeStream, ID: nodeID, Version: nv, Events: enrolled},
-			{StreamType: commands.NodeCredentialStream, ID: nodeID, Version: cv, Events: issued},
+			{StreamType: domain.JoinTokenStream, ID: tokenID, Version: jv, Events: redeemed},
+			{StreamType: domain.NodeStream, ID: nodeID, Version: nv, Events: enrolled},
+			{StreamType: domain.NodeCredentialStream, ID: nodeID, Version: cv, Events: issued},
 		}, nil
 	})
 	if err != nil {
 		return Enrollment{}, err
 	}
 	if res.Duplicate {
-		id, ok := commands.IDIn(res, commands.NodeStream)
+		id, ok := commands.IDIn(res, domain.NodeStream)
 		if !ok {
 			return Enrollment{}, fmt.Errorf("command %q redeemed join token %q but enrolled no node", meta.CommandID, tokenID)
 		}
-		return Enrollment{Outcome: commands.Outcome{Result: commands.ResultFor(res, commands.NodeStream, id), ID: id}}, nil
+		return Enrollment{Outcome: commands.Outcome{Result: commands.ResultFor(res, domain.NodeStream, id), ID: id}}, nil
 	}
 	return Enrollment{
-		Outcome:    commands.Outcome{Result: commands.ResultFor(res, commands.NodeStream, nodeID), ID: nodeID},
+		Outcome:    commands.Outcome{Result: commands.ResultFor(res, domain.NodeStream, nodeID), ID: nodeID},
 		Credential: credential.Clear,
 	}, nil
 }

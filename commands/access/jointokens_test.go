@@ -43,7 +43,7 @@ func TestRedeemEnrollsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _, err := commands.Load[node.Node](ctx, f.s, commands.NodeStream, enr.ID)
+	n, _, err := commands.Load[node.Node](ctx, f.s, domain.NodeStream, enr.ID)
 	if err != nil || n.Status != node.StatusEnrolled || n.Hostname != "web-1" || n.LocationID != "loc-1" ||
 		n.Labels["rack"] != "a" || n.Labels["disk"] != "ssd" {
 		t.Fatalf("node %+v %v: the join token's location and labels (which win) should apply", n, err)
@@ -52,7 +52,7 @@ func TestRedeemEnrollsOnce(t *testing.T) {
 	if err != nil || credID != bearer.NodeCredentialPrefix+enr.ID {
 		t.Fatalf("credential %q: %v", enr.Credential, err)
 	}
-	cred, _, err := commands.Load[jointoken.Credential](ctx, f.s, commands.NodeCredentialStream, enr.ID)
+	cred, _, err := commands.Load[jointoken.Credential](ctx, f.s, domain.NodeCredentialStream, enr.ID)
 	if err != nil || cred.SecretHash != bearer.Hash(credSecret) || !cred.Usable(t0.Add(1000*time.Hour)) {
 		t.Fatalf("credential %+v %v", cred, err)
 	}

@@ -31,18 +31,18 @@ type RetireLocation struct {
 
 // CreateLocation creates a location.
 func (h *Handlers) CreateLocation(ctx context.Context, meta commands.Meta, in CreateLocation) (commands.Outcome, error) {
-	id, err := commands.EntityID(ctx, h.store, meta, commands.LocationStream, in.LocationID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.LocationStream, in.LocationID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return execute(ctx, h, commands.LocationStream, "locationId", id, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
+	return execute(ctx, h, domain.LocationStream, "locationId", id, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
 		return l.Create(tenant.CreateLocation{LocationID: id, Name: in.Name, Description: in.Description, At: at})
 	})
 }
 
 // UpdateLocation updates an active location; no change records nothing.
 func (h *Handlers) UpdateLocation(ctx context.Context, meta commands.Meta, in UpdateLocation) (commands.Outcome, error) {
-	return execute(ctx, h, commands.LocationStream, "locationId", in.LocationID, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
+	return execute(ctx, h, domain.LocationStream, "locationId", in.LocationID, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
 		return l.Update(tenant.UpdateLocation{LocationID: in.LocationID, Name: in.Name, Description: in.Description, At: at})
 	})
 }
@@ -50,7 +50,7 @@ func (h *Handlers) UpdateLocation(ctx context.Context, meta commands.Meta, in Up
 // RetireLocation retires an active location. Nodes already there stay; new
 // ones are refused.
 func (h *Handlers) RetireLocation(ctx context.Context, meta commands.Meta, in RetireLocation) (commands.Outcome, error) {
-	return execute(ctx, h, commands.LocationStream, "locationId", in.LocationID, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
+	return execute(ctx, h, domain.LocationStream, "locationId", in.LocationID, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
 		return l.Retire(tenant.RetireLocation{LocationID: in.LocationID, At: at})
 	})
 }

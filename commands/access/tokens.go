@@ -43,7 +43,7 @@ func (h *Handlers) IssueToken(ctx context.Context, meta commands.Meta, in IssueT
 	if err != nil {
 		return IssuedToken{}, err
 	}
-	u, _, err := commands.Load[tenant.User](ctx, h.store, commands.UserStream, in.UserID)
+	u, _, err := commands.Load[tenant.User](ctx, h.store, domain.UserStream, in.UserID)
 	switch {
 	case err != nil:
 		return IssuedToken{}, err
@@ -52,7 +52,7 @@ func (h *Handlers) IssueToken(ctx context.Context, meta commands.Meta, in IssueT
 	case !u.Active():
 		return IssuedToken{}, &domain.StateError{Entity: "user", ID: in.UserID, Command: "issue a token for", State: string(u.Status)}
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, commands.TokenStream, "", h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.TokenStream, "", h.newID)
 	if err != nil {
 		return IssuedToken{}, err
 	}
@@ -61,7 +61,7 @@ func (h *Handlers) IssueToken(ctx context.Context, meta commands.Meta, in IssueT
 		return IssuedToken{}, err
 	}
 	var expires time.Time
-	out, err := execute(ctx, h, commands.TokenStream, "tokenId", id, inTenant(meta, u.TenantID), in, func(t tenant.APIToken, at time.Time) ([]domain.Event, error) {
+	out, err := execute(ctx, h, domain.TokenStream, "tokenId", id, inTenant(meta, u.TenantID), in, func(t tenant.APIToken, at time.Time) ([]domain.Event, error) {
 		expires = at.Add(ttl).UTC()
 		return t.Issue(tenant.IssueToken{TokenID: id, UserID: u.ID, Role: u.Role, TenantID: u.TenantID,
 			SecretHash: minted.Hash, ExpiresAt: expires, At: at})
@@ -70,7 +70,7 @@ func (h *Handlers) IssueToken(ctx context.Context, meta commands.Meta, in IssueT
 		return IssuedToken{}, err
 	}
 	if out.Duplicate {
-		t, _, err := commands.Load[tenant.APIToken](ctx, h.store, commands.TokenStream, id)
+		t, _, err := commands.Load[tenant.APIToken](ctx, h.store, domain.TokenStream, id)
 		return IssuedToken{Outcome: out, ExpiresAt: t.ExpiresAt}, err
 	}
 	return IssuedToken{Outcome: out, Token: minted.Clear, ExpiresAt: expires}, nil
@@ -90,11 +90,11 @@ func (h *Handlers) tokenTTL(ttl time.Duration) (time.Duration, error) {
 
 // RevokeToken revokes an active token, expired or not.
 func (h *Handlers) RevokeToken(ctx context.Context, meta commands.Meta, in RevokeToken) (commands.Outcome, error) {
-	t, _, err := commands.Load[tenant.APIToken](ctx, h.store, commands.TokenStream, in.TokenID)
+	t, _, err := commands.Load[tenant.APIToken](ctx, h.store, domain.TokenStream, in.TokenID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return execute(ctx, h, commands.TokenStream, "tokenId", in.TokenID, inTenant(meta, t.TenantID), in, func(t tenant.APIToken, at time.Time) ([]domain.Event, error) {
+	return execute(ctx, h, domain.TokenStream, "tokenId", in.TokenID, inTenant(meta, t.TenantID), in, func(t tenant.APIToken, at time.Time) ([]domain.Event, error) {
 		return t.Revoke(tenant.RevokeToken{TokenID: in.TokenID, Reason: in.Reason, At: at})
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
+	"cairn/domain"
 	"cairn/domain/tenant"
 )
 
@@ -33,7 +34,7 @@ func TestTokensAreStoredHashed(t *testing.T) {
 	if n := commandstest.CountContaining(t, f.s, bearer.Hash(secret)); n != 1 {
 		t.Fatalf("the secret's hash is in %d events, want 1", n)
 	}
-	tok, _, err := commands.Load[tenant.APIToken](ctx, f.s, commands.TokenStream, out.ID)
+	tok, _, err := commands.Load[tenant.APIToken](ctx, f.s, domain.TokenStream, out.ID)
 	if err != nil || tok.Role != tenant.RoleTenantMember || tok.TenantID != "t1" || tok.UserID != "u2" {
 		t.Fatalf("token takes the user's role and tenant: %+v %v", tok, err)
 	}

@@ -37,11 +37,11 @@ func (h *Handlers) CreateUser(ctx context.Context, meta commands.Meta, in Create
 			return commands.Outcome{}, err
 		}
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, commands.UserStream, in.UserID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.UserStream, in.UserID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return execute(ctx, h, commands.UserStream, "userId", id, inTenant(meta, in.TenantID), in, func(u tenant.User, at time.Time) ([]domain.Event, error) {
+	return execute(ctx, h, domain.UserStream, "userId", id, inTenant(meta, in.TenantID), in, func(u tenant.User, at time.Time) ([]domain.Event, error) {
 		return u.Create(tenant.CreateUser{UserID: id, Name: in.Name, Role: in.Role, TenantID: in.TenantID, At: at})
 	})
 }
@@ -63,9 +63,9 @@ func (h *Handlers) EnableUser(ctx context.Context, meta commands.Meta, in Enable
 // userCommand tags the events with the user's tenant, which it reads first.
 func (h *Handlers) userCommand(ctx context.Context, meta commands.Meta, id string, input any,
 	decide func(tenant.User, time.Time) ([]domain.Event, error)) (commands.Outcome, error) {
-	u, _, err := commands.Load[tenant.User](ctx, h.store, commands.UserStream, id)
+	u, _, err := commands.Load[tenant.User](ctx, h.store, domain.UserStream, id)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return execute(ctx, h, commands.UserStream, "userId", id, inTenant(meta, u.TenantID), input, decide)
+	return execute(ctx, h, domain.UserStream, "userId", id, inTenant(meta, u.TenantID), input, decide)
 }

@@ -116,13 +116,13 @@ func (h *Handlers) Finish(ctx context.Context, meta commands.Meta, in Finish) (c
 // ExpireLease puts the job back in the queue, or ends it as lost when its
 // node is down or decommissioned and no other node can take it.
 func (h *Handlers) ExpireLease(ctx context.Context, meta commands.Meta, in ExpireLease) (commands.Outcome, error) {
-	j, _, err := commands.Load[job.Job](ctx, h.store, commands.JobStream, in.JobID)
+	j, _, err := commands.Load[job.Job](ctx, h.store, domain.JobStream, in.JobID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
 	gone := false
 	if j.NodeID != "" {
-		n, _, err := commands.Load[node.Node](ctx, h.store, commands.NodeStream, j.NodeID)
+		n, _, err := commands.Load[node.Node](ctx, h.store, domain.NodeStream, j.NodeID)
 		if err != nil {
 			return commands.Outcome{}, err
 		}

@@ -49,7 +49,7 @@ func (h *Handlers) run(ctx context.Context, meta commands.Meta, id string, input
 		return commands.Outcome{}, err
 	}
 	at := h.now()
-	res, err := commands.Execute[job.Job](ctx, h.store, commands.JobStream, id, meta, input,
+	res, err := commands.Execute[job.Job](ctx, h.store, domain.JobStream, id, meta, input,
 		func(j job.Job) ([]domain.Event, error) { return decide(j, at) })
 	if err != nil {
 		return commands.Outcome{}, err

@@ -263,7 +263,7 @@ func TestHandlers(t *testing.T) {
 			if c.job != "" && out.ID != f.id(c.job) {
 				t.Fatalf("changed job %q, want %q", out.ID, f.id(c.job))
 			}
-			evs := commandstest.Stream(t, f.s, commands.StreamID(commands.JobStream, out.ID))
+			evs := commandstest.Stream(t, f.s, domain.StreamID(domain.JobStream, out.ID))
 			last := evs[len(evs)-1]
 			if last.Type != c.event || last.Metadata.Actor != "user:op" || last.Metadata.CorrelationID != corr ||
 				out.Version != last.Version || out.Cursor != last.Cursor() || out.Duplicate {
@@ -287,7 +287,7 @@ func TestSubmitDefaultsAndDuplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := seed(t, newFixture(t), "")
-	j, _, err := commands.Load[job.Job](ctx, f.s, commands.JobStream, "j2")
+	j, _, err := commands.Load[job.Job](ctx, f.s, domain.JobStream, "j2")
 	if err != nil || j.Timeout != 10*time.Minute || j.Grace != 10*time.Second || j.Retries.Max != 0 || j.Submitter != "user:op" {
 		t.Fatalf("defaults: %+v %v", j, err)
 	}

@@ -58,7 +58,7 @@ func (h *Handlers) Submit(ctx context.Context, meta commands.Meta, in Submit) (c
 			return commands.Outcome{}, err
 		}
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, commands.JobStream, in.JobID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.JobStream, in.JobID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}

@@ -32,7 +32,7 @@ func (h *Handlers) run(ctx context.Context, meta commands.Meta, id string, input
 		return commands.Outcome{}, err
 	}
 	at := h.now()
-	res, err := commands.Execute[node.Node](ctx, h.store, commands.NodeStream, id, meta, input,
+	res, err := commands.Execute[node.Node](ctx, h.store, domain.NodeStream, id, meta, input,
 		func(n node.Node) ([]domain.Event, error) { return decide(n, at) })
 	if err != nil {
 		return commands.Outcome{}, err

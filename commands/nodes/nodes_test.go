@@ -48,7 +48,7 @@ func seed(t *testing.T, f fixture, prefix string) fixture {
 	s := f.s
 	f.prefix = prefix
 	for _, id := range []string{f.id("loc-1"), f.id("loc-old")} {
-		must[commands.Result](t)(commands.Execute[tenant.Location](ctx, s, commands.LocationStream, id, commands.Meta{}, id, func(l tenant.Location) ([]domain.Event, error) {
+		must[commands.Result](t)(commands.Execute[tenant.Location](ctx, s, domain.LocationStream, id, commands.Meta{}, id, func(l tenant.Location) ([]domain.Event, error) {
 			es, err := l.Create(tenant.CreateLocation{LocationID: id, Name: id, At: t0})
 			if id == f.id("loc-old") {
 				es = append(es, tenant.LocationRetired{LocationID: id, At: t0})
@@ -57,7 +57,7 @@ func seed(t *testing.T, f fixture, prefix string) fixture {
 		}))
 	}
 	must[commands.Outcome](t)(f.h.Enroll(ctx, commands.Meta{}, nodes.Enroll{NodeID: f.id("n1"), Hostname: "n1.example.org"}))
-	must[commands.Result](t)(commands.Execute[jointoken.Credential](ctx, s, commands.NodeCredentialStream, f.id("n1"), commands.Meta{}, "cred", func(c jointoken.Credential) ([]domain.Event, error) {
+	must[commands.Result](t)(commands.Execute[jointoken.Credential](ctx, s, domain.NodeCredentialStream, f.id("n1"), commands.Meta{}, "cred", func(c jointoken.Credential) ([]domain.Event, error) {
 		return c.Issue(jointoken.IssueCredential{NodeID: f.id("n1"), SecretHash: strings.Repeat("ab", 32), At: t0})
 	}))
 	return f
@@ -208,7 +208,7 @@ func TestHandlers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs := commandstest.Stream(t, f.s, commands.StreamID(commands.NodeStream, out.ID))
+			evs := commandstest.Stream(t, f.s, domain.StreamID(domain.NodeStream, out.ID))
 			// The cursor is the command's last event, which may be in another stream.
 			last := evs[len(evs)-1]
 			if last.Type != c.event || last.Metadata.Actor != "user:op" || last.Metadata.CorrelationID != corr ||
@@ -238,7 +238,7 @@ func TestDecommissionRevokesCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cred, _, err := commands.Load[jointoken.Credential](ctx, f.s, commands.NodeCredentialStream, "n1")
+	cred, _, err := commands.Load[jointoken.Credential](ctx, f.s, domain.NodeCredentialStream, "n1")
 	if err != nil || cred.Status != jointoken.CredentialStatusRevoked {
 		t.Fatalf("credential %+v %v", cred, err)
 	}

@@ -53,12 +53,12 @@ func (h *Handlers) Enroll(ctx context.Context, meta commands.Meta, in Enroll) (c
 	if err := commands.RequireLocation(ctx, h.store, in.LocationID); err != nil {
 		return commands.Outcome{}, err
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, commands.NodeStream, in.NodeID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.NodeStream, in.NodeID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
 	at := h.now()
-	res, err := commands.Execute[node.Node](ctx, h.store, commands.NodeStream, id, meta, in,
+	res, err := commands.Execute[node.Node](ctx, h.store, domain.NodeStream, id, meta, in,
 		func(n node.Node) ([]domain.Event, error) {
 			return n.Enroll(node.Enroll{NodeID: id, Hostname: in.Hostname, LocationID: in.LocationID, Labels: in.Labels, At: at})
 		})
@@ -108,7 +108,7 @@ func (h *Handlers) Decommission(ctx context.Context, meta commands.Meta, in Deco
 	}
 	at := h.now()
 	res, err := commands.ExecuteMany(ctx, h.store, meta, "node.decommission", in, func(ctx context.Context) ([]commands.StreamChange, error) {
-		n, version, err := commands.Load[node.Node](ctx, h.store, commands.NodeStream, in.NodeID)
+		n, version, err := commands.Load[node.Node](ctx, h.store, domain.NodeStream, in.NodeID)
 		if err != nil {
 			return nil, err
 		}
@@ -116,8 +116,8 @@ func (h *Handlers) Decommission(ctx context.Context, meta commands.Meta, in Deco
 		if err != nil {
 			return nil, err
 		}
-		changes := []commands.StreamChange{{StreamType: commands.NodeStream, ID: in.NodeID, Version: version, Events: es}}
-		cred, cv, err := commands.Load[jointoken.Credential](ctx, h.store, commands.NodeCredentialStream, in.NodeID)
+		changes := []commands.StreamChange{{StreamType: domain.NodeStream, ID: in.NodeID, Version: version, Events: es}}
+		cred, cv, err := commands.Load[jointoken.Credential](ctx, h.store, domain.NodeCredentialStream, in.NodeID)
 		if err != nil {
 			return nil, err
 		}
@@ -126,12 +126,12 @@ func (h *Handlers) Decommission(ctx context.Context, meta commands.Meta, in Deco
 			if err != nil {
 				return nil, err
 			}
-			changes = append(changes, commands.StreamChange{StreamType: commands.NodeCredentialStream, ID: in.NodeID, Version: cv, Events: ces})
+			changes = append(changes, commands.StreamChange{StreamType: domain.NodeCredentialStream, ID: in.NodeID, Version: cv, Events: ces})
 		}
 		return changes, nil
 	})
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return commands.Outcome{Result: commands.ResultFor(res, commands.NodeStream, in.NodeID), ID: in.NodeID}, nil
+	return commands.Outcome{Result: commands.ResultFor(res, domain.NodeStream, in.NodeID), ID: in.NodeID}, nil
 }

@@ -64,7 +64,7 @@ func (e *planError) Unwrap() error { return e.err }
 // resources.
 func (o *Orchestrator) load(ctx context.Context, id string) (*deployment, error) {
 	d := &deployment{}
-	recs, err := o.store.ReadStream(ctx, commands.StreamID(commands.ServiceStream, id), eventstore.ReadStreamOptions{})
+	recs, err := o.store.ReadStream(ctx, domain.StreamID(domain.ServiceStream, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return d, nil
@@ -130,7 +130,7 @@ func busy(s service.Status) bool {
 }
 
 func (o *Orchestrator) loadResource(ctx context.Context, t *tracked) error {
-	recs, err := o.store.ReadStream(ctx, commands.StreamID(commands.ResourceStream, t.node.ResourceID), eventstore.ReadStreamOptions{})
+	recs, err := o.store.ReadStream(ctx, domain.StreamID(domain.ResourceStream, t.node.ResourceID), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return nil
@@ -154,7 +154,7 @@ func (o *Orchestrator) loadResource(ctx context.Context, t *tracked) error {
 // variables. The graph is a pure function of them, so every pass (and every
 // server) gets the same one.
 func (o *Orchestrator) plan(ctx context.Context, svc service.Service) (*ocl.Graph, error) {
-	tv, _, err := commands.Load[template.TemplateVersion](ctx, o.store, commands.TemplateStream, template.ID(svc.TemplateName, svc.TemplateVersion))
+	tv, _, err := commands.Load[template.TemplateVersion](ctx, o.store, domain.TemplateStream, template.ID(svc.TemplateName, svc.TemplateVersion))
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
 			return &planError{fmt.Errorf("resource %s: %w", t.node.Name, err)}
 		}
 		changes = append(changes, eventstore.StreamAppend{
-			StreamID: commands.StreamID(commands.ResourceStream, t.node.ResourceID), StreamType: commands.ResourceStream,
+			StreamID: domain.StreamID(domain.ResourceStream, t.node.ResourceID), StreamType: domain.ResourceStream,
 			Expected: eventstore.NoStream, Events: evs,
 		})
 		missing = append(missing, t)
@@ -276,7 +276,7 @@ func (o *Orchestrator) decideResource(ctx context.Context, d *deployment, t *tra
 		return fmt.Errorf("resource %s (%s): %w", t.node.Name, t.node.ResourceID, err)
 	}
 	res, err := o.append(ctx, d, []eventstore.StreamAppend{{
-		StreamID: commands.StreamID(commands.ResourceStream, t.node.ResourceID), StreamType: commands.ResourceStream,
+		StreamID: domain.StreamID(domain.ResourceStream, t.node.ResourceID), StreamType: domain.ResourceStream,
 		Expected: eventstore.Exactly(t.version), Events: evs,
 	}})
 	if err != nil {
@@ -298,7 +298,7 @@ func (o *Orchestrator) decideService(ctx context.Context, d *deployment, decide 
 		return fmt.Errorf("service %s: %w", d.svc.ID, err)
 	}
 	_, err = o.append(ctx, d, []eventstore.StreamAppend{{
-		StreamID: commands.StreamID(commands.ServiceStream, d.svc.ID), StreamType: commands.ServiceStream,
+		StreamID: domain.StreamID(domain.ServiceStream, d.svc.ID), StreamType: domain.ServiceStream,
 		Expected: eventstore.Exactly(d.svcVersion), Events: evs,
 	}})
 	return err

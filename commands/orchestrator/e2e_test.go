@@ -28,6 +28,7 @@ import (
 	"cairn/commands/orchestrator/orchestratortest"
 	"cairn/commands/services"
 	"cairn/commands/templates"
+	"cairn/domain"
 	"cairn/domain/ocl"
 	"cairn/domain/resource"
 	"cairn/domain/service"
@@ -260,7 +261,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("dns records left behind: %v", recs)
 	}
 	for _, id := range s.ResourceIDs {
-		r, _, err := commands.Load[resource.Resource](ctx, store, commands.ResourceStream, id)
+		r, _, err := commands.Load[resource.Resource](ctx, store, domain.ResourceStream, id)
 		if err != nil || r.Status != resource.StatusDestroyed {
 			t.Fatalf("resource %s: %s %v", id, r.Status, err)
 		}
@@ -312,7 +313,7 @@ func assertLevels(t *testing.T, store *eventstore.Store, svc string) {
 
 func e2eResource(t *testing.T, store *eventstore.Store, svc, instance string) resource.Resource {
 	t.Helper()
-	r, _, err := commands.Load[resource.Resource](context.Background(), store, commands.ResourceStream, ocl.ResourceID(svc, instance))
+	r, _, err := commands.Load[resource.Resource](context.Background(), store, domain.ResourceStream, ocl.ResourceID(svc, instance))
 	if err != nil || !r.Exists() {
 		t.Fatalf("resource %s of %s: %v", instance, svc, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +159,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		return err
 	}
 	sub := eventbus.NewSubscriber(o.store, eventbus.SubscriberOptions{
-		Filter: eventstore.Filter{StreamTypes: []string{commands.ServiceStream}, EventTypes: triggers},
+		Filter: eventstore.Filter{StreamTypes: []string{domain.ServiceStream}, EventTypes: triggers},
 		Log:    o.log,
 	})
 	defer sub.Close()
@@ -170,7 +169,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	// interrupted by a crash is picked up again.
 	router.AddConsumerHandler("orchestrator", o.cfg.Group, sub, eventbus.Handler(
 		func(_ context.Context, ev eventstore.RecordedEvent) error {
-			id, ok := strings.CutPrefix(ev.StreamID, commands.ServiceStream+"-")
+			id, ok := domain.EntityID(domain.ServiceStream, ev.StreamID)
 			if !ok {
 				return fmt.Errorf("orchestrator: event %d is on stream %q, not a service stream", ev.Position, ev.StreamID)
 			}
@@ -199,13 +198,13 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 // The event that put a service in such a state is its last one until the
 // orchestrator records the outcome, so the last event type is enough.
 func (o *Orchestrator) inFlight(ctx context.Context) ([]string, error) {
-	streams, err := o.store.StreamsEndingWith(ctx, commands.ServiceStream, triggers)
+	streams, err := o.store.StreamsEndingWith(ctx, domain.ServiceStream, triggers)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: find services in the middle of a step: %w", err)
 	}
 	ids := make([]string, len(streams))
 	for i, stream := range streams {
-		ids[i] = strings.TrimPrefix(stream, commands.ServiceStream+"-")
+		ids[i] = domain.EntityIDOf(domain.ServiceStream, stream)
 	}
 	return ids, nil
 }

@@ -20,6 +20,7 @@ import (
 	"cairn/commands/commandstest"
 	"cairn/commands/orchestrator"
 	"cairn/commands/orchestrator/orchestratortest"
+	"cairn/domain"
 	"cairn/domain/ocl"
 	"cairn/domain/resource"
 	"cairn/domain/service"
@@ -157,7 +158,7 @@ func (e *env) resources(t *testing.T, s service.Service) map[string]resource.Res
 	t.Helper()
 	out := map[string]resource.Resource{}
 	for _, id := range s.ResourceIDs {
-		r, _, err := commands.Load[resource.Resource](context.Background(), e.store, commands.ResourceStream, id)
+		r, _, err := commands.Load[resource.Resource](context.Background(), e.store, domain.ResourceStream, id)
 		if err != nil {
 			t.Fatal(err)
 		}

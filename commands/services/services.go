@@ -97,7 +97,7 @@ func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, commands.ServiceStream, in.ServiceID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, meta, domain.ServiceStream, in.ServiceID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
@@ -152,7 +152,7 @@ func (h *Handlers) deployable(ctx context.Context, name, version string) (*ocl.D
 }
 
 func (h *Handlers) template(ctx context.Context, name, version string) (template.TemplateVersion, error) {
-	tv, _, err := commands.Load[template.TemplateVersion](ctx, h.store, commands.TemplateStream, template.ID(name, version))
+	tv, _, err := commands.Load[template.TemplateVersion](ctx, h.store, domain.TemplateStream, template.ID(name, version))
 	if err == nil && !tv.Exists() {
 		err = &domain.NotFoundError{Entity: "template", ID: template.ID(name, version)}
 	}
@@ -218,7 +218,7 @@ func (h *Handlers) existing(ctx context.Context, meta commands.Meta, id string, 
 	if err := commands.RequireID("serviceId", id); err != nil {
 		return commands.Outcome{}, err
 	}
-	s, _, err := commands.Load[service.Service](ctx, h.store, commands.ServiceStream, id)
+	s, _, err := commands.Load[service.Service](ctx, h.store, domain.ServiceStream, id)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
@@ -228,7 +228,7 @@ func (h *Handlers) existing(ctx context.Context, meta commands.Meta, id string, 
 func (h *Handlers) run(ctx context.Context, meta commands.Meta, id string, input any,
 	decide func(service.Service, time.Time) ([]domain.Event, error)) (commands.Outcome, error) {
 	at := h.now()
-	res, err := commands.Execute[service.Service](ctx, h.store, commands.ServiceStream, id, meta, input,
+	res, err := commands.Execute[service.Service](ctx, h.store, domain.ServiceStream, id, meta, input,
 		func(s service.Service) ([]domain.Event, error) { return decide(s, at) })
 	if err != nil {
 		return commands.Outcome{}, err

@@ -109,7 +109,7 @@ func deployed(t *testing.T, reports ...func(s service.Service) ([]domain.Event, 
 			t.Fatal(err)
 		}
 		for i, report := range reports {
-			_, err := commands.Execute[service.Service](ctx, f.s, commands.ServiceStream, f.id("s1"), commands.Meta{}, i, report)
+			_, err := commands.Execute[service.Service](ctx, f.s, domain.ServiceStream, f.id("s1"), commands.Meta{}, i, report)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func TestHandlers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs := commandstest.Stream(t, f.s, commands.StreamID(commands.ServiceStream, out.ID))
+			evs := commandstest.Stream(t, f.s, domain.StreamID(domain.ServiceStream, out.ID))
 			last := evs[len(evs)-1]
 			if last.Type != c.event || last.Metadata.Actor != "user:ann" || last.Metadata.Tenant != f.id("t1") ||
 				out.Cursor != last.Cursor() || out.Version != last.Version || out.Duplicate {
@@ -256,7 +256,7 @@ func TestSensitiveValuesAreSealed(t *testing.T) {
 	if n := commandstest.CountContaining(t, f.s, secret); n != 0 {
 		t.Fatalf("the clear secret is in %d events", n)
 	}
-	s, _, err := commands.Load[service.Service](ctx, f.s, commands.ServiceStream, out.ID)
+	s, _, err := commands.Load[service.Service](ctx, f.s, domain.ServiceStream, out.ID)
 	if err != nil || len(s.ResourceIDs) != 3 || s.TenantID != "t1" {
 		t.Fatalf("service %+v %v", s, err)
 	}

@@ -97,7 +97,7 @@ func (h *Handlers) Deprecate(ctx context.Context, meta commands.Meta, in Depreca
 // Vendor returns the vendor that registered a template version, for the
 // policy check that a vendor acts only on its own templates.
 func (h *Handlers) Vendor(ctx context.Context, name, version string) (string, error) {
-	t, _, err := commands.Load[template.TemplateVersion](ctx, h.store, commands.TemplateStream, template.ID(name, version))
+	t, _, err := commands.Load[template.TemplateVersion](ctx, h.store, domain.TemplateStream, template.ID(name, version))
 	if err == nil && !t.Exists() {
 		err = &domain.NotFoundError{Entity: "template", ID: template.ID(name, version)}
 	}
@@ -111,7 +111,7 @@ func (h *Handlers) run(ctx context.Context, meta commands.Meta, name, version st
 	}
 	id := template.ID(name, version)
 	at := h.now()
-	res, err := commands.Execute[template.TemplateVersion](ctx, h.store, commands.TemplateStream, id, meta, input,
+	res, err := commands.Execute[template.TemplateVersion](ctx, h.store, domain.TemplateStream, id, meta, input,
 		func(t template.TemplateVersion) ([]domain.Event, error) { return decide(t, at) })
 	if err != nil {
 		return commands.Outcome{}, err

@@ -130,7 +130,7 @@ func TestHandlers(t *testing.T) {
 				}
 				return
 			}
-			evs := commandstest.Stream(t, s, commands.StreamID(commands.TemplateStream, out.ID))
+			evs := commandstest.Stream(t, s, domain.StreamID(domain.TemplateStream, out.ID))
 			last := evs[len(evs)-1]
 			if last.Type != c.event || last.Metadata.Actor != "vendor-1" || out.Cursor != last.Cursor() || out.Duplicate {
 				t.Fatalf("outcome %+v; last event %s by %q", out, last.Type, last.Metadata.Actor)
@@ -153,7 +153,7 @@ func TestRegisterRecordsCanonicalDescriptor(t *testing.T) {
 	if _, err := h.Register(ctx, commands.Meta{Actor: "vendor-1"}, templates.Register{Descriptor: commandstest.Descriptor}); err != nil {
 		t.Fatal(err)
 	}
-	tv, _, err := commands.Load[template.TemplateVersion](ctx, s, commands.TemplateStream, "kv-store@1.0.0")
+	tv, _, err := commands.Load[template.TemplateVersion](ctx, s, domain.TemplateStream, "kv-store@1.0.0")
 	if err != nil || tv.Vendor != "vendor-1" || !strings.HasPrefix(tv.Digest, "sha256:") || tv.Descriptor[0] != '{' {
 		t.Fatalf("%+v %v", tv, err)
 	}

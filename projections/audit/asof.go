@@ -45,7 +45,7 @@ func AsOf[S any, PS interface {
 	if err := check(ctx, store, at); err != nil {
 		return out, err
 	}
-	stream := commands.StreamID(streamType, id)
+	stream := domain.StreamID(streamType, id)
 	if at.Start {
 		if _, err := store.ReadStream(ctx, stream, eventstore.ReadStreamOptions{AsOfVersion: 1}); err != nil {
 			return out, notFound(err, streamType, id)
@@ -86,32 +86,32 @@ func notFound(err error, streamType, id string) error {
 
 // NodeAsOf is a node as it was at a moment.
 func NodeAsOf(ctx context.Context, store Log, id string, at Point) (State[node.Node], error) {
-	return AsOf[node.Node](ctx, store, commands.NodeStream, id, at)
+	return AsOf[node.Node](ctx, store, domain.NodeStream, id, at)
 }
 
 // JobAsOf is a job as it was at a moment.
 func JobAsOf(ctx context.Context, store Log, id string, at Point) (State[job.Job], error) {
-	return AsOf[job.Job](ctx, store, commands.JobStream, id, at)
+	return AsOf[job.Job](ctx, store, domain.JobStream, id, at)
 }
 
 // ServiceAsOf is a service as it was at a moment.
 func ServiceAsOf(ctx context.Context, store Log, id string, at Point) (State[service.Service], error) {
-	return AsOf[service.Service](ctx, store, commands.ServiceStream, id, at)
+	return AsOf[service.Service](ctx, store, domain.ServiceStream, id, at)
 }
 
 // ResourceAsOf is a resource as it was at a moment.
 func ResourceAsOf(ctx context.Context, store Log, id string, at Point) (State[resource.Resource], error) {
-	return AsOf[resource.Resource](ctx, store, commands.ResourceStream, id, at)
+	return AsOf[resource.Resource](ctx, store, domain.ResourceStream, id, at)
 }
 
 // TemplateAsOf is a template version ("name@version") as it was at a moment.
 func TemplateAsOf(ctx context.Context, store Log, id string, at Point) (State[template.TemplateVersion], error) {
-	return AsOf[template.TemplateVersion](ctx, store, commands.TemplateStream, id, at)
+	return AsOf[template.TemplateVersion](ctx, store, domain.TemplateStream, id, at)
 }
 
 // TenantAsOf is a tenant as it was at a moment.
 func TenantAsOf(ctx context.Context, store Log, id string, at Point) (State[tenant.Tenant], error) {
-	return AsOf[tenant.Tenant](ctx, store, commands.TenantStream, id, at)
+	return AsOf[tenant.Tenant](ctx, store, domain.TenantStream, id, at)
 }
 
 // Change is one field that differs between two states. Path is dotted

@@ -137,7 +137,7 @@ func (g *Generator) id(kind string) string {
 }
 
 func (g *Generator) emit(streamType, id, tenantID string, evs ...domain.Event) {
-	g.out = append(g.out, Item{StreamID: streamType + "-" + id, StreamType: streamType, Events: evs,
+	g.out = append(g.out, Item{StreamID: domain.StreamID(streamType, id), StreamType: streamType, Events: evs,
 		Metadata: eventstore.Metadata{Actor: "eventgen", Tenant: tenantID, CorrelationID: fmt.Sprintf("c%d", g.seq)}})
 }
 

@@ -41,7 +41,7 @@ func Publish(ctx context.Context, store *eventstore.Store, catalog ocl.PluginCat
 	}
 	name, version := desc.Metadata.Name, desc.Metadata.Version
 	at := time.Now()
-	_, err = commands.Execute[template.TemplateVersion](ctx, store, commands.TemplateStream, template.ID(name, version), commands.Meta{Actor: vendor},
+	_, err = commands.Execute[template.TemplateVersion](ctx, store, domain.TemplateStream, template.ID(name, version), commands.Meta{Actor: vendor},
 		[]string{"publish", name, version, digest}, func(t template.TemplateVersion) ([]domain.Event, error) {
 			evs, err := t.Register(template.Register{Name: name, Version: version, Vendor: vendor, Descriptor: canon, Digest: "sha256:" + digest, At: at})
 			if err != nil {
@@ -96,7 +96,7 @@ func Register(ctx context.Context, store *eventstore.Store, r Registration) erro
 	if name == "" {
 		name = r.ServiceID
 	}
-	_, err = commands.Execute[service.Service](ctx, store, commands.ServiceStream, r.ServiceID, commands.Meta{Actor: "tester", Tenant: r.TenantID, CorrelationID: "deploy-" + r.ServiceID},
+	_, err = commands.Execute[service.Service](ctx, store, domain.ServiceStream, r.ServiceID, commands.Meta{Actor: "tester", Tenant: r.TenantID, CorrelationID: "deploy-" + r.ServiceID},
 		nil, func(s service.Service) ([]domain.Event, error) {
 			return s.Register(service.Register{
 				ServiceID: r.ServiceID, TenantID: r.TenantID, Name: name,
@@ -109,7 +109,7 @@ func Register(ctx context.Context, store *eventstore.Store, r Registration) erro
 
 // Request records start, stop or remove (the service command names).
 func Request(ctx context.Context, store *eventstore.Store, serviceID, command string) error {
-	_, err := commands.Execute[service.Service](ctx, store, commands.ServiceStream, serviceID, commands.Meta{Actor: "tester"},
+	_, err := commands.Execute[service.Service](ctx, store, domain.ServiceStream, serviceID, commands.Meta{Actor: "tester"},
 		nil, func(s service.Service) ([]domain.Event, error) {
 			at := time.Now()
 			switch command {
@@ -130,7 +130,7 @@ func Wait(ctx context.Context, store *eventstore.Store, serviceID string, status
 	var s service.Service
 	for {
 		var err error
-		s, _, err = commands.Load[service.Service](ctx, store, commands.ServiceStream, serviceID)
+		s, _, err = commands.Load[service.Service](ctx, store, domain.ServiceStream, serviceID)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return s, err
 		}

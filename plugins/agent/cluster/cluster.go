@@ -12,6 +12,7 @@ import (
 
 	"cairn/commands"
 	"cairn/commands/jobs"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/plugins/agent"
@@ -81,7 +82,7 @@ func (r *Runner) RunAction(ctx context.Context, nodeID, action string, args json
 	}
 	wait := 10 * time.Millisecond
 	for {
-		j, _, err := commands.Load[job.Job](ctx, r.store, commands.JobStream, out.ID)
+		j, _, err := commands.Load[job.Job](ctx, r.store, domain.JobStream, out.ID)
 		if err != nil && ctx.Err() == nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"cairn/commands/commandstest"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/eventstore"
 	"cairn/internal/testdb"
@@ -38,8 +39,8 @@ func fakeAgent(ctx context.Context, t *testing.T, store *eventstore.Store, h *jo
 	_ = store.Subscribe(ctx, eventstore.SubscribeOptions{Filter: eventstore.Filter{EventTypes: []string{"job.submitted"}}},
 		func(ctx context.Context, b eventstore.Batch) error {
 			for _, rec := range b.Events {
-				id := strings.TrimPrefix(rec.StreamID, commands.JobStream+"-")
-				j, _, err := commands.Load[job.Job](ctx, store, commands.JobStream, id)
+				id, _ := domain.EntityID(domain.JobStream, rec.StreamID)
+				j, _, err := commands.Load[job.Job](ctx, store, domain.JobStream, id)
 				if err != nil || j.Target.NodeID != "n1" {
 					continue
 				}
@@ -142,7 +143,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	}
 	var mkdirJobs int
 	for _, id := range []string{"job-1", "job-2"} {
-		j, _, _ := commands.Load[job.Job](ctx, store, commands.JobStream, id)
+		j, _, _ := commands.Load[job.Job](ctx, store, domain.JobStream, id)
 		if j.Spec.Action == catalog.ActionFileMkdir && j.Status == job.StatusSucceeded && j.Submitter == cluster.Actor {
 			mkdirJobs++
 		}
