@@ -28,7 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"cairn/auth/bearer"
+	"cairn/internal/bearer"
 	"cairn/sal"
 )
 

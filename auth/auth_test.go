@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"cairn/auth"
-	"cairn/auth/bearer"
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
 	"cairn/commands/nodes"
 	"cairn/domain/tenant"
 	"cairn/eventstore"
+	"cairn/internal/bearer"
 	"cairn/internal/testdb"
 )
 
@@ -95,7 +95,7 @@ func TestAuthenticatePrincipals(t *testing.T) {
 	member := f.user(t, "ann", tenant.RoleTenantMember, "acme", 0)
 	p, err := f.authn.Authenticate(ctx, "Bearer "+member.Token)
 	want := auth.Principal{Kind: auth.KindUser, ID: "ann", UserID: "ann", Name: "User ann", TokenID: member.ID,
-		Role: auth.RoleTenantMember, TenantID: "acme", ExpiresAt: member.ExpiresAt}
+		Role: tenant.RoleTenantMember, TenantID: "acme", ExpiresAt: member.ExpiresAt}
 	if err != nil || p != want {
 		t.Fatalf("member: %+v %v, want %+v", p, err, want)
 	}
@@ -231,7 +231,7 @@ func TestBootstrapAdmin(t *testing.T) {
 		t.Fatalf("%d tokens printed", len(printed))
 	}
 	p, err := f.authn.Authenticate(ctx, printed[0])
-	if err != nil || p.Role != auth.RoleAdmin || p.UserID != auth.BootstrapAdminID || p.TenantID != "" {
+	if err != nil || p.Role != tenant.RoleAdmin || p.UserID != auth.BootstrapAdminID || p.TenantID != "" {
 		t.Fatalf("bootstrap token: %+v %v", p, err)
 	}
 	if tok, err := auth.BootstrapAdmin(ctx, f.access); err != nil || tok != "" {

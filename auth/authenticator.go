@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"cairn/auth/bearer"
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/jointoken"
 	"cairn/domain/tenant"
+	"cairn/internal/bearer"
 )
 
 // Defaults of AuthenticatorOptions.
@@ -155,7 +155,7 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (ver
 	}
 	return verified{hash: t.SecretHash, at: now, principal: Principal{
 		Kind: KindUser, ID: u.ID, UserID: u.ID, Name: u.Name, TokenID: id,
-		Role: Role(t.Role), TenantID: t.TenantID, ExpiresAt: t.ExpiresAt,
+		Role: t.Role, TenantID: t.TenantID, ExpiresAt: t.ExpiresAt,
 	}}, nil
 }
 

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cairn/domain/tenant"
 	"fmt"
 	"slices"
 )
@@ -101,8 +102,8 @@ type Resource struct {
 // Table is the policy: for each role, the actions it may take and where.
 // An action missing from a role's row is forbidden to it.
 var Table = map[Role]map[Action]Scope{
-	RoleAdmin: everything(),
-	RoleOperator: {
+	tenant.RoleAdmin: everything(),
+	tenant.RoleOperator: {
 		NodeRead: Anywhere, NodeEnroll: Anywhere, NodeUpdate: Anywhere, NodeDrain: Anywhere,
 		NodeDecommission: Anywhere, NodeJoinToken: Anywhere,
 		JobRead: Anywhere, JobSubmit: Anywhere, JobCancel: Anywhere,
@@ -113,22 +114,22 @@ var Table = map[Role]map[Action]Scope{
 		LocationRead: Anywhere, LocationCreate: Anywhere, LocationUpdate: Anywhere,
 		EventRead: Anywhere, ProjectionRead: Anywhere,
 	},
-	RoleTenantAdmin: {
+	tenant.RoleTenantAdmin: {
 		ServiceRead: OwnTenant, ServiceCreate: OwnTenant, ServiceStart: OwnTenant, ServiceStop: OwnTenant, ServiceRemove: OwnTenant,
 		UserRead: OwnTenant, UserCreate: OwnTenant, UserUpdate: OwnTenant,
 		TokenRead: OwnTenant, TokenIssue: OwnTenant, TokenRevoke: OwnTenant,
 		TenantRead: OwnTenant, JobRead: OwnTenant, EventRead: OwnTenant,
 		TemplateRead: Anywhere, LocationRead: Anywhere,
 	},
-	RoleTenantMember: {
+	tenant.RoleTenantMember: {
 		ServiceRead: OwnTenant, ServiceCreate: OwnTenant, ServiceStart: OwnTenant, ServiceStop: OwnTenant, ServiceRemove: OwnTenant,
 		TenantRead: OwnTenant, JobRead: OwnTenant, EventRead: OwnTenant,
 		TemplateRead: Anywhere, LocationRead: Anywhere,
 	},
-	RoleVendor: {
+	tenant.RoleVendor: {
 		TemplateRead: Anywhere, TemplateRegister: OwnTemplates, TemplatePublish: OwnTemplates, TemplateDeprecate: OwnTemplates,
 	},
-	RoleAuditor: {
+	tenant.RoleAuditor: {
 		NodeRead: Anywhere, JobRead: Anywhere, TemplateRead: Anywhere, ServiceRead: Anywhere, TenantRead: Anywhere,
 		UserRead: Anywhere, TokenRead: Anywhere, LocationRead: Anywhere, EventRead: Anywhere,
 	},
@@ -142,9 +143,9 @@ var Table = map[Role]map[Action]Scope{
 // roles it may hand out, and so manage (update users, revoke tokens):
 // nobody hands out more than they hold, and only an admin makes admins.
 var Grants = map[Role][]Role{
-	RoleAdmin:       {RoleAdmin, RoleOperator, RoleTenantAdmin, RoleTenantMember, RoleVendor, RoleAuditor},
-	RoleOperator:    {RoleOperator, RoleTenantAdmin, RoleTenantMember, RoleVendor, RoleAuditor},
-	RoleTenantAdmin: {RoleTenantAdmin, RoleTenantMember},
+	tenant.RoleAdmin:       {tenant.RoleAdmin, tenant.RoleOperator, tenant.RoleTenantAdmin, tenant.RoleTenantMember, tenant.RoleVendor, tenant.RoleAuditor},
+	tenant.RoleOperator:    {tenant.RoleOperator, tenant.RoleTenantAdmin, tenant.RoleTenantMember, tenant.RoleVendor, tenant.RoleAuditor},
+	tenant.RoleTenantAdmin: {tenant.RoleTenantAdmin, tenant.RoleTenantMember},
 }
 
 func everything() map[Action]Scope {

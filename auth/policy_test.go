@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cairn/auth"
+	"cairn/domain/tenant"
 )
 
 // grid is the policy written out independently of auth.Table: one row per
@@ -57,12 +58,12 @@ projection.read    A A - - - - -
 projection.rebuild A - - - - - -
 `
 
-var columns = []auth.Role{auth.RoleAdmin, auth.RoleOperator, auth.RoleTenantAdmin, auth.RoleTenantMember, auth.RoleVendor, auth.RoleAuditor, auth.RoleAgent}
+var columns = []auth.Role{tenant.RoleAdmin, tenant.RoleOperator, tenant.RoleTenantAdmin, tenant.RoleTenantMember, tenant.RoleVendor, tenant.RoleAuditor, auth.RoleAgent}
 
 func principal(role auth.Role) auth.Principal {
 	p := auth.Principal{Kind: auth.KindUser, ID: "me", UserID: "me", TokenID: "tok", Role: role}
 	switch role {
-	case auth.RoleTenantAdmin, auth.RoleTenantMember:
+	case tenant.RoleTenantAdmin, tenant.RoleTenantMember:
 		p.TenantID = "acme"
 	case auth.RoleAgent:
 		p = auth.Principal{Kind: auth.KindAgent, ID: "n1", TokenID: "node.n1", Role: role, NodeID: "n1"}
@@ -72,7 +73,7 @@ func principal(role auth.Role) auth.Principal {
 
 // grantable is a role every granting role may hand out, so that the grant
 // check does not hide the scope check here (TestGrants covers it).
-const grantable = auth.RoleTenantMember
+const grantable = tenant.RoleTenantMember
 
 // Every role × every action, on the principal's own entity and on another's.
 func TestPolicyMatrix(t *testing.T) {
@@ -139,12 +140,12 @@ func TestGrants(t *testing.T) {
 		grants auth.Role
 		ok     bool
 	}{
-		{auth.RoleAdmin, auth.RoleAdmin, true},
-		{auth.RoleOperator, auth.RoleAdmin, false},
-		{auth.RoleOperator, auth.RoleAuditor, true},
-		{auth.RoleTenantAdmin, auth.RoleTenantAdmin, true},
-		{auth.RoleTenantAdmin, auth.RoleOperator, false},
-		{auth.RoleTenantAdmin, "", false},
+		{tenant.RoleAdmin, tenant.RoleAdmin, true},
+		{tenant.RoleOperator, tenant.RoleAdmin, false},
+		{tenant.RoleOperator, tenant.RoleAuditor, true},
+		{tenant.RoleTenantAdmin, tenant.RoleTenantAdmin, true},
+		{tenant.RoleTenantAdmin, tenant.RoleOperator, false},
+		{tenant.RoleTenantAdmin, "", false},
 	}
 	for _, c := range cases {
 		for _, action := range []auth.Action{auth.UserCreate, auth.TokenIssue, auth.UserUpdate, auth.TokenRevoke} {
@@ -166,7 +167,7 @@ func TestKindMustMatchRole(t *testing.T) {
 	if err := auth.Can(fake, auth.NodeHeartbeat, auth.Resource{NodeID: "n1"}); !errors.Is(err, auth.ErrForbidden) {
 		t.Fatalf("user with role agent: %v", err)
 	}
-	odd := auth.Principal{Kind: auth.KindAgent, ID: "n1", Role: auth.RoleAdmin, NodeID: "n1"}
+	odd := auth.Principal{Kind: auth.KindAgent, ID: "n1", Role: tenant.RoleAdmin, NodeID: "n1"}
 	if err := auth.Can(odd, auth.NodeRead, auth.Resource{}); !errors.Is(err, auth.ErrForbidden) {
 		t.Fatalf("agent with role admin: %v", err)
 	}

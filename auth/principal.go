@@ -5,9 +5,11 @@
 package auth
 
 import (
+	"slices"
 	"time"
 
 	"cairn/commands"
+	"cairn/domain/tenant"
 )
 
 // Kind says whether a principal is a person (or their automation) or a
@@ -19,22 +21,15 @@ const (
 	KindAgent Kind = "agent"
 )
 
-// Role is what a principal may do. The user roles are those of
-// domain/tenant; agent is the role of a node credential.
-type Role string
+// Role is what a principal may do: one of the user roles of domain/tenant,
+// or RoleAgent, which only a node's credential carries.
+type Role = tenant.Role
 
-const (
-	RoleAdmin        Role = "admin"
-	RoleOperator     Role = "operator"
-	RoleTenantAdmin  Role = "tenant_admin"
-	RoleTenantMember Role = "tenant_member"
-	RoleVendor       Role = "vendor"
-	RoleAuditor      Role = "auditor"
-	RoleAgent        Role = "agent"
-)
+// RoleAgent is the role of a node credential: it acts for its node only.
+const RoleAgent Role = "agent"
 
-// Roles lists every role.
-var Roles = []Role{RoleAdmin, RoleOperator, RoleTenantAdmin, RoleTenantMember, RoleVendor, RoleAuditor, RoleAgent}
+// Roles lists every role a principal may have.
+var Roles = append(slices.Clone(tenant.Roles), RoleAgent)
 
 // Principal is who a request acts as.
 type Principal struct {

@@ -88,7 +88,7 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUse
 	if p := principal(ctx); tenantScoped(p) && in.TenantID == "" && in.Role.TenantScoped() {
 		in.TenantID = p.TenantID // a tenant admin's users join its tenant
 	}
-	p, err := r.authorize(ctx, auth.UserCreate, auth.Resource{TenantID: in.TenantID, Grants: auth.Role(in.Role)})
+	p, err := r.authorize(ctx, auth.UserCreate, auth.Resource{TenantID: in.TenantID, Grants: in.Role})
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	p, err := r.authorize(ctx, auth.TokenIssue, auth.Resource{TenantID: u.TenantID, Grants: auth.Role(u.Role)})
+	p, err := r.authorize(ctx, auth.TokenIssue, auth.Resource{TenantID: u.TenantID, Grants: u.Role})
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if !t.Exists() || !sees(principal(ctx), t.TenantID) {
 		return nil, notFound("api token", input.TokenID)
 	}
-	p, err := r.authorize(ctx, auth.TokenRevoke, auth.Resource{TenantID: t.TenantID, Grants: auth.Role(t.Role)})
+	p, err := r.authorize(ctx, auth.TokenRevoke, auth.Resource{TenantID: t.TenantID, Grants: t.Role})
 	if err != nil {
 		return nil, err
 	}

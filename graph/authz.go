@@ -7,6 +7,7 @@ import (
 
 	"cairn/auth"
 	"cairn/commands"
+	"cairn/domain/tenant"
 	"cairn/eventstore"
 	"cairn/graph/model"
 )
@@ -77,7 +78,7 @@ func (s *Server) authorizeRole(ctx context.Context, actions ...auth.Action) (Pri
 
 // tenantScoped reports whether p sees only its own tenant's data.
 func tenantScoped(p Principal) bool {
-	return p.Role == auth.RoleTenantAdmin || p.Role == auth.RoleTenantMember
+	return p.Role == tenant.RoleTenantAdmin || p.Role == tenant.RoleTenantMember
 }
 
 // sees reports whether p may read data of tenant t ("" is data of no

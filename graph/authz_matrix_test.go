@@ -61,7 +61,7 @@ type mxCaller struct {
 func (c mxCaller) anonymous() bool { return c.p.Role == "" }
 
 func (c mxCaller) tenantScoped() bool {
-	return c.p.Role == auth.RoleTenantAdmin || c.p.Role == auth.RoleTenantMember
+	return c.p.Role == tenant.RoleTenantAdmin || c.p.Role == tenant.RoleTenantMember
 }
 
 // own is what the caller's own entities look like to auth.Can: its tenant,
@@ -398,7 +398,7 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 	f.scratchTokA, f.scratchTokB = scratchA.p.TokenID, scratchB.p.TokenID
 	// A tenant admin's token issued within its tenant.
 	tok := seedOK[access.IssuedToken](t, "tenant token")(de.Access.IssueToken(ctx, commands.Meta{Actor: "u-tadmin-a", Tenant: tenantA}, access.IssueToken{UserID: "u-tmember-a"}))
-	f.tokens[tok.ID] = auth.Resource{TenantID: tenantA, Grants: auth.RoleTenantMember}
+	f.tokens[tok.ID] = auth.Resource{TenantID: tenantA, Grants: tenant.RoleTenantMember}
 
 	for _, id := range []string{"loc-1", "loc-s"} {
 		seedOK[commands.Outcome](t, "location")(de.Access.CreateLocation(ctx, seedMeta, access.CreateLocation{LocationID: id, Name: id}))
@@ -691,7 +691,7 @@ func (f *mxFixture) rows() []row {
 	grantMember := func(m map[string]auth.Resource) map[string]auth.Resource {
 		out := map[string]auth.Resource{}
 		for id, r := range m {
-			r.Grants = auth.RoleTenantMember
+			r.Grants = tenant.RoleTenantMember
 			out[id] = r
 		}
 		return out
@@ -818,11 +818,11 @@ func (f *mxFixture) rows() []row {
 		f.mutation("resumeTenant", onEntity(`mutation($id: ID!) { resumeTenant(input: {tenantId: $id}) { cursor } }`, "", auth.TenantUpdate, "id", pick(tenants, tenantS), nil)...),
 		f.mutation("createUser",
 			mine("member of A", `mutation($id: ID) { createUser(input: {id: $id, name: "m", role: TENANT_MEMBER, tenantId: "tenant-a"}) { cursor } }`, auth.UserCreate,
-				&auth.Resource{TenantID: tenantA, Grants: auth.RoleTenantMember}, perCaller("id", "m-a-")),
+				&auth.Resource{TenantID: tenantA, Grants: tenant.RoleTenantMember}, perCaller("id", "m-a-")),
 			mine("member of B", `mutation($id: ID) { createUser(input: {id: $id, name: "m", role: TENANT_MEMBER, tenantId: "tenant-b"}) { cursor } }`, auth.UserCreate,
-				&auth.Resource{TenantID: tenantB, Grants: auth.RoleTenantMember}, perCaller("id", "m-b-")),
+				&auth.Resource{TenantID: tenantB, Grants: tenant.RoleTenantMember}, perCaller("id", "m-b-")),
 			mine("admin", `mutation($id: ID) { createUser(input: {id: $id, name: "m", role: ADMIN}) { cursor } }`, auth.UserCreate,
-				&auth.Resource{Grants: auth.RoleAdmin}, perCaller("id", "m-adm-"))),
+				&auth.Resource{Grants: tenant.RoleAdmin}, perCaller("id", "m-adm-"))),
 		f.mutation("disableUser", onEntity(`mutation($id: ID!) { disableUser(input: {userId: $id}) { cursor } }`, auth.UserRead, auth.UserUpdate, "id", userRes, nil)...),
 		f.mutation("enableUser", onEntity(`mutation($id: ID!) { enableUser(input: {userId: $id}) { cursor } }`, auth.UserRead, auth.UserUpdate, "id", userRes, nil)...),
 		f.mutation("createApiToken", onEntity(`mutation($id: ID) { createApiToken(input: {userId: $id}) { cursor } }`, auth.UserRead, auth.TokenIssue, "id", grantMember(userRes), nil)...),

@@ -193,5 +193,5 @@ func (s *Server) manageUser(ctx context.Context, userID string) (Principal, erro
 	if err != nil {
 		return principal(ctx), err
 	}
-	return s.authorize(ctx, auth.UserUpdate, auth.Resource{TenantID: u.TenantID, Grants: auth.Role(u.Role)})
+	return s.authorize(ctx, auth.UserUpdate, auth.Resource{TenantID: u.TenantID, Grants: u.Role})
 }

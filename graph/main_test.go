@@ -15,6 +15,7 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/nodes"
 	"cairn/domain/events"
+	"cairn/domain/tenant"
 	"cairn/eventstore"
 	"cairn/graph"
 	"cairn/graph/client"
@@ -108,13 +109,13 @@ func newEnv(t *testing.T, cfg graph.Config) *env {
 // principals are the callers of the tests, by token: one per role, and two
 // tenants.
 var principals = map[string]graph.Principal{
-	"admin":        user("admin", auth.RoleAdmin, ""),
-	"operator":     user("op", auth.RoleOperator, ""),
-	"auditor":      user("aud", auth.RoleAuditor, ""),
-	"vendor":       user("ven", auth.RoleVendor, ""),
-	"tenantA":      user("a", auth.RoleTenantMember, "tenant-a"),
-	"tenantB":      user("b", auth.RoleTenantMember, "tenant-b"),
-	"tenantAdminA": user("aa", auth.RoleTenantAdmin, "tenant-a"),
+	"admin":        user("admin", tenant.RoleAdmin, ""),
+	"operator":     user("op", tenant.RoleOperator, ""),
+	"auditor":      user("aud", tenant.RoleAuditor, ""),
+	"vendor":       user("ven", tenant.RoleVendor, ""),
+	"tenantA":      user("a", tenant.RoleTenantMember, "tenant-a"),
+	"tenantB":      user("b", tenant.RoleTenantMember, "tenant-b"),
+	"tenantAdminA": user("aa", tenant.RoleTenantAdmin, "tenant-a"),
 	"agent":        {Kind: auth.KindAgent, ID: "n1", TokenID: "node.n1", Role: auth.RoleAgent, NodeID: "n1"},
 }
 

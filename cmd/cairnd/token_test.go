@@ -66,8 +66,8 @@ func TestTokenCreate(t *testing.T) {
 			t.Fatalf("token expires in %s, want about %s", d, ttl)
 		}
 	}
-	check(runCairnd(t, db.ConnString, "token", "create", "--user", "u-ops"), "u-ops", auth.RoleOperator, "", 720*time.Hour)
-	check(runCairnd(t, db.ConnString, "token", "create", "--user", "Dana Dev", "--ttl", "2h"), "u-dev", auth.RoleTenantMember, "acme", 2*time.Hour)
+	check(runCairnd(t, db.ConnString, "token", "create", "--user", "u-ops"), "u-ops", tenant.RoleOperator, "", 720*time.Hour)
+	check(runCairnd(t, db.ConnString, "token", "create", "--user", "Dana Dev", "--ttl", "2h"), "u-dev", tenant.RoleTenantMember, "acme", 2*time.Hour)
 
 	err := runCairndErr(t, db.ConnString, "token", "create", "--user", "nobody")
 	if err == nil || !strings.Contains(err.Error(), `no user has the id or name "nobody"`) {

@@ -6,11 +6,11 @@ import (
 	"maps"
 	"time"
 
-	"cairn/auth/bearer"
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
+	"cairn/internal/bearer"
 )
 
 // IssueJoinToken issues a short-lived, single-use token an agent enrolls its

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"cairn/auth/bearer"
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
@@ -17,6 +16,7 @@ import (
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
 	"cairn/eventstore"
+	"cairn/internal/bearer"
 )
 
 func issueJoin(t *testing.T, f fixture) access.IssuedJoinToken {

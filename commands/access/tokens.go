@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"cairn/auth/bearer"
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/tenant"
+	"cairn/internal/bearer"
 )
 
 // IssueToken issues an API token that acts as a user, with the user's role

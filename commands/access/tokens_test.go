@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"cairn/auth/bearer"
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
 	"cairn/domain"
 	"cairn/domain/tenant"
+	"cairn/internal/bearer"
 )
 
 // A token is shown once and stored only as a hash; its lifetime defaults to

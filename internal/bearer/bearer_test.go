@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"cairn/auth/bearer"
+	"cairn/internal/bearer"
 )
 
 func TestMintAndParse(t *testing.T) {
