@@ -12,10 +12,10 @@ import (
 
 	"cairn/agent"
 	"cairn/commands/jobs"
-	"cairn/dispatch"
 	"cairn/dispatch/dispatchtest"
 	"cairn/domain/job"
 	"cairn/eventstore"
+	"cairn/joblogs"
 )
 
 // An agent enrolls with a join token, keeps its credential private, and runs
@@ -39,10 +39,10 @@ func TestRunJob(t *testing.T) {
 			if j.Status != job.StatusFailed || j.Result.ExitCode != 3 {
 				t.Fatalf("job %s %+v", j.Status, j.Result)
 			}
-			if got := s.output(jobID, dispatch.StreamStdout); got != "line 1\nline 2\nline 3\n" {
+			if got := s.output(jobID, joblogs.StreamStdout); got != "line 1\nline 2\nline 3\n" {
 				t.Errorf("stdout %q", got)
 			}
-			if got := s.output(jobID, dispatch.StreamStderr); got != "oops\n" {
+			if got := s.output(jobID, joblogs.StreamStderr); got != "oops\n" {
 				t.Errorf("stderr %q", got)
 			}
 			// An action returns its output as the result.
@@ -134,7 +134,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("process %d still runs after the timeout", pid)
 	}
-	if out := s.output(slow, dispatch.StreamSystem); !strings.Contains(out, "timed out after "+timeout.String()) {
+	if out := s.output(slow, joblogs.StreamSystem); !strings.Contains(out, "timed out after "+timeout.String()) {
 		t.Errorf("system lines %q", out)
 	}
 
@@ -186,7 +186,7 @@ func TestAgentRestart(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		want.WriteString("line " + strconv.Itoa(i) + "\n")
 	}
-	if got := s.output(jobID, dispatch.StreamStdout); got != want.String() {
+	if got := s.output(jobID, joblogs.StreamStdout); got != want.String() {
 		t.Errorf("output after the restart:\n%s", got)
 	}
 	runs, _ := os.ReadFile(count)

@@ -21,6 +21,7 @@ import (
 	"cairn/domain/node"
 	"cairn/graph"
 	"cairn/internal/testdb"
+	"cairn/joblogs"
 )
 
 // runJobFlag makes the test binary a job runner, as cairn-agent's hidden
@@ -176,9 +177,9 @@ func (s *server) ended(id string) job.Job {
 }
 
 // output returns the job's stored output of one stream, joined.
-func (s *server) output(id string, stream dispatch.LogStream) string {
+func (s *server) output(id string, stream joblogs.Stream) string {
 	s.t.Helper()
-	page, _, err := s.Logs.Page(ctxFor(s.t), id, 0, dispatch.MaxLogPage)
+	page, _, err := s.Logs.Page(ctxFor(s.t), id, 0, joblogs.MaxPage)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/node"
+	"cairn/joblogs"
+	"cairn/nodestats"
 )
 
 // The agent operations. The API authenticates the agent and checks that the
@@ -61,14 +63,14 @@ func (d *Dispatcher) Finish(ctx context.Context, c Caller, jobID string, outcome
 // AppendLog stores chunks of a job's output sent by the node its last lease
 // went to; the job may have ended since (an agent delivers what it buffered
 // while disconnected).
-func (d *Dispatcher) AppendLog(ctx context.Context, c Caller, jobID string, chunks []LogChunk) (AppendResult, error) {
+func (d *Dispatcher) AppendLog(ctx context.Context, c Caller, jobID string, chunks []joblogs.Chunk) (joblogs.AppendResult, error) {
 	d.touch(c.NodeID)
 	leasedTo, attempt, err := d.lastLease(ctx, jobID)
 	if err != nil {
-		return AppendResult{}, err
+		return joblogs.AppendResult{}, err
 	}
 	if leasedTo != c.NodeID {
-		return AppendResult{}, &job.LeaseError{JobID: jobID, NodeID: c.NodeID, LeasedTo: leasedTo}
+		return joblogs.AppendResult{}, &job.LeaseError{JobID: jobID, NodeID: c.NodeID, LeasedTo: leasedTo}
 	}
 	for i := range chunks {
 		chunks[i].JobID = jobID
@@ -151,7 +153,7 @@ func (d *Dispatcher) ReportFacts(ctx context.Context, c Caller, facts node.Facts
 }
 
 // ReportStats stores a batch of the node's statistics samples.
-func (d *Dispatcher) ReportStats(ctx context.Context, c Caller, samples []StatSample) (int, error) {
+func (d *Dispatcher) ReportStats(ctx context.Context, c Caller, samples []nodestats.Sample) (int, error) {
 	d.touch(c.NodeID)
 	return d.stats.Append(ctx, c.NodeID, samples)
 }

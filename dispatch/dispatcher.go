@@ -16,8 +16,9 @@
 // disconnected after a grace period and down after a further window, and its
 // jobs end as lost (or are retried elsewhere when their target allows).
 //
-// Job output and node statistics are measurements, not state changes: Logs
-// and Stats keep them in their own tables with a retention period.
+// Job output and node statistics are measurements, not state changes: the
+// dispatcher checks who sends them and hands them to their own stores
+// (joblogs, nodestats).
 //
 // Why not the watermill router that other process managers use: the
 // dispatcher's state lives in memory and is rebuilt from the log on start, so
@@ -58,9 +59,6 @@ const (
 	DefaultTick              = 200 * time.Millisecond
 	DefaultWorkers           = 64
 	DefaultFeedBuffer        = 1024
-	DefaultLogRetention      = 30 * 24 * time.Hour
-	DefaultStatsRetention    = 14 * 24 * time.Hour
-	DefaultRetentionEvery    = time.Hour
 )
 
 // Options tune a Dispatcher. The zero value takes the defaults.
@@ -86,12 +84,6 @@ type Options struct {
 	// FeedBuffer bounds the items a node's subscription may have waiting;
 	// a subscriber further behind is ended and resumes from its cursor.
 	FeedBuffer int
-	// LogRetention and StatsRetention are how long job output and node
-	// statistics are kept; RetentionEvery is how often older rows are
-	// deleted. A negative retention keeps them forever.
-	LogRetention   time.Duration
-	StatsRetention time.Duration
-	RetentionEvery time.Duration
 }
 
 func (o *Options) defaults() {
@@ -108,9 +100,6 @@ func (o *Options) defaults() {
 	set(&o.DisconnectAfter, DefaultDisconnectAfter)
 	set(&o.DownAfter, DefaultDownAfter)
 	set(&o.Tick, DefaultTick)
-	set(&o.LogRetention, DefaultLogRetention)
-	set(&o.StatsRetention, DefaultStatsRetention)
-	set(&o.RetentionEvery, DefaultRetentionEvery)
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
@@ -125,8 +114,8 @@ type Deps struct {
 	Jobs   *jobs.Handlers
 	Nodes  *nodes.Handlers
 	Access *access.Handlers
-	Logs   *Logs
-	Stats  *Stats
+	Logs   Output
+	Stats  Statistics
 	Log    zerolog.Logger
 }
 
@@ -137,8 +126,8 @@ type Dispatcher struct {
 	jobsH  *jobs.Handlers
 	nodesH *nodes.Handlers
 	access *access.Handlers
-	logs   *Logs
-	stats  *Stats
+	logs   Output
+	stats  Statistics
 	log    zerolog.Logger
 	opts   Options
 	now    func() time.Time
@@ -203,9 +192,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); d.ticker(ctx) }()
-	go func() { defer wg.Done(); d.retention(ctx) }()
 	err = d.store.Subscribe(ctx, eventstore.SubscribeOptions{From: cursor, Filter: filter},
 		func(ctx context.Context, b eventstore.Batch) error {
 			d.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"cairn/domain/node"
 	"cairn/eventstore"
 	"cairn/internal/testdb"
+	"cairn/joblogs"
 )
 
 // A job for one node reaches that node's agent, which starts it, streams its
@@ -425,14 +426,14 @@ func TestAgentRefusals(t *testing.T) {
 	if _, err := e.Dispatcher.Start(ctxFor(t), other, id); !isA[*job.LeaseError](err) {
 		t.Errorf("start from another node: %v", err)
 	}
-	chunk := []dispatch.LogChunk{{Seq: 1, Stream: dispatch.StreamStdout, Data: "x", Time: time.Now()}}
+	chunk := []joblogs.Chunk{{Seq: 1, Stream: joblogs.StreamStdout, Data: "x", Time: time.Now()}}
 	if _, err := e.Dispatcher.AppendLog(ctxFor(t), other, id, chunk); !isA[*job.LeaseError](err) {
 		t.Errorf("log from another node: %v", err)
 	}
 	if _, err := e.Dispatcher.AppendLog(ctxFor(t), a1.caller(), "no-such-job", chunk); !isA[*domain.NotFoundError](err) {
 		t.Errorf("log of an unknown job: %v", err)
 	}
-	bad := []dispatch.LogChunk{{Seq: 0, Stream: dispatch.StreamStdout, Data: "x", Time: time.Now()}}
+	bad := []joblogs.Chunk{{Seq: 0, Stream: joblogs.StreamStdout, Data: "x", Time: time.Now()}}
 	if _, err := e.Dispatcher.AppendLog(ctxFor(t), a1.caller(), id, bad); !isA[*domain.ValidationError](err) {
 		t.Errorf("chunk with seq 0: %v", err)
 	}

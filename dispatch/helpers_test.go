@@ -19,6 +19,7 @@ import (
 	"cairn/domain/node"
 	"cairn/eventstore"
 	"cairn/internal/testdb"
+	"cairn/joblogs"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -208,9 +209,9 @@ func (a *agent) start(jobID string) {
 
 func (a *agent) log(jobID string, lines ...string) {
 	a.t.Helper()
-	var chunks []dispatch.LogChunk
+	var chunks []joblogs.Chunk
 	for i, l := range lines {
-		chunks = append(chunks, dispatch.LogChunk{Seq: int64(i + 1), Stream: dispatch.StreamStdout, Data: l + "\n", Time: time.Now()})
+		chunks = append(chunks, joblogs.Chunk{Seq: int64(i + 1), Stream: joblogs.StreamStdout, Data: l + "\n", Time: time.Now()})
 	}
 	if _, err := a.e.Dispatcher.AppendLog(ctxFor(a.t), a.caller(), jobID, chunks); err != nil {
 		a.t.Fatal(err)

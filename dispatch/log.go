@@ -5,6 +5,8 @@ import (
 
 	"cairn/commands"
 	"cairn/eventstore"
+	"cairn/joblogs"
+	"cairn/nodestats"
 )
 
 // Log is the event log as the dispatcher follows and writes it: the job,
@@ -20,3 +22,16 @@ type Log interface {
 }
 
 var _ Log = (*eventstore.Store)(nil)
+
+// Output stores the output agents send of their jobs (joblogs.Store).
+type Output interface {
+	Append(ctx context.Context, jobID string, attempt int, chunks []joblogs.Chunk) (joblogs.AppendResult, error)
+	// JobChanged wakes live tails of the job's output.
+	JobChanged(jobID string)
+}
+
+// Statistics stores the statistics agents send of their nodes
+// (nodestats.Store).
+type Statistics interface {
+	Append(ctx context.Context, nodeID string, samples []nodestats.Sample) (int, error)
+}

@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"cairn/commands/jobs"
+	"cairn/commands/schedules"
 	"cairn/dispatch"
 	"cairn/dispatch/dispatchtest"
 	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/domain/schedule"
 	"cairn/eventstore"
+	"cairn/joblogs"
+	"cairn/nodestats"
 )
 
 // Output resent after a lost reply is stored once; pages and a live tail
@@ -31,15 +34,15 @@ func TestJobLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := func(seq int64) dispatch.LogChunk {
-		return dispatch.LogChunk{Seq: seq, Stream: dispatch.StreamStdout, Data: fmt.Sprintf("line %d\n", seq), Time: time.Now()}
+	chunk := func(seq int64) joblogs.Chunk {
+		return joblogs.Chunk{Seq: seq, Stream: joblogs.StreamStdout, Data: fmt.Sprintf("line %d\n", seq), Time: time.Now()}
 	}
-	res, err := e.Dispatcher.AppendLog(ctxFor(t), a.caller(), id, []dispatch.LogChunk{chunk(1), chunk(2)})
+	res, err := e.Dispatcher.AppendLog(ctxFor(t), a.caller(), id, []joblogs.Chunk{chunk(1), chunk(2)})
 	if err != nil || res.Accepted != 2 || res.LastSeq != 2 {
 		t.Fatalf("append: %+v, %v", res, err)
 	}
 	// The reply was lost: the agent sends 2 again with 3.
-	res, err = e.Dispatcher.AppendLog(ctxFor(t), a.caller(), id, []dispatch.LogChunk{chunk(2), chunk(3)})
+	res, err = e.Dispatcher.AppendLog(ctxFor(t), a.caller(), id, []joblogs.Chunk{chunk(2), chunk(3)})
 	if err != nil || res.Accepted != 1 || res.LastSeq != 3 {
 		t.Fatalf("resend: %+v, %v", res, err)
 	}
@@ -72,11 +75,11 @@ func TestJobLog(t *testing.T) {
 	if _, err := e.Logs.Tail(ctxFor(t), "no-such-job", 0); !isA[*domain.NotFoundError](err) {
 		t.Errorf("tail of an unknown job: %v", err)
 	}
-	bad := []dispatch.LogChunk{{Seq: 4, Stream: "stdin", Data: "x", Time: time.Now()}}
+	bad := []joblogs.Chunk{{Seq: 4, Stream: "stdin", Data: "x", Time: time.Now()}}
 	if _, err := e.Dispatcher.AppendLog(ctxFor(t), a.caller(), id, bad); !isA[*domain.ValidationError](err) {
 		t.Errorf("chunk of stream stdin: %v", err)
 	}
-	nul := []dispatch.LogChunk{{Seq: 4, Stream: dispatch.StreamStdout, Data: "a\x00b", Time: time.Now()}}
+	nul := []joblogs.Chunk{{Seq: 4, Stream: joblogs.StreamStdout, Data: "a\x00b", Time: time.Now()}}
 	if _, err := e.Dispatcher.AppendLog(ctxFor(t), a.caller(), id, nul); !isA[*domain.ValidationError](err) {
 		t.Errorf("chunk with NUL: %v", err)
 	}
@@ -96,12 +99,12 @@ func TestStatistics(t *testing.T) {
 	e.enroll(nil, "n1")
 	caller := dispatch.Caller{NodeID: "n1"}
 	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-	var samples []dispatch.StatSample
+	var samples []nodestats.Sample
 	for i := range 100 {
-		samples = append(samples, dispatch.StatSample{
+		samples = append(samples, nodestats.Sample{
 			Time: base.Add(time.Duration(i) * time.Second), CPUPercent: float64(i), MemoryUsedBytes: int64(i) * 1000,
-			Load1: 1, Disks: []dispatch.DiskUsage{{Mountpoint: "/", UsedBytes: int64(i), FreeBytes: 100}},
-			Network: []dispatch.NetworkCounters{{Name: "eth0", BytesReceived: int64(i)}},
+			Load1: 1, Disks: []nodestats.DiskUsage{{Mountpoint: "/", UsedBytes: int64(i), FreeBytes: 100}},
+			Network: []nodestats.NetworkCounters{{Name: "eth0", BytesReceived: int64(i)}},
 		})
 	}
 	n, err := e.Dispatcher.ReportStats(ctxFor(t), caller, samples)
@@ -127,7 +130,7 @@ func TestStatistics(t *testing.T) {
 	if err != nil || len(window) != 10 || window[0].CPUPercent != 10 {
 		t.Errorf("window: %d, %v", len(window), err)
 	}
-	future := []dispatch.StatSample{{Time: time.Now().Add(time.Hour)}}
+	future := []nodestats.Sample{{Time: time.Now().Add(time.Hour)}}
 	if _, err := e.Dispatcher.ReportStats(ctxFor(t), caller, future); !isA[*domain.ValidationError](err) {
 		t.Errorf("sample from the future: %v", err)
 	}
@@ -144,7 +147,7 @@ func TestSchedule(t *testing.T) {
 	e.enroll(nil, "n1")
 	a := e.connect("n1", eventstore.Cursor{})
 	tmpl := schedule.JobTemplate{Spec: echo, Target: job.Target{NodeID: "n1"}}
-	if _, err := e.Schedules.Create(ctxFor(t), dispatchtest.Operator, dispatch.CreateSchedule{ScheduleID: "tick", Job: tmpl, Every: time.Second}); err != nil {
+	if _, err := e.Schedules.Create(ctxFor(t), dispatchtest.Operator, schedules.Create{ScheduleID: "tick", Job: tmpl, Every: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
@@ -179,10 +182,10 @@ func TestSchedule(t *testing.T) {
 	}
 
 	bad := schedule.JobTemplate{Spec: job.Spec{Kind: job.KindAction, Action: "sal.nope"}, Target: job.Target{NodeID: "n1"}}
-	if _, err := e.Schedules.Create(context.Background(), dispatchtest.Operator, dispatch.CreateSchedule{ScheduleID: "bad", Job: bad, Every: time.Minute}); !isA[*domain.ValidationError](err) {
+	if _, err := e.Schedules.Create(context.Background(), dispatchtest.Operator, schedules.Create{ScheduleID: "bad", Job: bad, Every: time.Minute}); !isA[*domain.ValidationError](err) {
 		t.Errorf("schedule of an unknown action: %v", err)
 	}
-	if _, err := e.Schedules.Create(context.Background(), dispatchtest.Operator, dispatch.CreateSchedule{ScheduleID: "cron", Job: tmpl, Cron: "0 25 * * *"}); !isA[*domain.ValidationError](err) {
+	if _, err := e.Schedules.Create(context.Background(), dispatchtest.Operator, schedules.Create{ScheduleID: "cron", Job: tmpl, Cron: "0 25 * * *"}); !isA[*domain.ValidationError](err) {
 		t.Errorf("schedule with a bad cron expression: %v", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"cairn/eventstore"
 	"cairn/graph/model"
 	"cairn/internal/ptr"
+	"cairn/joblogs"
+	"cairn/nodestats"
 	"context"
 	"strings"
 	"time"
@@ -69,9 +71,9 @@ func (r *mutationResolver) AppendJobLog(ctx context.Context, input model.AppendJ
 	if err != nil {
 		return nil, err
 	}
-	chunks := make([]dispatch.LogChunk, len(input.Chunks))
+	chunks := make([]joblogs.Chunk, len(input.Chunks))
 	for i, ch := range input.Chunks {
-		chunks[i] = dispatch.LogChunk{Seq: int64(ch.Seq), Stream: dispatch.LogStream(strings.ToLower(string(ch.Stream))), Data: ch.Data, Time: ch.Time}
+		chunks[i] = joblogs.Chunk{Seq: int64(ch.Seq), Stream: joblogs.Stream(strings.ToLower(string(ch.Stream))), Data: ch.Data, Time: ch.Time}
 	}
 	res, err := r.deps.Dispatch.AppendLog(ctx, c, input.JobID, chunks)
 	if err != nil {
@@ -187,7 +189,7 @@ func (r *nodeResolver) Statistics(ctx context.Context, obj *model.Node, rangeArg
 			to = *rangeArg.To
 		}
 	}
-	points := dispatch.DefaultStatPoints
+	points := nodestats.DefaultPoints
 	if maxPoints != nil {
 		if *maxPoints < 1 {
 			return nil, invalidInput("maxPoints", "must be at least 1")

@@ -22,6 +22,7 @@ import (
 	"cairn/commands/commandstest"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/commands/schedules"
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/dispatch"
@@ -499,7 +500,7 @@ func (f *mxFixture) seed(t *testing.T, ctx context.Context, de *dispatchtest.Env
 
 	tmpl := schedule.JobTemplate{Spec: echoSpec, Target: job.Target{NodeID: f.nodeZ}}
 	for _, id := range []string{"sch-1", "sch-s"} {
-		seedOK[commands.Outcome](t, "schedule")(de.Schedules.Create(ctx, operator, dispatch.CreateSchedule{ScheduleID: id, Job: tmpl, Every: 24 * time.Hour}))
+		seedOK[commands.Outcome](t, "schedule")(de.Schedules.Create(ctx, operator, schedules.Create{ScheduleID: id, Job: tmpl, Every: 24 * time.Hour}))
 	}
 }
 

@@ -11,12 +11,15 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/commands/schedules"
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/dispatch"
 	"cairn/domain"
 	"cairn/eventstore"
 	"cairn/graph/live"
+	"cairn/joblogs"
+	"cairn/nodestats"
 	"cairn/projections"
 	"cairn/projections/readmodel"
 )
@@ -83,11 +86,11 @@ type Deps struct {
 	// runs no jobs.
 	Jobs     *jobs.Handlers
 	Dispatch *dispatch.Dispatcher
-	Logs     *dispatch.Logs
-	Stats    *dispatch.Stats
+	Logs     *joblogs.Store
+	Stats    *nodestats.Store
 	// Schedules serves recurring schedules; without it they answer that
 	// this server runs no jobs.
-	Schedules *dispatch.Schedules
+	Schedules *schedules.Handlers
 	// RequestID returns the id the HTTP middleware gave a request, for
 	// logs and INTERNAL errors; nil: no ids.
 	RequestID func(context.Context) string

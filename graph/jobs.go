@@ -21,6 +21,8 @@ import (
 	"cairn/eventstore"
 	"cairn/graph/model"
 	"cairn/internal/ptr"
+	"cairn/joblogs"
+	"cairn/nodestats"
 )
 
 // Jobs, job output, node statistics and the agent operations are served
@@ -220,7 +222,7 @@ func agentJobModel(it dispatch.AgentJob, tenant string) *model.AgentJob {
 	}
 }
 
-func logChunkModel(c dispatch.LogChunk) *model.JobLogChunk {
+func logChunkModel(c joblogs.Chunk) *model.JobLogChunk {
 	return &model.JobLogChunk{JobID: c.JobID, Seq: int(c.Seq), Stream: model.LogStream(upper(c.Stream)), Data: c.Data, Time: c.Time}
 }
 
@@ -244,18 +246,18 @@ func factsInput(f *model.NodeFactsInput) node.Facts {
 	return out
 }
 
-func statsInput(in []model.NodeStatSampleInput) []dispatch.StatSample {
-	out := make([]dispatch.StatSample, len(in))
+func statsInput(in []model.NodeStatSampleInput) []nodestats.Sample {
+	out := make([]nodestats.Sample, len(in))
 	for i, x := range in {
-		s := dispatch.StatSample{
+		s := nodestats.Sample{
 			Time: x.Time, CPUPercent: x.CPUPercent, MemoryUsedBytes: x.MemoryUsedBytes, MemoryAvailableBytes: x.MemoryAvailableBytes,
 			SwapUsedBytes: x.SwapUsedBytes, Load1: x.Load1, Load5: x.Load5, Load15: x.Load15,
 		}
 		for _, d := range x.Disks {
-			s.Disks = append(s.Disks, dispatch.DiskUsage{Mountpoint: d.Mountpoint, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes})
+			s.Disks = append(s.Disks, nodestats.DiskUsage{Mountpoint: d.Mountpoint, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes})
 		}
 		for _, n := range x.Network {
-			s.Network = append(s.Network, dispatch.NetworkCounters{Name: n.Name, BytesReceived: n.BytesReceived, BytesSent: n.BytesSent,
+			s.Network = append(s.Network, nodestats.NetworkCounters{Name: n.Name, BytesReceived: n.BytesReceived, BytesSent: n.BytesSent,
 				PacketsReceived: n.PacketsReceived, PacketsSent: n.PacketsSent, ErrorsIn: n.ErrorsIn, ErrorsOut: n.ErrorsOut})
 		}
 		out[i] = s
@@ -263,7 +265,7 @@ func statsInput(in []model.NodeStatSampleInput) []dispatch.StatSample {
 	return out
 }
 
-func statModel(x dispatch.StatSample) model.NodeStatSample {
+func statModel(x nodestats.Sample) model.NodeStatSample {
 	out := model.NodeStatSample{
 		Time: x.Time, CPUPercent: x.CPUPercent, MemoryUsedBytes: x.MemoryUsedBytes, MemoryAvailableBytes: x.MemoryAvailableBytes,
 		SwapUsedBytes: x.SwapUsedBytes, Load1: x.Load1, Load5: x.Load5, Load15: x.Load15,

@@ -7,7 +7,7 @@ package graph
 
 import (
 	"cairn/auth"
-	"cairn/dispatch"
+	"cairn/commands/schedules"
 	"cairn/graph/model"
 	"cairn/internal/ptr"
 	"context"
@@ -31,7 +31,7 @@ func (r *mutationResolver) CreateSchedule(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	in := dispatch.CreateSchedule{ScheduleID: input.ScheduleID, Cron: ptr.Value(input.Cron), Job: scheduleTemplate(sub)}
+	in := schedules.Create{ScheduleID: input.ScheduleID, Cron: ptr.Value(input.Cron), Job: scheduleTemplate(sub)}
 	if input.EverySeconds != nil {
 		if *input.EverySeconds <= 0 {
 			return nil, invalidInput("everySeconds", "must be positive")

@@ -19,8 +19,12 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/commands/schedules"
 	"cairn/dispatch"
 	"cairn/eventstore"
+	"cairn/internal/retention"
+	"cairn/joblogs"
+	"cairn/nodestats"
 	"cairn/sal/catalog"
 )
 
@@ -43,7 +47,7 @@ func defaultJobConfig() jobConfig {
 	return jobConfig{
 		Lease: dispatch.DefaultLease, HeartbeatInterval: dispatch.DefaultHeartbeatInterval,
 		DisconnectAfter: dispatch.DefaultDisconnectAfter, DownAfter: dispatch.DefaultDownAfter,
-		LogRetention: dispatch.DefaultLogRetention, StatsRetention: dispatch.DefaultStatsRetention,
+		LogRetention: joblogs.DefaultRetention, StatsRetention: nodestats.DefaultRetention,
 	}
 }
 
@@ -69,9 +73,9 @@ func (c *jobConfig) bindFlags(fs *pflag.FlagSet) {
 // dispatcher and the stores of job output and node statistics.
 type jobSide struct {
 	jobs       *jobs.Handlers
-	schedules  *dispatch.Schedules
-	logs       *dispatch.Logs
-	stats      *dispatch.Stats
+	schedules  *schedules.Handlers
+	logs       *joblogs.Store
+	stats      *nodestats.Store
 	dispatcher *dispatch.Dispatcher
 }
 
@@ -82,22 +86,31 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, cfg jobConfig, log 
 	}
 	js := &jobSide{
 		jobs:      jobs.NewHandlers(store, time.Now, newID, validator),
-		schedules: dispatch.NewSchedules(store, time.Now, validator),
-		stats:     dispatch.NewStats(pool, time.Now),
+		schedules: schedules.NewHandlers(store, time.Now, validator),
+		stats:     nodestats.New(pool, time.Now),
 	}
-	js.logs = dispatch.NewLogs(pool, jobEnds{js})
+	js.logs = joblogs.New(pool, jobEnds{js})
 	js.dispatcher, err = dispatch.New(dispatch.Deps{
 		Store: store, Jobs: js.jobs, Nodes: nodes.NewHandlers(store, time.Now, newID),
 		Access: access.NewHandlers(store, time.Now, newID, access.Options{}), Logs: js.logs, Stats: js.stats,
 		Log: log.With().Str("component", "dispatcher").Logger(),
 	}, dispatch.Options{
 		Lease: cfg.Lease, HeartbeatInterval: cfg.HeartbeatInterval, DisconnectAfter: cfg.DisconnectAfter,
-		DownAfter: cfg.DownAfter, LogRetention: cfg.LogRetention, StatsRetention: cfg.StatsRetention,
+		DownAfter: cfg.DownAfter,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return js, nil
+}
+
+// retention deletes job output and node statistics past their retention
+// periods, every hour, until ctx ends.
+func (js *jobSide) retention(ctx context.Context, cfg jobConfig, log zerolog.Logger) {
+	retention.Run(ctx, log.With().Str("component", "retention").Logger(), time.Hour, time.Now,
+		retention.Policy{What: "job output chunks", Keep: cfg.LogRetention, Purge: js.logs.Purge},
+		retention.Policy{What: "node statistics samples", Keep: cfg.StatsRetention, Purge: js.stats.Purge},
+	)
 }
 
 // jobEnds lets the job log ask the dispatcher whether a job has ended.

@@ -131,6 +131,9 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	jobsDone := make(chan error, 1)
 	go func() { jobsDone <- js.dispatcher.Run(jobsCtx) }()
+	retentionDone := make(chan struct{})
+	go func() { defer close(retentionDone); js.retention(jobsCtx, cfg.Jobs, log) }()
+	defer func() { stopJobs(); <-retentionDone }()
 	defer func() {
 		stopJobs()
 		if err2 := <-jobsDone; err2 != nil && !errors.Is(err2, context.Canceled) {

@@ -18,9 +18,12 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
+	"cairn/commands/schedules"
 	"cairn/dispatch"
 	"cairn/domain/events"
 	"cairn/eventstore"
+	"cairn/joblogs"
+	"cairn/nodestats"
 	"cairn/sal/catalog"
 )
 
@@ -31,9 +34,9 @@ type Env struct {
 	Jobs       *jobs.Handlers
 	Nodes      *nodes.Handlers
 	Access     *access.Handlers
-	Schedules  *dispatch.Schedules
-	Logs       *dispatch.Logs
-	Stats      *dispatch.Stats
+	Schedules  *schedules.Handlers
+	Logs       *joblogs.Store
+	Stats      *nodestats.Store
 	Auth       *auth.Authenticator
 	Dispatcher *dispatch.Dispatcher
 
@@ -61,13 +64,13 @@ func Start(pool *pgxpool.Pool, opts dispatch.Options, log zerolog.Logger) (*Env,
 		Jobs:      jobs.NewHandlers(store, commands.Clock(clock), ids, validator),
 		Nodes:     nodes.NewHandlers(store, commands.Clock(clock), ids),
 		Access:    access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),
-		Schedules: dispatch.NewSchedules(store, commands.Clock(clock), validator),
-		Stats:     dispatch.NewStats(pool, clock),
+		Schedules: schedules.NewHandlers(store, commands.Clock(clock), validator),
+		Stats:     nodestats.New(pool, clock),
 		Auth:      auth.NewAuthenticator(store, auth.AuthenticatorOptions{CacheTTL: time.Second}),
 		done:      make(chan error, 1),
 	}
 	var d *dispatch.Dispatcher
-	e.Logs = dispatch.NewLogs(pool, endsFunc(func(ctx context.Context, id string) (bool, error) { return d.JobEnded(ctx, id) }))
+	e.Logs = joblogs.New(pool, endsFunc(func(ctx context.Context, id string) (bool, error) { return d.JobEnded(ctx, id) }))
 	d, err = dispatch.New(dispatch.Deps{
 		Store: store, Jobs: e.Jobs, Nodes: e.Nodes, Access: e.Access, Logs: e.Logs, Stats: e.Stats, Log: log,
 	}, opts)

@@ -1,4 +1,7 @@
-package dispatch
+// Package nodestats keeps the statistics agents report about their nodes: a
+// time series outside the event log, downsampled on read and purged after
+// its retention period.
+package nodestats
 
 import (
 	"context"
@@ -11,21 +14,25 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"cairn/domain"
+	"cairn/internal/retention"
 )
+
+// DefaultRetention is how long statistics are kept unless configured.
+const DefaultRetention = 14 * 24 * time.Hour
 
 // Limits of statistics.
 const (
 	MaxSamplesPerReport = 1000
-	// DefaultStatPoints is how many samples a query returns at most when the
+	// DefaultPoints is how many samples a query returns at most when the
 	// caller names no number.
-	DefaultStatPoints = 500
-	MaxStatPoints     = 10_000
+	DefaultPoints = 500
+	MaxPoints     = 10_000
 	// maxClockSkew bounds how far in the future an agent's sample may be.
 	maxClockSkew = 5 * time.Minute
 )
 
-// StatSample is one statistics sample of a node.
-type StatSample struct {
+// Sample is one statistics sample of a node.
+type Sample struct {
 	Time                 time.Time         `json:"time"`
 	CPUPercent           float64           `json:"cpuPercent"`
 	MemoryUsedBytes      int64             `json:"memoryUsedBytes"`
@@ -56,24 +63,24 @@ type NetworkCounters struct {
 	ErrorsOut       int64  `json:"errorsOut"`
 }
 
-// Stats stores node statistics in node_stats, a time series outside the
+// Store stores node statistics in node_stats, a time series outside the
 // event log. A sample for an instant already stored is ignored, so a batch
 // sent again is harmless. It is safe for concurrent use.
-type Stats struct {
+type Store struct {
 	pool  *pgxpool.Pool
 	clock func() time.Time
 }
 
-// NewStats returns the statistics store over pool.
-func NewStats(pool *pgxpool.Pool, clock func() time.Time) *Stats {
+// New returns the statistics store over pool.
+func New(pool *pgxpool.Pool, clock func() time.Time) *Store {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Stats{pool: pool, clock: clock}
+	return &Store{pool: pool, clock: clock}
 }
 
 // Append stores a node's samples and returns how many were new.
-func (s *Stats) Append(ctx context.Context, nodeID string, samples []StatSample) (int, error) {
+func (s *Store) Append(ctx context.Context, nodeID string, samples []Sample) (int, error) {
 	if err := s.validate(samples); err != nil {
 		return 0, err
 	}
@@ -101,7 +108,7 @@ func (s *Stats) Append(ctx context.Context, nodeID string, samples []StatSample)
 	return int(tag.RowsAffected()), nil
 }
 
-func (s *Stats) validate(samples []StatSample) error {
+func (s *Store) validate(samples []Sample) error {
 	if len(samples) > MaxSamplesPerReport {
 		return &domain.ValidationError{Field: "samples", Reason: fmt.Sprintf("must hold at most %d samples; send the rest in another call", MaxSamplesPerReport)}
 	}
@@ -141,12 +148,12 @@ func jsonList[T any](v []T) string {
 // averages of its samples, at the time of its first sample, and its disks
 // and network counters those of its last sample (counters are cumulative, so
 // the last value is the meaningful one).
-func (s *Stats) Query(ctx context.Context, nodeID string, from, to time.Time, maxPoints int) ([]StatSample, error) {
+func (s *Store) Query(ctx context.Context, nodeID string, from, to time.Time, maxPoints int) ([]Sample, error) {
 	if maxPoints <= 0 {
-		maxPoints = DefaultStatPoints
+		maxPoints = DefaultPoints
 	}
-	if maxPoints > MaxStatPoints {
-		return nil, &domain.ValidationError{Field: "maxPoints", Reason: fmt.Sprintf("must be at most %d", MaxStatPoints)}
+	if maxPoints > MaxPoints {
+		return nil, &domain.ValidationError{Field: "maxPoints", Reason: fmt.Sprintf("must be at most %d", MaxPoints)}
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
 		return nil, &domain.ValidationError{Field: "range", Reason: "its start must be before its end"}
@@ -161,7 +168,7 @@ func (s *Stats) Query(ctx context.Context, nodeID string, from, to time.Time, ma
 		return nil, fmt.Errorf("read statistics of node %q: %w", nodeID, err)
 	}
 	if count == 0 {
-		return []StatSample{}, nil
+		return []Sample{}, nil
 	}
 	if from.IsZero() {
 		from = *first
@@ -188,8 +195,8 @@ func (s *Stats) Query(ctx context.Context, nodeID string, from, to time.Time, ma
 	if err != nil {
 		return nil, fmt.Errorf("read statistics of node %q: %w", nodeID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StatSample, error) {
-		var x StatSample
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Sample, error) {
+		var x Sample
 		var disks, network string
 		if err := r.Scan(&x.Time, &x.CPUPercent, &x.MemoryUsedBytes, &x.MemoryAvailableBytes, &x.SwapUsedBytes,
 			&x.Load1, &x.Load5, &x.Load15, &disks, &network); err != nil {
@@ -211,8 +218,8 @@ func (s *Stats) Query(ctx context.Context, nodeID string, from, to time.Time, ma
 }
 
 // Purge deletes samples stored before cutoff and returns how many went.
-func (s *Stats) Purge(ctx context.Context, cutoff time.Time) (int64, error) {
-	return purge(ctx, s.pool, "node_stats", cutoff)
+func (s *Store) Purge(ctx context.Context, cutoff time.Time) (int64, error) {
+	return retention.PurgeOlder(ctx, s.pool, "node_stats", cutoff)
 }
 
 func nullTime(t time.Time) *time.Time {

@@ -1,4 +1,8 @@
-package dispatch
+// Package joblogs keeps the output of jobs: chunks an agent streams while a
+// job runs, in their own table outside the event log (output is a
+// measurement, not a state change), paged, tailed live and purged after
+// their retention period.
+package joblogs
 
 import (
 	"context"
@@ -12,33 +16,37 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"cairn/domain"
+	"cairn/internal/retention"
 )
 
-// LogStream names where a chunk of job output came from.
-type LogStream string
+// Stream names where a chunk of job output came from.
+type Stream string
 
 const (
-	StreamStdout LogStream = "stdout"
-	StreamStderr LogStream = "stderr"
+	StreamStdout Stream = "stdout"
+	StreamStderr Stream = "stderr"
 	// StreamSystem holds lines the agent adds itself (a kill, a timeout).
-	StreamSystem LogStream = "system"
+	StreamSystem Stream = "system"
 )
+
+// DefaultRetention is how long job output is kept unless configured.
+const DefaultRetention = 30 * 24 * time.Hour
 
 // Limits of one appendJobLog call.
 const (
 	MaxChunksPerAppend = 1000
 	MaxChunkBytes      = 64 << 10
-	// DefaultLogPage is the page size of JobLog when the caller names none.
-	DefaultLogPage = 500
-	MaxLogPage     = 5000
+	// DefaultPage is the page size of JobLog when the caller names none.
+	DefaultPage = 500
+	MaxPage     = 5000
 )
 
-// LogChunk is a piece of a job's output. Seq numbers a job's chunks from 1
+// Chunk is a piece of a job's output. Seq numbers a job's chunks from 1
 // without gaps.
-type LogChunk struct {
+type Chunk struct {
 	JobID  string
 	Seq    int64
-	Stream LogStream
+	Stream Stream
 	Data   string
 	Time   time.Time
 }
@@ -51,11 +59,11 @@ type JobEnds interface {
 	JobEnded(ctx context.Context, jobID string) (bool, error)
 }
 
-// Logs stores job output in job_logs, outside the event log: output is a
+// Store stores job output in job_logs, outside the event log: output is a
 // measurement, not a state change. Chunks are deduplicated by (job, seq), so
 // an agent that resends after a lost reply stores nothing twice. It is safe
 // for concurrent use.
-type Logs struct {
+type Store struct {
 	pool    *pgxpool.Pool
 	ends    JobEnds
 	signals *signals
@@ -64,9 +72,9 @@ type Logs struct {
 	idle time.Duration
 }
 
-// NewLogs returns the job log store over pool; ends says when a tail is over.
-func NewLogs(pool *pgxpool.Pool, ends JobEnds) *Logs {
-	return &Logs{pool: pool, ends: ends, signals: newSignals(), idle: time.Second}
+// New returns the job log store over pool; ends says when a tail is over.
+func New(pool *pgxpool.Pool, ends JobEnds) *Store {
+	return &Store{pool: pool, ends: ends, signals: newSignals(), idle: time.Second}
 }
 
 // AppendResult is what an append stored.
@@ -83,7 +91,7 @@ type AppendResult struct {
 // base(n)+s, base(n) being the job's highest seq when the attempt's first
 // chunk arrived, so a retried job's log continues without gaps. Chunks whose
 // seq is stored already are ignored.
-func (l *Logs) Append(ctx context.Context, jobID string, attempt int, chunks []LogChunk) (AppendResult, error) {
+func (l *Store) Append(ctx context.Context, jobID string, attempt int, chunks []Chunk) (AppendResult, error) {
 	if err := validateChunks(chunks); err != nil {
 		return AppendResult{}, err
 	}
@@ -125,7 +133,7 @@ func (l *Logs) Append(ctx context.Context, jobID string, attempt int, chunks []L
 
 // base returns the offset of an attempt's chunks, fixing it at its first
 // append.
-func (l *Logs) base(ctx context.Context, jobID string, attempt int) (int64, error) {
+func (l *Store) base(ctx context.Context, jobID string, attempt int) (int64, error) {
 	if attempt <= 1 {
 		return 0, nil
 	}
@@ -144,7 +152,7 @@ func (l *Logs) base(ctx context.Context, jobID string, attempt int) (int64, erro
 	return base, nil
 }
 
-func validateChunks(chunks []LogChunk) error {
+func validateChunks(chunks []Chunk) error {
 	if len(chunks) == 0 {
 		return &domain.ValidationError{Field: "chunks", Reason: "must hold at least one chunk"}
 	}
@@ -171,12 +179,12 @@ func validateChunks(chunks []LogChunk) error {
 
 // Page returns up to limit chunks of a job after seq afterSeq, in order, and
 // whether more follow.
-func (l *Logs) Page(ctx context.Context, jobID string, afterSeq int64, limit int) ([]LogChunk, bool, error) {
+func (l *Store) Page(ctx context.Context, jobID string, afterSeq int64, limit int) ([]Chunk, bool, error) {
 	if limit <= 0 {
-		limit = DefaultLogPage
+		limit = DefaultPage
 	}
-	if limit > MaxLogPage {
-		return nil, false, &domain.ValidationError{Field: "first", Reason: fmt.Sprintf("must be at most %d", MaxLogPage)}
+	if limit > MaxPage {
+		return nil, false, &domain.ValidationError{Field: "first", Reason: fmt.Sprintf("must be at most %d", MaxPage)}
 	}
 	rows, err := l.pool.Query(ctx, `
 		SELECT seq, stream, data, time FROM job_logs
@@ -184,8 +192,8 @@ func (l *Logs) Page(ctx context.Context, jobID string, afterSeq int64, limit int
 	if err != nil {
 		return nil, false, fmt.Errorf("read output of job %q: %w", jobID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LogChunk, error) {
-		c := LogChunk{JobID: jobID}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
+		c := Chunk{JobID: jobID}
 		err := r.Scan(&c.Seq, &c.Stream, &c.Data, &c.Time)
 		c.Time = c.Time.UTC()
 		return c, err
@@ -202,12 +210,12 @@ func (l *Logs) Page(ctx context.Context, jobID string, afterSeq int64, limit int
 // Tail sends the job's chunks after afterSeq, in order, as they arrive, and
 // closes the channel once the job has ended and everything stored was sent,
 // or when ctx ends. Err on the returned tail says why it stopped early.
-func (l *Logs) Tail(ctx context.Context, jobID string, afterSeq int64) (*LogTail, error) {
+func (l *Store) Tail(ctx context.Context, jobID string, afterSeq int64) (*Tail, error) {
 	if _, err := l.ends.JobEnded(ctx, jobID); err != nil {
 		return nil, err
 	}
-	ch := make(chan LogChunk, 64)
-	t := &LogTail{C: ch, done: make(chan struct{})}
+	ch := make(chan Chunk, 64)
+	t := &Tail{C: ch, done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		defer close(ch)
@@ -216,28 +224,28 @@ func (l *Logs) Tail(ctx context.Context, jobID string, afterSeq int64) (*LogTail
 	return t, nil
 }
 
-// LogTail is a running Tail.
-type LogTail struct {
+// Tail is a running Tail.
+type Tail struct {
 	// C delivers the chunks; it is closed at the end.
-	C    <-chan LogChunk
+	C    <-chan Chunk
 	done chan struct{}
 	err  error
 }
 
 // Err says why the tail stopped: nil once the job ended and its output was
 // all sent, else the context's or a read's error. Call it after C closed.
-func (t *LogTail) Err() error {
+func (t *Tail) Err() error {
 	<-t.done
 	return t.err
 }
 
-func (l *Logs) tail(ctx context.Context, jobID string, after int64, out chan<- LogChunk) error {
+func (l *Store) tail(ctx context.Context, jobID string, after int64, out chan<- Chunk) error {
 	ended := false
 	for {
 		// Take the wake-up before reading, so an append between the read
 		// and the wait is not missed.
 		wake := l.signals.wait(jobID)
-		page, more, err := l.Page(ctx, jobID, after, DefaultLogPage)
+		page, more, err := l.Page(ctx, jobID, after, DefaultPage)
 		if err != nil {
 			return err
 		}
@@ -275,12 +283,12 @@ func (l *Logs) tail(ctx context.Context, jobID string, after int64, out chan<- L
 }
 
 // JobChanged wakes the tails of a job, so they notice that it ended.
-func (l *Logs) JobChanged(jobID string) { l.signals.fire(jobID) }
+func (l *Store) JobChanged(jobID string) { l.signals.fire(jobID) }
 
 // Purge deletes chunks stored before cutoff, in batches so that no single
 // statement holds locks for long, and returns how many went.
-func (l *Logs) Purge(ctx context.Context, cutoff time.Time) (int64, error) {
-	n, err := purge(ctx, l.pool, "job_logs", cutoff)
+func (l *Store) Purge(ctx context.Context, cutoff time.Time) (int64, error) {
+	n, err := retention.PurgeOlder(ctx, l.pool, "job_logs", cutoff)
 	if err != nil {
 		return n, err
 	}
@@ -290,21 +298,6 @@ func (l *Logs) Purge(ctx context.Context, cutoff time.Time) (int64, error) {
 		return n, fmt.Errorf("purge job_log_attempts: %w", err)
 	}
 	return n, nil
-}
-
-func purge(ctx context.Context, pool *pgxpool.Pool, table string, cutoff time.Time) (int64, error) {
-	var total int64
-	for {
-		tag, err := pool.Exec(ctx, `DELETE FROM `+table+` WHERE ctid = ANY (ARRAY(
-			SELECT ctid FROM `+table+` WHERE recorded_at < $1 LIMIT 10000))`, cutoff)
-		if err != nil {
-			return total, fmt.Errorf("purge %s older than %s: %w", table, cutoff.Format(time.RFC3339), err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < 10000 {
-			return total, nil
-		}
-	}
 }
 
 // signals wakes waiters per key: wait returns a channel that fire closes.

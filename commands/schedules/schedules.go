@@ -1,4 +1,7 @@
-package dispatch
+// Package schedules handles the commands of recurring schedules: create,
+// pause, resume and delete. Firing a due schedule is the dispatcher's work
+// (dispatch/firing.go): it follows the schedules' streams like the jobs'.
+package schedules
 
 import (
 	"context"
@@ -13,22 +16,22 @@ import (
 	"cairn/sal/catalog"
 )
 
-// Schedules handles the commands of recurring schedules.
-type Schedules struct {
+// Handlers handle the commands of recurring schedules.
+type Handlers struct {
 	store   commands.Store
 	now     commands.Clock
 	catalog *catalog.Validator
 }
 
-// NewSchedules returns schedule handlers; clock stamps the commands and
+// NewHandlers returns schedule handlers; clock stamps the commands and
 // validator checks an action job's arguments against the catalogue.
-func NewSchedules(store commands.Store, clock commands.Clock, validator *catalog.Validator) *Schedules {
-	return &Schedules{store: store, now: clock, catalog: validator}
+func NewHandlers(store commands.Store, clock commands.Clock, validator *catalog.Validator) *Handlers {
+	return &Handlers{store: store, now: clock, catalog: validator}
 }
 
-// CreateSchedule asks for a job to be submitted every Every, or at the
+// Create asks for a job to be submitted every Every, or at the
 // instants of the cron expression Cron (UTC): exactly one of the two.
-type CreateSchedule struct {
+type Create struct {
 	ScheduleID string               `json:"scheduleId"`
 	Job        schedule.JobTemplate `json:"job"`
 	Every      time.Duration        `json:"every,omitempty"`
@@ -37,7 +40,7 @@ type CreateSchedule struct {
 
 // Create records a schedule, submitted by meta.Actor. Zero timeout and
 // grace take the defaults of a job submission.
-func (s *Schedules) Create(ctx context.Context, meta commands.Meta, in CreateSchedule) (commands.Outcome, error) {
+func (s *Handlers) Create(ctx context.Context, meta commands.Meta, in Create) (commands.Outcome, error) {
 	if in.Job.Timeout == 0 {
 		in.Job.Timeout = jobs.DefaultTimeout
 	}
@@ -65,21 +68,21 @@ func (s *Schedules) Create(ctx context.Context, meta commands.Meta, in CreateSch
 }
 
 // Pause stops a schedule from firing until it is resumed.
-func (s *Schedules) Pause(ctx context.Context, meta commands.Meta, id string) (commands.Outcome, error) {
+func (s *Handlers) Pause(ctx context.Context, meta commands.Meta, id string) (commands.Outcome, error) {
 	return s.run(ctx, meta, id, struct{ Pause string }{id}, func(sc schedule.Schedule, at time.Time) ([]domain.Event, error) {
 		return sc.Pause(schedule.Pause{ScheduleID: id, At: at})
 	})
 }
 
 // Resume lets a paused schedule fire again.
-func (s *Schedules) Resume(ctx context.Context, meta commands.Meta, id string) (commands.Outcome, error) {
+func (s *Handlers) Resume(ctx context.Context, meta commands.Meta, id string) (commands.Outcome, error) {
 	return s.run(ctx, meta, id, struct{ Resume string }{id}, func(sc schedule.Schedule, at time.Time) ([]domain.Event, error) {
 		return sc.Resume(schedule.Resume{ScheduleID: id, At: at})
 	})
 }
 
 // Delete ends a schedule for good.
-func (s *Schedules) Delete(ctx context.Context, meta commands.Meta, id, reason string) (commands.Outcome, error) {
+func (s *Handlers) Delete(ctx context.Context, meta commands.Meta, id, reason string) (commands.Outcome, error) {
 	in := struct{ Delete, Reason string }{id, reason}
 	return s.run(ctx, meta, id, in, func(sc schedule.Schedule, at time.Time) ([]domain.Event, error) {
 		return sc.Delete(schedule.Delete{ScheduleID: id, Reason: reason, At: at})
@@ -87,7 +90,7 @@ func (s *Schedules) Delete(ctx context.Context, meta commands.Meta, id, reason s
 }
 
 // Get returns a schedule as its stream shows it now.
-func (s *Schedules) Get(ctx context.Context, id string) (schedule.Schedule, error) {
+func (s *Handlers) Get(ctx context.Context, id string) (schedule.Schedule, error) {
 	sc, _, err := commands.Load[schedule.Schedule](ctx, s.store, domain.ScheduleStream, id)
 	if err == nil && !sc.Exists() {
 		err = &domain.NotFoundError{Entity: "schedule", ID: id}
@@ -95,7 +98,7 @@ func (s *Schedules) Get(ctx context.Context, id string) (schedule.Schedule, erro
 	return sc, err
 }
 
-func (s *Schedules) run(ctx context.Context, meta commands.Meta, id string, input any,
+func (s *Handlers) run(ctx context.Context, meta commands.Meta, id string, input any,
 	decide func(schedule.Schedule, time.Time) ([]domain.Event, error)) (commands.Outcome, error) {
 	if err := commands.RequireID("scheduleId", id); err != nil {
 		return commands.Outcome{}, err
@@ -107,22 +110,4 @@ func (s *Schedules) run(ctx context.Context, meta commands.Meta, id string, inpu
 		return commands.Outcome{}, err
 	}
 	return commands.Outcome{Result: res, ID: id}, nil
-}
-
-// fire submits a schedule's job when its instant has come. The job's id is
-// derived from the schedule and the instant, so a firing repeated (after a
-// restart, say) is refused as a duplicate instead of running twice.
-func (d *Dispatcher) fire(s *scheduleEntry, now time.Time) {
-	if s.next.IsZero() || now.Before(s.next) {
-		return
-	}
-	slot, sc := s.next, s.s
-	s.next = sc.Next(slot)
-	t := sc.Job
-	d.launch("fire schedule "+sc.ID, func(ctx context.Context) (commands.Outcome, error) {
-		return d.jobsH.Submit(ctx, commands.Meta{Actor: sc.Submitter, CorrelationID: "schedule:" + sc.ID}, jobs.Submit{
-			JobID: sc.JobIDAt(slot), Spec: t.Spec, Target: t.Target, Timeout: t.Timeout, Grace: t.Grace,
-			Retry: t.Retry, Queue: t.Queue,
-		})
-	}, func(commands.Outcome, error) {})
 }
