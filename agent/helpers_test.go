@@ -20,6 +20,7 @@ import (
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/graph"
+	"cairn/graph/graphtest"
 	"cairn/internal/testdb"
 	"cairn/joblogs"
 )
@@ -43,7 +44,7 @@ const wait = 60 * time.Second
 
 type server struct {
 	*dispatchtest.Env
-	api *dispatchtest.API
+	api *graphtest.API
 	t   *testing.T
 }
 
@@ -60,7 +61,7 @@ func startServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := e.Serve(graph.Config{}, log)
+	api, err := graphtest.ServeJobSide(e, graph.Config{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"cairn/domain/node"
 	"cairn/eventstore"
 	"cairn/graph"
+	"cairn/graph/graphtest"
 )
 
 // The agent figures of SPEC §10:
@@ -198,7 +199,7 @@ func benchDispatch(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	defer js.Stop()
-	api, err := js.Serve(graph.Config{}, zerolog.Nop())
+	api, err := graphtest.ServeJobSide(js, graph.Config{}, zerolog.Nop())
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +365,7 @@ func benchConnections(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	defer js.Stop()
-	api, err := js.Serve(graph.Config{}, zerolog.Nop())
+	api, err := graphtest.ServeJobSide(js, graph.Config{}, zerolog.Nop())
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"cairn/commands/jobs"
 	"cairn/commands/orchestrator"
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/eventstore"
 	"cairn/plugins"
-	"cairn/plugins/agent/cluster"
 	"cairn/plugins/builtin"
 	"cairn/projections"
 	"cairn/projections/models"
@@ -96,8 +96,8 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 	}
 	reader := readmodel.New(pool)
 	reg, err := builtin.Registry(ctx, pcfg, builtin.Deps{
-		AgentRunner: cluster.NewRunner(js.jobs, store, cluster.RunnerOptions{}),
-		AgentNodes:  cluster.Nodes{Reader: reader},
+		AgentRunner: jobs.NewActionRunner(js.jobs, store, jobs.ActionRunnerOptions{}),
+		AgentNodes:  readmodel.AgentNodes{Reader: reader},
 		DataDir:     dataDir, Log: log.With().Str("component", "plugins").Logger(),
 	})
 	if err != nil {

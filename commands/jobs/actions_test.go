@@ -1,4 +1,4 @@
-package cluster_test
+package jobs_test
 
 import (
 	"context"
@@ -18,18 +18,14 @@ import (
 	"cairn/domain"
 	"cairn/domain/job"
 	"cairn/eventstore"
-	"cairn/internal/testdb"
 	"cairn/plugins"
 	"cairn/plugins/agent"
-	"cairn/plugins/agent/cluster"
 	"cairn/projections"
 	"cairn/projections/models"
 	"cairn/projections/readmodel"
 	"cairn/sal"
 	"cairn/sal/catalog"
 )
-
-func TestMain(m *testing.M) { testdb.Main(m) }
 
 // fakeAgent stands for node n1's agent: it takes each job submitted for the
 // node, reports it leased, acknowledged and started through the job
@@ -106,7 +102,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	if err := runner.WaitFor(wctx, res.Cursor); err != nil {
 		t.Fatal(err)
 	}
-	lister := cluster.Nodes{Reader: readmodel.New(pool)}
+	lister := readmodel.AgentNodes{Reader: readmodel.New(pool)}
 	cands, err := lister.Candidates(ctx)
 	if err != nil || len(cands) != 1 || cands[0].ID != "n1" || cands[0].Labels["role"] != "web" {
 		t.Fatalf("candidates %+v %v", cands, err)
@@ -127,7 +123,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	go func() { defer close(adone); fakeAgent(actx, t, store, jh, sys) }()
 	t.Cleanup(func() { stopAgent(); <-adone })
 
-	p, err := agent.New(agent.Config{Runner: cluster.NewRunner(jh, store, cluster.RunnerOptions{MaxPoll: 20 * time.Millisecond}), Nodes: lister})
+	p, err := agent.New(agent.Config{Runner: jobs.NewActionRunner(jh, store, jobs.ActionRunnerOptions{MaxPoll: 20 * time.Millisecond}), Nodes: lister})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +140,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	var mkdirJobs int
 	for _, id := range []string{"job-1", "job-2"} {
 		j, _, _ := commands.Load[job.Job](ctx, store, domain.JobStream, id)
-		if j.Spec.Action == catalog.ActionFileMkdir && j.Status == job.StatusSucceeded && j.Submitter == cluster.Actor {
+		if j.Spec.Action == catalog.ActionFileMkdir && j.Status == job.StatusSucceeded && j.Submitter == jobs.ActionActor {
 			mkdirJobs++
 		}
 	}
@@ -155,7 +151,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	// A failing action comes back as the job's error.
 	req.Properties = []byte(`{"path":"/not/in/the/roots","node":"n1"}`)
 	_, err = p.Create(ctx, req)
-	var je *cluster.JobError
+	var je *jobs.JobError
 	if !errors.As(err, &je) || je.Status != job.StatusFailed || !strings.Contains(err.Error(), "/not/in/the/roots") {
 		t.Fatalf("failing job: %v", err)
 	}

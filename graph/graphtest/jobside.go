@@ -1,4 +1,6 @@
-package dispatchtest
+// Package graphtest serves the GraphQL API over test environments, for tests
+// and benchmarks of the API's clients (the agent, the CLI).
+package graphtest
 
 import (
 	"context"
@@ -7,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cairn/dispatch/dispatchtest"
 	"cairn/eventstore"
 	"cairn/graph"
 	"cairn/projections/readmodel"
@@ -20,8 +23,7 @@ func (v visibility) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 	return v.store.WaitVisible(ctx, c)
 }
 
-// API is the GraphQL API over the environment, served on a real HTTP
-// listener, as cairnd serves it.
+// API is the GraphQL API served on a real HTTP listener, as cairnd serves it.
 type API struct {
 	Server *httptest.Server
 	URL    string // base URL; the API is at URL + "/graphql"
@@ -29,9 +31,10 @@ type API struct {
 	done   chan error
 }
 
-// Serve starts the GraphQL API over e on a local listener.
-func (e *Env) Serve(cfg graph.Config, log zerolog.Logger) (*API, error) {
-	api, err := graph.New(cfg, graph.Deps{
+// ServeJobSide starts the API over a job side (dispatchtest.Start) on a
+// local listener.
+func ServeJobSide(e *dispatchtest.Env, cfg graph.Config, log zerolog.Logger) (*API, error) {
+	srv, err := graph.New(cfg, graph.Deps{
 		Log: log, Store: e.Store, Reader: readmodel.New(e.Pool), Auth: e.Auth, Projections: visibility{e.Store},
 		Access: e.Access, Nodes: e.Nodes, Jobs: e.Jobs, Dispatch: e.Dispatcher, Logs: e.Logs, Stats: e.Stats, Schedules: e.Schedules,
 	})
@@ -39,11 +42,11 @@ func (e *Env) Serve(cfg graph.Config, log zerolog.Logger) (*API, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", api.Handler())
-	srv := httptest.NewServer(mux)
+	mux.Handle("/graphql", srv.Handler())
+	hs := httptest.NewServer(mux)
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &API{Server: srv, URL: srv.URL, stop: cancel, done: make(chan error, 1)}
-	go func() { a.done <- api.Run(ctx) }()
+	a := &API{Server: hs, URL: hs.URL, stop: cancel, done: make(chan error, 1)}
+	go func() { a.done <- srv.Run(ctx) }()
 	return a, nil
 }
 
