@@ -71,24 +71,75 @@ func (o *Orchestrator) drive(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		switch d.svc.Status {
-		case service.StatusRegistering:
-			err = o.register(ctx, d)
-		case service.StatusRollingBack:
-			err = o.rollback(ctx, d)
-		case service.StatusStarting:
-			err = o.start(ctx, d)
-		case service.StatusStopping:
-			err = o.stop(ctx, d)
-		case service.StatusRemoving:
-			err = o.remove(ctx, d)
-		default:
+		p, busy := phases[d.svc.Status]
+		if !busy {
 			return nil
 		}
-		if err != nil {
+		if err := o.walk(ctx, d, p); err != nil {
 			return err
 		}
 	}
+}
+
+// walk runs one pass of a phase over the service's graph, level by level,
+// and records the outcome.
+func (o *Orchestrator) walk(ctx context.Context, d *deployment, p phase) error {
+	if p.destroys {
+		return o.walkDestroying(ctx, d, p)
+	}
+	fail := func(why string) error {
+		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+			return p.fail(s, nil, truncate(why, service.MaxCauseLength), o.cfg.Clock())
+		})
+	}
+	if d.planErr != nil {
+		return fail(d.planErr.Error())
+	}
+	if p.plan {
+		if err := o.ensurePlanned(ctx, d); err != nil {
+			var pe *planError
+			if errors.As(err, &pe) {
+				return fail(pe.Error())
+			}
+			return err
+		}
+	}
+	for _, level := range d.graph.Walk(p.reverse) {
+		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
+			return p.step(o, ctx, d, t)
+		})
+		if err != nil {
+			return err
+		}
+		if len(fails) > 0 {
+			return fail(cause(fails))
+		}
+	}
+	var outputs json.RawMessage
+	if p.outputs {
+		var err error
+		if outputs, err = d.serviceOutputs(); err != nil {
+			return fail(err.Error())
+		}
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		return p.complete(s, outputs, o.cfg.Clock())
+	})
+}
+
+// walkDestroying runs a destroying phase: every resource it can destroy
+// goes, and a failure lists those that remain.
+func (o *Orchestrator) walkDestroying(ctx context.Context, d *deployment, p phase) error {
+	remaining, why, err := o.destroyAll(ctx, d, p)
+	if err != nil {
+		return err
+	}
+	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
+		if len(remaining) > 0 {
+			return p.fail(s, remaining, why, o.cfg.Clock())
+		}
+		return p.complete(s, nil, o.cfg.Clock())
+	})
 }
 
 // eachInLevel runs step for every instance of one level, at most
@@ -124,45 +175,6 @@ func (o *Orchestrator) eachInLevel(ctx context.Context, d *deployment, level []s
 // it is, to be repeated by the next pass.
 func interrupted(ctx context.Context) error {
 	return fmt.Errorf("interrupted: %w", context.Cause(ctx))
-}
-
-// register creates every resource, level by level, then records the
-// registration with the service's outputs; a failure is recorded and the
-// next pass rolls back.
-func (o *Orchestrator) register(ctx context.Context, d *deployment) error {
-	fail := func(why string) error {
-		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-			return s.FailRegistration(service.FailRegistration{ServiceID: s.ID, Cause: truncate(why, service.MaxCauseLength), At: o.cfg.Clock()})
-		})
-	}
-	if d.planErr != nil {
-		return fail(d.planErr.Error())
-	}
-	if err := o.ensurePlanned(ctx, d); err != nil {
-		var pe *planError
-		if errors.As(err, &pe) {
-			return fail(pe.Error())
-		}
-		return err
-	}
-	for _, level := range d.graph.Levels() {
-		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
-			return o.create(ctx, d, t)
-		})
-		if err != nil {
-			return err
-		}
-		if len(fails) > 0 {
-			return fail(cause(fails))
-		}
-	}
-	outputs, err := d.serviceOutputs()
-	if err != nil {
-		return fail(err.Error())
-	}
-	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-		return s.CompleteRegistration(service.CompleteRegistration{ServiceID: s.ID, Outputs: outputs, At: o.cfg.Clock()})
-	})
 }
 
 // create brings one resource to created.
@@ -220,36 +232,7 @@ func describe(r resource.Resource) string {
 	return string(r.Status)
 }
 
-// start starts every resource in dependency order.
-func (o *Orchestrator) start(ctx context.Context, d *deployment) error {
-	fail := func(why string) error {
-		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-			return s.FailStart(service.FailStart{ServiceID: s.ID, Cause: truncate(why, service.MaxCauseLength), At: o.cfg.Clock()})
-		})
-	}
-	if d.planErr != nil {
-		return fail(d.planErr.Error())
-	}
-	for _, level := range d.graph.Levels() {
-		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
-			return o.startOne(ctx, d, t)
-		})
-		if err != nil {
-			return err
-		}
-		if len(fails) > 0 {
-			return fail(cause(fails))
-		}
-	}
-	outputs, err := d.serviceOutputs()
-	if err != nil {
-		return fail(err.Error())
-	}
-	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-		return s.CompleteStart(service.CompleteStart{ServiceID: s.ID, Outputs: outputs, At: o.cfg.Clock()})
-	})
-}
-
+// startOne brings a resource to running.
 func (o *Orchestrator) startOne(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
 	s := t.state
 	switch {
@@ -271,33 +254,6 @@ func (o *Orchestrator) startOne(ctx context.Context, d *deployment, t *tracked) 
 	out, err := o.call(ctx, d, t, plugins.OpStart)
 	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
 		return r.CompleteStart(resource.CompleteStart{ResourceID: r.ID, Outputs: out, At: o.cfg.Clock()})
-	})
-}
-
-// stop stops every resource in reverse dependency order; a level that fails
-// to stop keeps the resources it depends on running.
-func (o *Orchestrator) stop(ctx context.Context, d *deployment) error {
-	fail := func(why string) error {
-		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-			return s.FailStop(service.FailStop{ServiceID: s.ID, Cause: truncate(why, service.MaxCauseLength), At: o.cfg.Clock()})
-		})
-	}
-	if d.planErr != nil {
-		return fail(d.planErr.Error())
-	}
-	for _, level := range d.graph.ReverseLevels() {
-		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
-			return o.stopOne(ctx, d, t)
-		})
-		if err != nil {
-			return err
-		}
-		if len(fails) > 0 {
-			return fail(cause(fails))
-		}
-	}
-	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-		return s.CompleteStop(service.CompleteStop{ServiceID: s.ID, At: o.cfg.Clock()})
 	})
 }
 
@@ -336,43 +292,11 @@ func (o *Orchestrator) stopOne(ctx context.Context, d *deployment, t *tracked) (
 	})
 }
 
-// rollback destroys what a failed registration created.
-func (o *Orchestrator) rollback(ctx context.Context, d *deployment) error {
-	remaining, why, err := o.destroyAll(ctx, d)
-	if err != nil {
-		return err
-	}
-	if len(remaining) > 0 {
-		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-			return s.FailRollback(service.FailRollback{ServiceID: s.ID, Remaining: remaining, Cause: why, At: o.cfg.Clock()})
-		})
-	}
-	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-		return s.CompleteRollback(service.CompleteRollback{ServiceID: s.ID, At: o.cfg.Clock()})
-	})
-}
-
-// remove destroys every resource of the service.
-func (o *Orchestrator) remove(ctx context.Context, d *deployment) error {
-	remaining, why, err := o.destroyAll(ctx, d)
-	if err != nil {
-		return err
-	}
-	if len(remaining) > 0 {
-		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-			return s.FailRemoval(service.FailRemoval{ServiceID: s.ID, Remaining: remaining, Cause: why, At: o.cfg.Clock()})
-		})
-	}
-	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-		return s.CompleteRemoval(service.CompleteRemoval{ServiceID: s.ID, At: o.cfg.Clock()})
-	})
-}
-
 // destroyAll destroys the resources in reverse dependency order and returns
 // the ids of those that remain with the reasons. A resource whose dependents
 // remain is kept (destroying a directory under a running process helps no
 // one) while other branches go on.
-func (o *Orchestrator) destroyAll(ctx context.Context, d *deployment) ([]string, string, error) {
+func (o *Orchestrator) destroyAll(ctx context.Context, d *deployment, p phase) ([]string, string, error) {
 	if d.graph == nil {
 		// Without a plan the resources cannot be addressed properly; list
 		// what the registration recorded and left behind.
@@ -385,9 +309,9 @@ func (o *Orchestrator) destroyAll(ctx context.Context, d *deployment) ([]string,
 		return remaining, truncate(fmt.Sprintf("cannot address the resources: %v", d.planErr), service.MaxCauseLength), nil
 	}
 	var all []failure
-	for _, level := range d.graph.ReverseLevels() {
+	for _, level := range d.graph.Walk(p.reverse) {
 		fails, err := o.eachInLevel(ctx, d, level, func(ctx context.Context, t *tracked) (*failure, error) {
-			return o.destroy(ctx, d, t)
+			return p.step(o, ctx, d, t)
 		})
 		if err != nil {
 			return nil, "", err

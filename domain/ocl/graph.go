@@ -198,6 +198,14 @@ func (g *Graph) ReverseLevels() [][]string {
 	return out
 }
 
+// Walk returns Levels, or ReverseLevels when reverse is set.
+func (g *Graph) Walk(reverse bool) [][]string {
+	if reverse {
+		return g.ReverseLevels()
+	}
+	return g.Levels()
+}
+
 // Order returns a topological order (dependencies first) for creating and
 // starting, stable for a given descriptor.
 func (g *Graph) Order() []string {
