@@ -9,8 +9,8 @@ import (
 	"cairn/auth"
 	"cairn/graph/model"
 	"cairn/internal/ptr"
+	"cairn/projections/audit"
 	"context"
-	"encoding/json"
 )
 
 func (r *queryResolver) EntityAsOf(ctx context.Context, entity model.EntityRef, asOf model.AsOf) (*model.EntityState, error) {
@@ -18,14 +18,18 @@ func (r *queryResolver) EntityAsOf(ctx context.Context, entity model.EntityRef, 
 	if err != nil {
 		return nil, err
 	}
-	rep, err := replay(ctx, r.deps.Store, kind, entity.ID, asOf)
+	at, err := pointOf(asOf)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.mayReadReplay(ctx, entity, rep); err != nil {
+	st, err := audit.AsOf(ctx, r.deps.Store, kind, entity.ID, at)
+	if err != nil {
 		return nil, err
 	}
-	return entityState(entity.Type, entity.ID, rep)
+	if err := r.mayReadReplay(ctx, entity, st); err != nil {
+		return nil, err
+	}
+	return entityState(entity.Type, entity.ID, st)
 }
 
 func (r *queryResolver) EntityDiff(ctx context.Context, entity model.EntityRef, from model.AsOf, to model.AsOf) (*model.EntityDiff, error) {
@@ -33,39 +37,34 @@ func (r *queryResolver) EntityDiff(ctx context.Context, entity model.EntityRef, 
 	if err != nil {
 		return nil, err
 	}
-	a, err := replay(ctx, r.deps.Store, kind, entity.ID, from)
+	a, err := pointOf(from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := replay(ctx, r.deps.Store, kind, entity.ID, to)
+	b, err := pointOf(to)
 	if err != nil {
 		return nil, err
 	}
-	if laterOf(a, b) {
-		a, b = b, a
+	d, err := audit.DiffOf(ctx, r.deps.Store, kind, entity.ID, a, b)
+	if err != nil {
+		return nil, err
 	}
-	for _, rep := range []replayed{a, b} {
-		if err := r.mayReadReplay(ctx, entity, rep); err != nil {
+	for _, st := range []audit.State{d.From, d.To} {
+		if err := r.mayReadReplay(ctx, entity, st); err != nil {
 			return nil, err
 		}
 	}
-	sa, err := entityState(entity.Type, entity.ID, a)
-	if err != nil {
+	out := &model.EntityDiff{Changes: []model.FieldChange{}, Events: []model.Event{}}
+	if out.From, err = entityState(entity.Type, entity.ID, d.From); err != nil {
 		return nil, err
 	}
-	sb, err := entityState(entity.Type, entity.ID, b)
-	if err != nil {
+	if out.To, err = entityState(entity.Type, entity.ID, d.To); err != nil {
 		return nil, err
 	}
-	changes, err := diffJSON(json.RawMessage(sa.State), json.RawMessage(sb.State))
-	if err != nil {
-		return nil, err
+	for _, c := range d.Changes {
+		out.Changes = append(out.Changes, model.FieldChange{Path: c.Path, Before: model.JSON(c.Before), After: model.JSON(c.After)})
 	}
-	out := &model.EntityDiff{From: sa, To: sb, Changes: changes, Events: []model.Event{}}
-	if out.Changes == nil {
-		out.Changes = []model.FieldChange{}
-	}
-	for _, e := range eventsBetween(a, b) {
+	for _, e := range d.Events {
 		ev, err := r.toEvent(&e)
 		if err != nil {
 			return nil, err

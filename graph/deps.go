@@ -60,6 +60,7 @@ type EventLog interface {
 	Decode(e eventstore.RecordedEvent) (domain.Event, error)
 	Registry() *domain.Registry
 	Verify(ctx context.Context, streamID string) (eventstore.VerifyReport, error)
+	Contains(ctx context.Context, c eventstore.Cursor) (bool, error)
 }
 
 var _ EventLog = (*eventstore.Store)(nil)

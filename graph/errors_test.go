@@ -26,7 +26,7 @@ func TestErrorCodes(t *testing.T) {
 		{"invalid input", "admin", `mutation { createTenant(input: {name: ""}) { cursor } }`, graph.CodeInvalidInput},
 		{"malformed cursor", "admin", `{ events(after: "x-y") { edges { cursor } } }`, graph.CodeInvalidInput},
 		{"syntax", "admin", `{ viewer { `, graph.CodeInvalidInput},
-		{"at the depth limit", "admin", `{ entityDiff(entity: {type: TENANT, id: "a"}, from: {cursor: "0"}, to: {cursor: "0"}) { events { metadata { actor } } from { state } } }`, ""},
+		{"at the depth limit", "admin", `{ entityDiff(entity: {type: TENANT, id: "` + tenantID + `"}, from: {cursor: "0"}, to: {cursor: "0"}) { events { metadata { actor } } from { state } } }`, ""},
 		{"too deep", "admin", `{ entityDiff(entity: {type: TENANT, id: "a"}, from: {cursor: "0"}, to: {cursor: "0"}) { events { metadata { actor } } } x: events { edges { node { metadata { actor } } } } }`, graph.CodeInvalidInput},
 		{"too complex", "admin", `{ events(first: 100) { edges { node { type streamId } } } }`, graph.CodeInvalidInput},
 	}

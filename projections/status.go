@@ -235,7 +235,9 @@ func (r *Runner) appliedByAll() eventstore.Cursor {
 
 // CheckCursor returns an *UnknownCursorError unless c is the start of the
 // log or names an event of it.
-func CheckCursor(ctx context.Context, store Log, c eventstore.Cursor) error {
+func CheckCursor(ctx context.Context, store interface {
+	Contains(ctx context.Context, c eventstore.Cursor) (bool, error)
+}, c eventstore.Cursor) error {
 	ok, err := store.Contains(ctx, c)
 	if err != nil {
 		return err

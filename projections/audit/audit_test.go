@@ -336,11 +336,12 @@ func testBadPoints(t *testing.T, e env) {
 	before := audit.Point{Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var uc *projections.UnknownCursorError
 	var bf *projections.BeforeFirstEventError
-	if _, err := audit.NodeAsOf(ctx(t), e.store, "node-20", unknown); !errors.As(err, &uc) {
+	if _, err := audit.AsOf(ctx(t), e.store, audit.NodeKind, "node-20", unknown); !errors.As(err, &uc) {
 		t.Errorf("unknown cursor: %v", err)
 	}
-	if _, err := audit.NodeAsOf(ctx(t), e.store, "node-20", before); !errors.As(err, &bf) {
-		t.Errorf("time before the log: %v", err)
+	// Before the log began, every entity did not exist yet.
+	if st, err := audit.AsOf(ctx(t), e.store, audit.NodeKind, "node-20", before); err != nil || st.Exists() {
+		t.Errorf("time before the log: %+v, %v", st, err)
 	}
 	if _, err := audit.Export(ctx(t), e.store, &bytes.Buffer{}, audit.ExportOptions{To: unknown}); !errors.As(err, &uc) {
 		t.Errorf("export to an unknown cursor: %v", err)
@@ -352,7 +353,7 @@ func testBadPoints(t *testing.T, e env) {
 		t.Errorf("replay to the start: %v", err)
 	}
 	var nf *domain.NotFoundError
-	if _, err := audit.NodeAsOf(ctx(t), e.store, "no-such-node", audit.Point{}); !errors.As(err, &nf) {
+	if _, err := audit.AsOf(ctx(t), e.store, audit.NodeKind, "no-such-node", audit.Point{}); !errors.As(err, &nf) {
 		t.Errorf("unknown node: %v", err)
 	}
 }
@@ -365,7 +366,7 @@ func testAsOf(t *testing.T, e env) {
 		t.Fatalf("stream %s: %d events, %v", stream, len(evs), err)
 	}
 	at := evs[2].Cursor()
-	st, err := audit.NodeAsOf(ctx(t), e.store, id, audit.Point{Cursor: at})
+	st, err := audit.AsOf(ctx(t), e.store, audit.NodeKind, id, audit.Point{Cursor: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,14 +375,15 @@ func testAsOf(t *testing.T, e env) {
 		ev, _ := e.store.Decode(r)
 		want.Apply(ev)
 	}
-	if !st.Exists || st.Version != 3 || st.Cursor != at || st.Entity.Status != want.Status || st.Entity.UpdatedAt != want.UpdatedAt {
+	got, ok := st.Entity.(*node.Node)
+	if !ok || st.Version != 3 || st.Cursor != at || got.Status != want.Status || got.UpdatedAt != want.UpdatedAt {
 		t.Fatalf("as of %s: %+v, want %+v", at, st, want)
 	}
 	// Before the node was enrolled (the log's first event is earlier).
-	if st, err := audit.NodeAsOf(ctx(t), e.store, id, audit.Point{Start: true}); err != nil || st.Exists {
+	if st, err := audit.AsOf(ctx(t), e.store, audit.NodeKind, id, audit.Point{Start: true}); err != nil || st.Exists() {
 		t.Fatalf("at the start: %+v %v", st, err)
 	}
-	d, err := audit.DiffOf[node.Node](ctx(t), e.store, "node", id, audit.Point{}, audit.Point{Cursor: evs[0].Cursor()})
+	d, err := audit.DiffOf(ctx(t), e.store, audit.NodeKind, id, audit.Point{}, audit.Point{Cursor: evs[0].Cursor()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,11 +391,11 @@ func testAsOf(t *testing.T, e env) {
 		t.Fatalf("diff from v%d to v%d, %d events, %d changes", d.From.Version, d.To.Version, len(d.Events), len(d.Changes))
 	}
 	for _, c := range d.Changes {
-		if c.Path == "UpdatedAt" {
+		if c.Path == "updatedAt" {
 			return
 		}
 	}
-	t.Fatalf("diff misses UpdatedAt: %+v", d.Changes)
+	t.Fatalf("diff misses updatedAt: %+v", d.Changes)
 }
 
 func testReplay(t *testing.T, e env) {
@@ -427,12 +429,12 @@ func testReplay(t *testing.T, e env) {
 		t.Fatal("no nodes in the replay")
 	}
 	for id, status := range got {
-		st, err := audit.NodeAsOf(ctx(t), e.store, id, audit.Point{Cursor: e.mid})
+		st, err := audit.AsOf(ctx(t), e.store, audit.NodeKind, id, audit.Point{Cursor: e.mid})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(st.Entity.Status) != status {
-			t.Errorf("node %s: replay says %s, its stream as of %s says %s", id, status, e.mid, st.Entity.Status)
+		if n := st.Entity.(*node.Node); string(n.Status) != status {
+			t.Errorf("node %s: replay says %s, its stream as of %s says %s", id, status, e.mid, n.Status)
 		}
 	}
 	want := count(t, e.pool, `SELECT count(*) FROM events WHERE (tx_id, position) <= ($1::xid8, $2)`, e.mid.TxID, e.mid.Position)
