@@ -28,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cairn/graph/client"
 	"cairn/internal/bearer"
 	"cairn/sal"
 )
@@ -131,7 +132,7 @@ func (c *Config) defaults() error {
 type Agent struct {
 	cfg    Config
 	log    zerolog.Logger
-	c      *client
+	c      *client.Client
 	sys    *sal.System
 	nodeID string
 	jobs   string         // the journal directory
@@ -253,7 +254,7 @@ func (a *Agent) credential(ctx context.Context) error {
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		a.c.token = strings.TrimSpace(string(b))
+		a.c = a.c.WithToken(strings.TrimSpace(string(b)))
 	case !os.IsNotExist(err):
 		return fmt.Errorf("agent: read the credential: %w", err)
 	case a.cfg.JoinToken == "":
@@ -263,7 +264,7 @@ func (a *Agent) credential(ctx context.Context) error {
 			return err
 		}
 	}
-	id, _, err := bearer.Parse(bearer.APIToken, a.c.token)
+	id, _, err := bearer.Parse(bearer.APIToken, a.c.Token())
 	nodeID, ok := strings.CutPrefix(id, bearer.NodeCredentialPrefix)
 	if err != nil || !ok {
 		return fmt.Errorf("agent: %s is not a node credential; remove it and enroll again with a new join token", path)
@@ -291,11 +292,11 @@ func (a *Agent) enroll(ctx context.Context, path string) error {
 	}
 	backoff := a.backoff()
 	for {
-		err := a.c.do(ctx, "Enroll", map[string]any{"input": input}, &out)
+		err := send(ctx, a.c, "Enroll", map[string]any{"input": input}, &out)
 		if err == nil {
 			break
 		}
-		if permanent(err) {
+		if client.Permanent(err) {
 			return fmt.Errorf("agent: enrollment refused: %w", err)
 		}
 		a.log.Warn().Err(err).Msg("cannot reach the control plane to enroll; trying again")
@@ -306,7 +307,7 @@ func (a *Agent) enroll(ctx context.Context, path string) error {
 	if err := writeAtomic(path, []byte(out.Credential+"\n"), 0o600); err != nil {
 		return fmt.Errorf("agent: keep the credential: %w", err)
 	}
-	a.c.token = out.Credential
+	a.c = a.c.WithToken(out.Credential)
 	a.log.Info().Str("node", out.Node.ID).Msg("node enrolled; its credential is in the data directory")
 	return nil
 }
@@ -326,7 +327,7 @@ func (a *Agent) follow(ctx context.Context, wg *sync.WaitGroup) error {
 			a.log.Info().Str("transport", f.name()).Msg("connected to the control plane")
 		}
 		err := f.run(ctx, after, connected, func(l Lease) error { return a.receive(ctx, wg, l) })
-		var de *dialError
+		var de *client.DialError
 		if errors.As(err, &de) && a.cfg.Transport == TransportAuto && ctx.Err() == nil {
 			a.log.Warn().Err(err).Msg("WebSocket unavailable; falling back to long polling")
 			a.mu.Lock()

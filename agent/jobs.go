@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"cairn/graph/client"
 	"cairn/internal/ptr"
 	"cairn/sal/catalog"
 )
@@ -230,7 +231,7 @@ func (a *Agent) start(ctx context.Context, j *localJob, rec record) (record, err
 // refuse ends a job the control plane refused (or that is to stop); a
 // passing trouble is returned instead, to be retried by the caller's loop.
 func (a *Agent) refuse(j *localJob, rec record, err error) (record, error) {
-	if !permanent(err) && !errors.Is(err, errStopBeforeStart) {
+	if !client.Permanent(err) && !errors.Is(err, errStopBeforeStart) {
 		return rec, err
 	}
 	a.log.Info().Str("job", j.jobID).Int("attempt", j.attempt).Str("reason", err.Error()).Msg("job not run")
@@ -245,8 +246,8 @@ var errStopBeforeStart = errors.New("asked to stop before it started")
 func (a *Agent) call(ctx context.Context, j *localJob, op string, input map[string]any) error {
 	b := a.backoff()
 	for {
-		err := a.c.do(ctx, op, map[string]any{"input": input}, nil)
-		if err == nil || permanent(err) {
+		err := send(ctx, a.c, op, map[string]any{"input": input}, nil)
+		if err == nil || client.Permanent(err) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -471,7 +472,7 @@ func (a *Agent) ship(ctx context.Context, j *localJob, offset, sent int64) (int6
 		batch := chunks[:n]
 		in := map[string]any{"nodeId": a.nodeID, "jobId": j.jobID, "chunks": batchInput(batch)}
 		if err := a.call(ctx, j, "AppendLog", in); err != nil {
-			if permanent(err) {
+			if client.Permanent(err) {
 				rec, rerr := j.dir.read()
 				if rerr == nil {
 					_, rerr = a.refuse(j, rec, err)
@@ -517,15 +518,14 @@ func (a *Agent) finish(ctx context.Context, j *localJob, rec record) error {
 	}
 	in := map[string]any{"nodeId": a.nodeID, "jobId": j.jobID, "result": res}
 	err = a.call(ctx, j, "Finish", withCommand(in, a.commandID(j, "finish")))
-	var api *APIError
-	if errors.As(err, &api) && api.Code == "CONFLICT" && res.Outcome == OutcomeCancelled {
+	if client.CodeOf(err) == "CONFLICT" && res.Outcome == OutcomeCancelled {
 		// Stopped by a signal nobody on the control plane asked for (the
 		// machine shutting down, say): that is a failure.
 		res.Outcome = OutcomeFailed
 		in["result"] = res
 		err = a.call(ctx, j, "Finish", withCommand(in, a.commandID(j, "finish-failed")))
 	}
-	if err != nil && !permanent(err) {
+	if err != nil && !client.Permanent(err) {
 		return err
 	}
 	rec.State = stateDone

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"cairn/graph/client"
 	"cairn/sal"
 )
 
@@ -27,7 +28,7 @@ func (a *Agent) heartbeats(ctx context.Context) error {
 			CancelJobIDs    []string `json:"cancelJobIds"`
 		}
 		input := map[string]any{"nodeId": a.nodeID, "runningJobIds": a.running()}
-		if err := a.c.do(ctx, "Heartbeat", map[string]any{"input": input}, &out); err != nil {
+		if err := send(ctx, a.c, "Heartbeat", map[string]any{"input": input}, &out); err != nil {
 			if unauthenticated(err) {
 				return err
 			}
@@ -55,7 +56,7 @@ func (a *Agent) facts(ctx context.Context) error {
 			b, _ := json.Marshal(in)
 			if string(b) != string(sent) {
 				input := map[string]any{"nodeId": a.nodeID, "facts": in}
-				if err := a.c.do(ctx, "ReportFacts", map[string]any{"input": input}, nil); err == nil {
+				if err := send(ctx, a.c, "ReportFacts", map[string]any{"input": input}, nil); err == nil {
 					sent = b
 				} else if unauthenticated(err) {
 					return err
@@ -102,11 +103,11 @@ func (a *Agent) stats(ctx context.Context) error {
 			continue
 		}
 		input := map[string]any{"nodeId": a.nodeID, "samples": batch}
-		if err := a.c.do(ctx, "ReportStats", map[string]any{"input": input}, nil); err != nil {
+		if err := send(ctx, a.c, "ReportStats", map[string]any{"input": input}, nil); err != nil {
 			if unauthenticated(err) {
 				return err
 			}
-			if permanent(err) {
+			if client.Permanent(err) {
 				a.log.Warn().Err(err).Msg("statistics refused; dropping the batch")
 				batch = nil
 			}

@@ -1,7 +1,7 @@
 // Package client is a small GraphQL client for Cairn's API: queries and
 // mutations over HTTP POST, subscriptions over WebSocket (graphql-transport-ws
-// or the older graphql-ws) or server-sent events. The cairn CLI, the tests
-// and the benchmarks use it like any other client would.
+// or the older graphql-ws) or server-sent events. The cairn CLI, the agent,
+// the tests and the benchmarks use it like any other client would.
 package client
 
 import (
@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Client talks to one Cairn server with one token.
@@ -20,6 +21,9 @@ type Client struct {
 	endpoint string
 	token    string
 	http     *http.Client
+	// idle is how long a WebSocket subscription may stay silent before the
+	// client takes it for dead (0: no limit).
+	idle time.Duration
 }
 
 // New returns a client for the server at baseURL (http://host:port; the
@@ -38,10 +42,22 @@ func New(baseURL, token string, hc *http.Client) *Client {
 // Endpoint is the URL of the GraphQL endpoint.
 func (c *Client) Endpoint() string { return c.endpoint }
 
+// Token is the token the client acts with ("" for none).
+func (c *Client) Token() string { return c.token }
+
 // WithToken returns a copy of the client acting with another token.
 func (c *Client) WithToken(token string) *Client {
 	cp := *c
 	cp.token = token
+	return &cp
+}
+
+// WithIdleTimeout returns a copy of the client whose WebSocket
+// subscriptions end with an error when the server sends nothing, not even a
+// ping, for d: the way to notice a connection that died without closing.
+func (c *Client) WithIdleTimeout(d time.Duration) *Client {
+	cp := *c
+	cp.idle = d
 	return &cp
 }
 
@@ -87,13 +103,47 @@ func (e Errors) Code() string {
 	return e[0].Code()
 }
 
-// CodeOf returns the code of the first GraphQL error in err, or "".
+// CodeOf returns the code of the first GraphQL error in err; for an answer
+// that is not GraphQL, or a WebSocket the server closed, the code its HTTP
+// status or close code stands for; else "".
 func CodeOf(err error) string {
 	var errs Errors
-	if errors.As(err, &errs) {
+	var he *HTTPError
+	var ce *CloseError
+	switch {
+	case errors.As(err, &errs):
 		return errs.Code()
+	case errors.As(err, &he):
+		return httpCodes[he.Status]
+	case errors.As(err, &ce):
+		return closeCodes[ce.Code]
 	}
 	return ""
+}
+
+var httpCodes = map[int]string{
+	http.StatusUnauthorized:          "UNAUTHENTICATED",
+	http.StatusForbidden:             "FORBIDDEN",
+	http.StatusRequestEntityTooLarge: "PAYLOAD_TOO_LARGE",
+	http.StatusTooManyRequests:       "RATE_LIMITED",
+}
+
+var closeCodes = map[int]string{
+	4400: "BAD_REQUEST",
+	4401: "UNAUTHENTICATED",
+	4403: "FORBIDDEN",
+	4429: "RATE_LIMITED",
+}
+
+// Permanent reports whether sending the same request again cannot succeed:
+// the server refused it for what it is (who sends it, what it asks), not
+// for a passing trouble.
+func Permanent(err error) bool {
+	switch CodeOf(err) {
+	case "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "INVALID_INPUT", "BAD_REQUEST", "PAYLOAD_TOO_LARGE":
+		return true
+	}
+	return false
 }
 
 // Response is a GraphQL response as received.
@@ -145,6 +195,36 @@ func (c *Client) Raw(ctx context.Context, req Request) (*Response, error) {
 	}
 	out.Status = resp.StatusCode
 	return &out, nil
+}
+
+// Field decodes the one root field of a response's data into out: what an
+// operation that asks for one field returns.
+func (r *Response) Field(out any) error {
+	if out == nil {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(r.Data, &fields); err != nil {
+		return fmt.Errorf("decode response data: %w", err)
+	}
+	for _, v := range fields {
+		return json.Unmarshal(v, out)
+	}
+	return errors.New("the response holds no data")
+}
+
+// Field runs an operation that asks for one root field and decodes that
+// field into out (which may be nil). A response with errors returns them as
+// Errors.
+func (c *Client) Field(ctx context.Context, req Request, out any) error {
+	resp, err := c.Raw(ctx, req)
+	if err != nil {
+		return err
+	}
+	if len(resp.Errors) > 0 {
+		return resp.Errors
+	}
+	return resp.Field(out)
 }
 
 // Do runs an operation and decodes its data into out (which may be nil). A

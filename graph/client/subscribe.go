@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -41,6 +42,14 @@ type CloseError struct {
 func (e *CloseError) Error() string {
 	return fmt.Sprintf("server closed the connection (%d): %s", e.Code, e.Reason)
 }
+
+// DialError is a WebSocket that could not be opened at all (no upgrade, a
+// proxy that refuses it, another subprotocol): the cue for a client that can
+// to use another transport.
+type DialError struct{ Err error }
+
+func (e *DialError) Error() string { return "open a WebSocket: " + e.Err.Error() }
+func (e *DialError) Unwrap() error { return e.Err }
 
 // Subscription is one running subscription. Next returns its results in
 // order; Close ends it.
@@ -90,12 +99,32 @@ func (c *Client) wsURL() string {
 }
 
 func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Subscription, error) {
-	conn, _, err := websocket.Dial(ctx, c.wsURL(), &websocket.DialOptions{
+	// A WebSocket outlives any request timeout: dial with the client's
+	// transport but without its timeout.
+	hc := c.http
+	if hc.Timeout > 0 {
+		hc = &http.Client{Transport: hc.Transport, Jar: hc.Jar, CheckRedirect: hc.CheckRedirect}
+	}
+	header := http.Header{}
+	if c.token != "" {
+		header.Set("Authorization", "Bearer "+c.token)
+	}
+	dctx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
+	conn, resp, err := websocket.Dial(dctx, c.wsURL(), &websocket.DialOptions{
 		Subprotocols: []string{string(p)},
-		HTTPClient:   c.http,
+		HTTPClient:   hc,
+		HTTPHeader:   header,
 	})
+	cancelDial()
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", c.wsURL(), err)
+		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			return nil, &HTTPError{Status: resp.StatusCode, Body: "the server refused the token"}
+		}
+		return nil, &DialError{fmt.Errorf("connect to %s: %w", c.wsURL(), err)}
+	}
+	if conn.Subprotocol() != string(p) {
+		_ = conn.Close(websocket.StatusProtocolError, "subprotocol")
+		return nil, &DialError{fmt.Errorf("the server speaks %q, not %s", conn.Subprotocol(), p)}
 	}
 	conn.SetReadLimit(64 << 20)
 	life, cancel := context.WithCancel(context.Background())
@@ -108,6 +137,11 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		return conn.Write(ctx, websocket.MessageText, b)
 	}
 	read := func(ctx context.Context) (wsMessage, error) {
+		if c.idle > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.idle)
+			defer cancel()
+		}
 		_, b, err := conn.Read(ctx)
 		if err != nil {
 			var ce websocket.CloseError
