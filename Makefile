@@ -31,11 +31,11 @@ run: ## Build the portal, cairnd and cairn-agent, and run cairnd serve with one 
 
 web: $(WEB_DIST) ## Build the portal into web/static/dist, which cairnd embeds (needs Node.js and npm)
 
-# npm install (not npm ci) installs the locked versions and tolerates a lock
-# file without the optional packages of other platforms, which a registry
-# mirror may not carry.
+# npm ci installs exactly the locked versions and never rewrites the lock
+# file, so building the portal leaves the tree as it was. The lock lists the
+# optional packages of every platform, as npm install writes it.
 web/node_modules/.package-lock.json: web/package-lock.json web/package.json
-	cd web && $(NPM) install --no-audit --no-fund
+	cd web && $(NPM) ci --no-audit --no-fund
 	@touch $@
 
 $(WEB_DIST): web/node_modules/.package-lock.json $(WEB_SRC)

@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { stringifyDocument } from '@urql/core';
 import { buildSchema, Kind, parse, validate, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { capabilitiesOf, pageNeeds, serves } from '../lib/capabilities';
+import { capabilitiesOf } from '../lib/capabilities';
+import { pageNeeds, serves } from '../lib/pages';
 import { navFor } from '../lib/roles';
 import * as ops from './ops';
 

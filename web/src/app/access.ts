@@ -1,5 +1,6 @@
-import { hasMutation, hasQuery, hasSubscription, serves } from '../lib/capabilities';
-import { can, canSee, type PageId } from '../lib/roles';
+import { hasMutation, hasQuery, hasSubscription } from '../lib/capabilities';
+import { serves, type PageId } from '../lib/pages';
+import { can, canSee } from '../lib/roles';
 import { useSession } from './context';
 
 /**

@@ -1,5 +1,5 @@
 import type { ComponentType } from 'react';
-import type { PageId } from '../lib/roles';
+import type { PageId } from '../lib/pages';
 import { NodesPage } from '../pages/operator/Nodes';
 import { NodePage } from '../pages/operator/Node';
 import { JobsPage } from '../pages/operator/Jobs';

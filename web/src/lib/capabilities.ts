@@ -2,8 +2,6 @@
 // server does not serve yet is absent from its schema: the portal reads the
 // root fields once by introspection and leaves out the pages and actions
 // whose operations are missing, rather than showing them broken.
-import type { PageId } from './roles';
-
 export interface Capabilities {
   /** False when introspection is turned off: then everything is assumed served. */
   known: boolean;
@@ -45,31 +43,4 @@ export function hasMutation(c: Capabilities, name: string): boolean {
 }
 export function hasSubscription(c: Capabilities, name: string): boolean {
   return !c.known || c.subscription.has(name);
-}
-
-/** The root query fields each page cannot work without. */
-export const pageNeeds: Record<PageId, { query?: string[]; mutation?: string[] }> = {
-  nodes: { query: ['nodes'] },
-  node: { query: ['node'] },
-  jobs: { query: ['jobs'] },
-  job: { query: ['job'] },
-  'run-job': { mutation: ['submitJob'] },
-  tenants: { query: ['tenants'] },
-  users: { query: ['users'] },
-  locations: { query: ['locations'] },
-  catalog: { query: ['templates'] },
-  template: { query: ['template'] },
-  'register-template': { mutation: ['registerTemplate'] },
-  services: { query: ['services'] },
-  service: { query: ['service'] },
-  deploy: { query: ['template', 'templates'], mutation: ['createService'] },
-  events: { query: ['events'] },
-  event: { query: ['event'] },
-  'as-of': { query: ['entityAsOf'] },
-  verify: { query: ['verifyChain'] },
-};
-
-export function serves(c: Capabilities, page: PageId): boolean {
-  const need = pageNeeds[page];
-  return (need.query ?? []).every((q) => hasQuery(c, q)) && (need.mutation ?? []).every((m) => hasMutation(c, m));
 }

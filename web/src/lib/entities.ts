@@ -1,6 +1,6 @@
 // From an event's stream to the entity it belongs to, and to its page.
 import { entityTypes, type EntityType } from '../api/types';
-import type { PageId } from './roles';
+import type { PageId } from './pages';
 
 /** The entity a stream holds: stream type "node", id "node-n1" → NODE n1. */
 export function entityOfStream(streamType: string, streamId: string): { type: EntityType; id: string } | undefined {

@@ -2,27 +2,8 @@
 // each role may read); the viewer's permissions decide the actions offered on
 // them. The server checks both again: hiding is for clarity, not safety.
 import type { Role, Viewer } from '../api/types';
-import { everything, serves, type Capabilities } from './capabilities';
-
-export type PageId =
-  | 'nodes'
-  | 'node'
-  | 'jobs'
-  | 'job'
-  | 'run-job'
-  | 'tenants'
-  | 'users'
-  | 'locations'
-  | 'catalog'
-  | 'template'
-  | 'register-template'
-  | 'services'
-  | 'service'
-  | 'deploy'
-  | 'events'
-  | 'event'
-  | 'as-of'
-  | 'verify';
+import { everything, type Capabilities } from './capabilities';
+import { serves, type PageId } from './pages';
 
 const operatorPages: PageId[] = ['nodes', 'node', 'jobs', 'job', 'run-job', 'tenants', 'locations', 'catalog', 'template', 'register-template', 'services', 'service', 'events', 'event'];
 const tenantPages: PageId[] = ['catalog', 'template', 'services', 'service', 'deploy'];

@@ -6,11 +6,13 @@ import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { Checks } from '../../components/Checks';
+import { CreatePanel } from '../../components/CreatePanel';
 import { ConfirmButton } from '../../components/Confirm';
 import { Field } from '../../components/Field';
 import { Link } from '../../components/Link';
+import { ListTable } from '../../components/ListTable';
 import { Status } from '../../components/Status';
-import { Empty, Problems, QueryView } from '../../components/states';
+import { Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 
 const spec = { status: 'list' } as const;
@@ -34,35 +36,24 @@ export function LocationsPage() {
         <Checks legend="Status" options={statuses} value={state.status} onChange={(v) => setState({ status: v })} />
       </form>
       <QueryView {...q} what="Loading locations">
-        {(d) =>
-          d.locations.edges.length === 0 ? (
-            <Empty>{state.status.length ? 'No location matches this filter.' : 'There is no location yet.'}</Empty>
-          ) : (
-            <table aria-busy={q.fetching}>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Description</th>
-                  <th scope="col">Status</th>
-                  {access.page('nodes') ? (
-                    <th scope="col">
-                      <span className="sr-only">Nodes</span>
-                    </th>
-                  ) : null}
-                  <th scope="col">Created</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {d.locations.edges.map(({ node: l }) => (
-                  <LocationRow key={l.id} location={l} showNodes={access.page('nodes')} onChanged={setCw} />
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(d) => (
+          <ListTable
+            busy={q.fetching}
+            columns={[
+              { header: 'Name' },
+              { header: 'Description' },
+              { header: 'Status' },
+              { header: 'Nodes', srOnly: true, hidden: !access.page('nodes') },
+              { header: 'Created' },
+            ]}
+            rows={d.locations.edges.length}
+            empty={state.status.length ? 'No location matches this filter.' : 'There is no location yet.'}
+          >
+            {d.locations.edges.map(({ node: l }) => (
+              <LocationRow key={l.id} location={l} showNodes={access.page('nodes')} onChanged={setCw} />
+            ))}
+          </ListTable>
+        )}
       </QueryView>
     </section>
   );
@@ -127,20 +118,13 @@ function CreateLocation({ onCreated }: { onCreated(c: string): void }) {
     }
   }
   return (
-    <details className="panel">
-      <summary>New location…</summary>
-      <form onSubmit={submit} noValidate aria-label="new location" className="row-form">
-        <Field id="location-name" label="Name" error={error} required>
-          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
-        <Field id="location-description" label="Description">
-          {(a) => <input {...a} value={description} onChange={(e) => setDescription(e.target.value)} />}
-        </Field>
-        <button type="submit" className="primary" disabled={st.running}>
-          Create location
-        </button>
-        {st.problems ? <Problems problems={st.problems} /> : null}
-      </form>
-    </details>
+    <CreatePanel summary="New location…" label="new location" submit="Create location" running={st.running} problems={st.problems} onSubmit={submit}>
+      <Field id="location-name" label="Name" error={error} required>
+        {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+      </Field>
+      <Field id="location-description" label="Description">
+        {(a) => <input {...a} value={description} onChange={(e) => setDescription(e.target.value)} />}
+      </Field>
+    </CreatePanel>
   );
 }

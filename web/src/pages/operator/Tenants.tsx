@@ -6,17 +6,20 @@ import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { Checks } from '../../components/Checks';
+import { CreatePanel } from '../../components/CreatePanel';
 import { ConfirmButton } from '../../components/Confirm';
 import { Field } from '../../components/Field';
 import { Link } from '../../components/Link';
+import { ListTable, type Column } from '../../components/ListTable';
 import { Pager } from '../../components/Pager';
 import { SearchBox } from '../../components/SearchBox';
 import { Status } from '../../components/Status';
-import { Empty, Problems, QueryView } from '../../components/states';
+import { Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 
 const spec = { name: 'string', status: 'list', after: 'string' } as const;
 const statuses: TenantStatus[] = ['ACTIVE', 'SUSPENDED'];
+const columns: Column[] = [{ header: 'Name' }, { header: 'Id' }, { header: 'Status' }, { header: 'Created' }];
 
 export function TenantsPage() {
   useTitle('Tenants');
@@ -36,29 +39,19 @@ export function TenantsPage() {
         <Checks legend="Status" options={statuses} value={state.status} onChange={(v) => setState({ status: v, after: '' })} />
       </form>
       <QueryView {...q} what="Loading tenants">
-        {(d) =>
-          d.tenants.edges.length === 0 ? (
-            <Empty>{state.name || state.status.length ? 'No tenant matches these filters.' : 'There is no tenant yet.'}</Empty>
-          ) : (
-            <>
-              <table aria-busy={q.fetching}>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Id</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">
-                      <span className="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.tenants.edges.map(({ node: t }) => (
-                    <TenantRow key={t.id} tenant={t} onChanged={setCw} />
-                  ))}
-                </tbody>
-              </table>
+        {(d) => (
+          <>
+            <ListTable
+              busy={q.fetching}
+              columns={columns}
+              rows={d.tenants.edges.length}
+              empty={state.name || state.status.length ? 'No tenant matches these filters.' : 'There is no tenant yet.'}
+            >
+              {d.tenants.edges.map(({ node: t }) => (
+                <TenantRow key={t.id} tenant={t} onChanged={setCw} />
+              ))}
+            </ListTable>
+            {d.tenants.edges.length > 0 ? (
               <Pager
                 pageInfo={d.tenants.pageInfo}
                 atStart={!state.after}
@@ -67,9 +60,9 @@ export function TenantsPage() {
                 onFirst={() => setState({ after: '' })}
                 onNext={(c) => setState({ after: c })}
               />
-            </>
-          )
-        }
+            ) : null}
+          </>
+        )}
       </QueryView>
     </section>
   );
@@ -149,20 +142,13 @@ function CreateTenant({ onCreated }: { onCreated(c: string): void }) {
     }
   }
   return (
-    <details className="panel">
-      <summary>New tenant…</summary>
-      <form onSubmit={submit} noValidate aria-label="new tenant" className="row-form">
-        <Field id="tenant-new-name" label="Name" error={error} required>
-          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
-        <Field id="tenant-new-id" label="Id" hint="Optional: lower-case letters, digits, dashes">
-          {(a) => <input {...a} value={id} onChange={(e) => setId(e.target.value)} />}
-        </Field>
-        <button type="submit" className="primary" disabled={st.running}>
-          Create tenant
-        </button>
-        {st.problems ? <Problems problems={st.problems} /> : null}
-      </form>
-    </details>
+    <CreatePanel summary="New tenant…" label="new tenant" submit="Create tenant" running={st.running} problems={st.problems} onSubmit={submit}>
+      <Field id="tenant-new-name" label="Name" error={error} required>
+        {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+      </Field>
+      <Field id="tenant-new-id" label="Id" hint="Optional: lower-case letters, digits, dashes">
+        {(a) => <input {...a} value={id} onChange={(e) => setId(e.target.value)} />}
+      </Field>
+    </CreatePanel>
   );
 }

@@ -15,16 +15,27 @@ import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { ConfirmButton } from '../../components/Confirm';
+import { CreatePanel } from '../../components/CreatePanel';
 import { Field } from '../../components/Field';
+import { ListTable, type Column } from '../../components/ListTable';
 import { Pager } from '../../components/Pager';
 import { SearchBox } from '../../components/SearchBox';
 import { ShownOnce } from '../../components/Secret';
 import { Status } from '../../components/Status';
-import { Empty, Problems, QueryView } from '../../components/states';
+import { Problems, QueryView } from '../../components/states';
 import { Time } from '../../components/Time';
 import { isTenantRole, readsTokens, roleNames } from '../../lib/roles';
 
 const spec = { tenant: 'string', user: 'string', revoked: 'bool', after: 'string' } as const;
+const userColumns: Column[] = [{ header: 'Name' }, { header: 'Role' }, { header: 'Tenant' }, { header: 'Status' }, { header: 'Created' }];
+const tokenColumns: Column[] = [
+  { header: 'Token' },
+  { header: 'User' },
+  { header: 'Role' },
+  { header: 'Status' },
+  { header: 'Expires' },
+  { header: 'Issued' },
+];
 const assignable: Role[] = ['ADMIN', 'OPERATOR', 'TENANT_ADMIN', 'TENANT_MEMBER', 'VENDOR', 'AUDITOR'];
 
 export function UsersPage() {
@@ -47,36 +58,25 @@ export function UsersPage() {
       ) : null}
       <h2>Users</h2>
       <QueryView {...users} what="Loading users">
-        {(d) =>
-          d.users.edges.length === 0 ? (
-            <Empty>{tenant ? 'This tenant has no user yet.' : 'There is no user yet.'}</Empty>
-          ) : (
-            <>
-              <table aria-busy={users.fetching}>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Tenant</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">
-                      <span className="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.users.edges.map(({ node: u }) => (
-                    <UserRow
-                      key={u.id}
-                      user={u}
-                      selected={state.user === u.id}
-                      onSelect={readsTokens(viewer.role) && access.query('apiTokens') ? () => setState({ user: u.id }) : undefined}
-                      onChanged={setCw}
-                    />
-                  ))}
-                </tbody>
-              </table>
+        {(d) => (
+          <>
+            <ListTable
+              busy={users.fetching}
+              columns={userColumns}
+              rows={d.users.edges.length}
+              empty={tenant ? 'This tenant has no user yet.' : 'There is no user yet.'}
+            >
+              {d.users.edges.map(({ node: u }) => (
+                <UserRow
+                  key={u.id}
+                  user={u}
+                  selected={state.user === u.id}
+                  onSelect={readsTokens(viewer.role) && access.query('apiTokens') ? () => setState({ user: u.id }) : undefined}
+                  onChanged={setCw}
+                />
+              ))}
+            </ListTable>
+            {d.users.edges.length > 0 ? (
               <Pager
                 pageInfo={d.users.pageInfo}
                 atStart={!state.after}
@@ -85,9 +85,9 @@ export function UsersPage() {
                 onFirst={() => setState({ after: '' })}
                 onNext={(c) => setState({ after: c })}
               />
-            </>
-          )
-        }
+            ) : null}
+          </>
+        )}
       </QueryView>
       {readsTokens(viewer.role) && access.query('apiTokens') ? (
         <Tokens userId={state.user} tenant={tenant} revoked={state.revoked} onRevoked={(v) => setState({ revoked: v }, { replace: true })} />
@@ -184,34 +184,27 @@ function CreateUser({ tenant, onCreated }: { tenant: string; onCreated(c: string
     }
   }
   return (
-    <details className="panel">
-      <summary>New user…</summary>
-      <form onSubmit={submit} noValidate aria-label="new user" className="row-form">
-        <Field id="user-name" label="Name" error={errors.name} required>
-          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+    <CreatePanel summary="New user…" label="new user" submit="Create user" running={st.running} problems={st.problems} onSubmit={submit}>
+      <Field id="user-name" label="Name" error={errors.name} required>
+        {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} />}
+      </Field>
+      <Field id="user-role" label="Role" required>
+        {(a) => (
+          <select {...a} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+            {roles.map((r) => (
+              <option key={r} value={r}>
+                {roleNames[r]}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      {!tenantBound && isTenantRole(role) ? (
+        <Field id="user-tenant" label="Tenant id" error={errors.tenantId} required>
+          {(a) => <input {...a} value={tenantId} onChange={(e) => setTenantId(e.target.value)} />}
         </Field>
-        <Field id="user-role" label="Role" required>
-          {(a) => (
-            <select {...a} value={role} onChange={(e) => setRole(e.target.value as Role)}>
-              {roles.map((r) => (
-                <option key={r} value={r}>
-                  {roleNames[r]}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        {!tenantBound && isTenantRole(role) ? (
-          <Field id="user-tenant" label="Tenant id" error={errors.tenantId} required>
-            {(a) => <input {...a} value={tenantId} onChange={(e) => setTenantId(e.target.value)} />}
-          </Field>
-        ) : null}
-        <button type="submit" className="primary" disabled={st.running}>
-          Create user
-        </button>
-        {st.problems ? <Problems problems={st.problems} /> : null}
-      </form>
-    </details>
+      ) : null}
+    </CreatePanel>
   );
 }
 
@@ -233,32 +226,13 @@ function Tokens({ userId, tenant, revoked, onRevoked }: { userId: string; tenant
       </div>
       {access.act('token.issue', 'createApiToken') ? <CreateToken userId={userId} onCreated={setCw} /> : null}
       <QueryView {...q} what="Loading tokens">
-        {(d) =>
-          d.apiTokens.edges.length === 0 ? (
-            <Empty>No token.</Empty>
-          ) : (
-            <table aria-busy={q.fetching}>
-              <thead>
-                <tr>
-                  <th scope="col">Token</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Issued</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {d.apiTokens.edges.map(({ node: t }) => (
-                  <TokenRow key={t.id} token={t} onChanged={setCw} />
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(d) => (
+          <ListTable busy={q.fetching} columns={tokenColumns} rows={d.apiTokens.edges.length} empty="No token.">
+            {d.apiTokens.edges.map(({ node: t }) => (
+              <TokenRow key={t.id} token={t} onChanged={setCw} />
+            ))}
+          </ListTable>
+        )}
       </QueryView>
     </>
   );
@@ -324,17 +298,17 @@ function CreateToken({ userId, onCreated }: { userId: string; onCreated(c: strin
   }
   if (secret) return <ShownOnce label="Token created." secret={secret} onDone={() => setSecret(undefined)} />;
   return (
-    <details className="panel">
-      <summary>New token{userId ? ` for ${userId}` : ' for yourself'}…</summary>
-      <form onSubmit={submit} noValidate aria-label="new token" className="row-form">
-        <Field id="token-days" label="Valid for (days)" error={error}>
-          {(a) => <input {...a} type="number" min={1} value={days} onChange={(e) => setDays(e.target.value)} />}
-        </Field>
-        <button type="submit" className="primary" disabled={st.running}>
-          Create token
-        </button>
-        {st.problems ? <Problems problems={st.problems} /> : null}
-      </form>
-    </details>
+    <CreatePanel
+      summary={`New token${userId ? ` for ${userId}` : ' for yourself'}…`}
+      label="new token"
+      submit="Create token"
+      running={st.running}
+      problems={st.problems}
+      onSubmit={submit}
+    >
+      <Field id="token-days" label="Valid for (days)" error={error}>
+        {(a) => <input {...a} type="number" min={1} value={days} onChange={(e) => setDays(e.target.value)} />}
+      </Field>
+    </CreatePanel>
   );
 }
