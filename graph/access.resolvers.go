@@ -10,8 +10,10 @@ import (
 	"cairn/commands/access"
 	"cairn/domain"
 	"cairn/domain/tenant"
+	"cairn/graph/apierr"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
@@ -85,7 +87,7 @@ func (r *mutationResolver) ResumeTenant(ctx context.Context, input model.ResumeT
 
 func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUserInput) (*model.UserPayload, error) {
 	in := access.CreateUser{UserID: ptr.Value(input.ID), Name: input.Name, Role: fromRole(input.Role), TenantID: ptr.Value(input.TenantID)}
-	if p := principal(ctx); tenantScoped(p) && in.TenantID == "" && in.Role.TenantScoped() {
+	if p := transport.Principal(ctx); tenantScoped(p) && in.TenantID == "" && in.Role.TenantScoped() {
 		in.TenantID = p.TenantID // a tenant admin's users join its tenant
 	}
 	p, err := r.authorize(ctx, auth.UserCreate, auth.Resource{TenantID: in.TenantID, Grants: in.Role})
@@ -126,7 +128,7 @@ func (r *mutationResolver) EnableUser(ctx context.Context, input model.EnableUse
 func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreateAPITokenPayload, error) {
 	userID := ptr.Value(input.UserID)
 	if userID == "" {
-		userID = principal(ctx).UserID
+		userID = transport.Principal(ctx).UserID
 	}
 	u, err := r.visibleUser(ctx, userID, auth.TokenIssue)
 	if err != nil {
@@ -139,7 +141,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 	var ttl time.Duration
 	if input.TTLSeconds != nil {
 		if *input.TTLSeconds <= 0 {
-			return nil, invalidInput("ttlSeconds", "must be positive")
+			return nil, apierr.InvalidInput("ttlSeconds", "must be positive")
 		}
 		ttl = time.Duration(*input.TTLSeconds) * time.Second
 	}
@@ -147,7 +149,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := load[tenant.APIToken](ctx, r.Server, domain.TokenStream, out.ID)
+	t, _, err := load[tenant.APIToken](ctx, r.Resolver, domain.TokenStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -160,12 +162,12 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if _, err := r.authorizeRole(ctx, auth.TokenRead, auth.TokenRevoke); err != nil {
 		return nil, err
 	}
-	t, _, err := load[tenant.APIToken](ctx, r.Server, domain.TokenStream, input.TokenID)
+	t, _, err := load[tenant.APIToken](ctx, r.Resolver, domain.TokenStream, input.TokenID)
 	if err != nil {
 		return nil, err
 	}
-	if !t.Exists() || !sees(principal(ctx), t.TenantID) {
-		return nil, notFound("api token", input.TokenID)
+	if !t.Exists() || !sees(transport.Principal(ctx), t.TenantID) {
+		return nil, apierr.NotFound("api token", input.TokenID)
 	}
 	p, err := r.authorize(ctx, auth.TokenRevoke, auth.Resource{TenantID: t.TenantID, Grants: t.Role})
 	if err != nil {
@@ -175,7 +177,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if err != nil {
 		return nil, err
 	}
-	t, _, err = load[tenant.APIToken](ctx, r.Server, domain.TokenStream, input.TokenID)
+	t, _, err = load[tenant.APIToken](ctx, r.Resolver, domain.TokenStream, input.TokenID)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,9 @@ import (
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/eventstore"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"cairn/joblogs"
 	"cairn/nodestats"
@@ -33,9 +35,9 @@ func (r *mutationResolver) EnrollAgent(ctx context.Context, input model.EnrollAg
 		return nil, err
 	}
 	if out.Credential == "" {
-		return nil, apiError(CodeConflict, "this enrollment was made before and its credential is shown only once: ask an operator for a new join token")
+		return nil, apierr.New(apierr.CodeConflict, "this enrollment was made before and its credential is shown only once: ask an operator for a new join token")
 	}
-	n, v, err := load[node.Node](ctx, r.Server, domain.NodeStream, out.ID)
+	n, v, err := load[node.Node](ctx, r.Resolver, domain.NodeStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (r *mutationResolver) FinishJob(ctx context.Context, input model.FinishJobI
 		return nil, err
 	}
 	if input.Result == nil {
-		return nil, invalidInput("result", "is required")
+		return nil, apierr.InvalidInput("result", "is required")
 	}
 	in := input.Result
 	result := job.Result{ExitCode: in.ExitCode, Output: []byte(in.Output), Error: ptr.Value(in.Error), CPUTimeMS: in.CPUTimeMs, PeakMemoryBytes: in.PeakMemoryBytes}
@@ -145,12 +147,12 @@ func (r *mutationResolver) PollAgentJobs(ctx context.Context, input model.PollAg
 	wait := 25 * time.Second
 	if input.WaitSeconds != nil {
 		if w := *input.WaitSeconds; w < 0 || w > 60 {
-			return nil, invalidInput("waitSeconds", "must be between 0 and 60")
+			return nil, apierr.InvalidInput("waitSeconds", "must be between 0 and 60")
 		}
 		wait = time.Duration(*input.WaitSeconds) * time.Second
 	}
 	// The poll must answer before the request times out.
-	wait = min(wait, r.cfg.RequestTimeout-5*time.Second)
+	wait = min(wait, r.cfg.Transport.RequestTimeout-5*time.Second)
 	var after eventstore.Cursor
 	if input.After != nil {
 		after = eventstore.Cursor(*input.After)
@@ -192,7 +194,7 @@ func (r *nodeResolver) Statistics(ctx context.Context, obj *model.Node, rangeArg
 	points := nodestats.DefaultPoints
 	if maxPoints != nil {
 		if *maxPoints < 1 {
-			return nil, invalidInput("maxPoints", "must be at least 1")
+			return nil, apierr.InvalidInput("maxPoints", "must be at least 1")
 		}
 		points = *maxPoints
 	}
@@ -222,7 +224,7 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 	// the subscription ends as a slow consumer and the agent resumes from
 	// its cursor.
 	out := make(chan *model.AgentJob, agentFeedBuffer)
-	sess := sessionFrom(ctx)
+	sess := transport.SessionOf(ctx)
 	s, err := r.deps.Dispatch.SubscribeFunc(ctx, c.NodeID, from, func(it dispatch.AgentJob) bool {
 		if sess != nil && sess.Err() != nil {
 			return false
@@ -236,9 +238,9 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 	}, func(err error) {
 		switch {
 		case sess != nil && sess.Err() != nil:
-			endWith(ctx, sess.Err())
+			transport.EndWith(ctx, sess.Err())
 		case err != nil:
-			endWith(ctx, err)
+			transport.EndWith(ctx, err)
 		}
 		close(out)
 	})

@@ -6,7 +6,9 @@ import (
 	"cairn/auth"
 	"cairn/domain/service"
 	"cairn/eventstore"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/projections/audit"
 )
 
@@ -31,7 +33,7 @@ var entityKinds = map[model.EntityType]audit.Kind{
 func pointOf(a model.AsOf) (audit.Point, error) {
 	switch {
 	case a.Time != nil && a.Cursor != nil:
-		return audit.Point{}, invalidInput("asOf", "give either time or cursor, not both")
+		return audit.Point{}, apierr.InvalidInput("asOf", "give either time or cursor, not both")
 	case a.Time != nil:
 		return audit.Point{Time: *a.Time}, nil
 	case a.Cursor != nil:
@@ -41,7 +43,7 @@ func pointOf(a model.AsOf) (audit.Point, error) {
 		}
 		return audit.Point{Cursor: c}, nil
 	}
-	return audit.Point{}, invalidInput("asOf", "give a time or a cursor")
+	return audit.Point{}, apierr.InvalidInput("asOf", "give a time or a cursor")
 }
 
 // entityState renders a replayed entity for the API.
@@ -64,30 +66,30 @@ func entityState(kind model.EntityType, id string, st audit.State) (*model.Entit
 
 // auditable checks who may read an entity's past: auditors and admins any
 // entity; tenant roles their own tenant's services (checked on the replay).
-func (s *Server) auditable(ctx context.Context, ref model.EntityRef) (audit.Kind, error) {
+func (r *Resolver) auditable(ctx context.Context, ref model.EntityRef) (audit.Kind, error) {
 	kind, ok := entityKinds[ref.Type]
 	if !ok {
-		return audit.Kind{}, invalidInput("entity.type", "%s has no history to replay", ref.Type)
+		return audit.Kind{}, apierr.InvalidInput("entity.type", "%s has no history to replay", ref.Type)
 	}
-	p := principal(ctx)
+	p := transport.Principal(ctx)
 	if tenantScoped(p) && ref.Type == model.EntityTypeService {
-		_, err := s.authorizeOwn(ctx, auth.ServiceRead)
+		_, err := r.authorizeOwn(ctx, auth.ServiceRead)
 		return kind, err
 	}
 	// The whole history, beyond any one tenant.
-	_, err := s.authorize(ctx, auth.EventRead, auth.Resource{})
+	_, err := r.authorize(ctx, auth.EventRead, auth.Resource{})
 	return kind, err
 }
 
 // mayReadReplay hides another tenant's service from a tenant role, exactly
 // as if it did not exist.
-func (s *Server) mayReadReplay(ctx context.Context, ref model.EntityRef, st audit.State) error {
-	p := principal(ctx)
+func (r *Resolver) mayReadReplay(ctx context.Context, ref model.EntityRef, st audit.State) error {
+	p := transport.Principal(ctx)
 	if !tenantScoped(p) || !st.Exists() {
 		return nil
 	}
 	if svc, ok := st.Entity.(*service.Service); ok && svc.TenantID == p.TenantID {
 		return nil
 	}
-	return notFound(entityKinds[ref.Type].Name, ref.ID)
+	return apierr.NotFound(entityKinds[ref.Type].Name, ref.ID)
 }

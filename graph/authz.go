@@ -9,28 +9,22 @@ import (
 	"cairn/commands"
 	"cairn/domain/tenant"
 	"cairn/eventstore"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 )
-
-// principal is the caller of the request (anonymous when none).
-func principal(ctx context.Context) Principal {
-	if s := sessionFrom(ctx); s != nil {
-		return s.principal
-	}
-	return Principal{}
-}
 
 // authenticated returns the caller of a field any signed-in caller may use,
 // and UNAUTHENTICATED without a token or once the session has ended.
 func authenticated(ctx context.Context) (Principal, error) {
-	p := principal(ctx)
-	if sess := sessionFrom(ctx); sess != nil {
+	p := transport.Principal(ctx)
+	if sess := transport.SessionOf(ctx); sess != nil {
 		if err := sess.Err(); err != nil {
 			return p, err
 		}
 	}
 	if p.Role == "" {
-		return p, unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
+		return p, apierr.Unauthenticated("this needs a token: send Authorization: Bearer <token> (see docs/api.md)")
 	}
 	return p, nil
 }
@@ -38,7 +32,7 @@ func authenticated(ctx context.Context) (Principal, error) {
 // authorize returns the caller when the policy lets it take action on the
 // resource, and the error the API reports otherwise: UNAUTHENTICATED without
 // a token, FORBIDDEN with one.
-func (s *Server) authorize(ctx context.Context, action auth.Action, res auth.Resource) (Principal, error) {
+func (r *Resolver) authorize(ctx context.Context, action auth.Action, res auth.Resource) (Principal, error) {
 	p, err := authenticated(ctx)
 	if err != nil {
 		return p, err
@@ -51,21 +45,21 @@ func (s *Server) authorize(ctx context.Context, action auth.Action, res auth.Res
 
 // authorizeOwn authorizes a read whose results the resolver narrows to what
 // the caller may see (its own tenant's, its own node's).
-func (s *Server) authorizeOwn(ctx context.Context, action auth.Action) (Principal, error) {
-	p := principal(ctx)
-	return s.authorize(ctx, action, auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID})
+func (r *Resolver) authorizeOwn(ctx context.Context, action auth.Action) (Principal, error) {
+	p := transport.Principal(ctx)
+	return r.authorize(ctx, action, auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID})
 }
 
 // authorizeRole refuses a caller whose role includes none of the actions:
 // no token, or a role without them, anywhere. It runs before an entity is
 // looked up by id, so that a caller who may neither read nor change such
 // entities cannot tell one that exists from one that does not.
-func (s *Server) authorizeRole(ctx context.Context, actions ...auth.Action) (Principal, error) {
-	p := principal(ctx)
+func (r *Resolver) authorizeRole(ctx context.Context, actions ...auth.Action) (Principal, error) {
+	p := transport.Principal(ctx)
 	own := auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID, Vendor: p.UserID, Grants: p.Role}
 	var first error
 	for _, a := range actions {
-		_, err := s.authorize(ctx, a, own)
+		_, err := r.authorize(ctx, a, own)
 		if err == nil {
 			return p, nil
 		}
@@ -118,21 +112,21 @@ func correlationID(ctx context.Context) string {
 
 // waitConsistent waits until the read models applied the event at c, at
 // most ConsistencyTimeout; then it fails with CONFLICT naming the cursor.
-func (s *Server) waitConsistent(ctx context.Context, c *model.Cursor) error {
+func (r *Resolver) waitConsistent(ctx context.Context, c *model.Cursor) error {
 	if c == nil || eventstore.Cursor(*c).IsZero() {
 		return nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConsistencyTimeout)
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.ConsistencyTimeout)
 	defer cancel()
-	err := s.deps.Projections.WaitFor(wctx, eventstore.Cursor(*c))
+	err := r.deps.Projections.WaitFor(wctx, eventstore.Cursor(*c))
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Code: CodeConflict,
-			Message:    "the read models have not reached cursor " + eventstore.Cursor(*c).String() + " within " + s.cfg.ConsistencyTimeout.String() + "; retry the query",
+		return &apierr.Error{Code: apierr.CodeConflict,
+			Message:    "the read models have not reached cursor " + eventstore.Cursor(*c).String() + " within " + r.cfg.ConsistencyTimeout.String() + "; retry the query",
 			Extensions: map[string]any{"cursor": eventstore.Cursor(*c).String(), "reason": "NOT_CONSISTENT_YET"},
-			cause:      err}
+			Cause:      err}
 	}
 	return err
 }
@@ -144,9 +138,9 @@ func pageSize(first *int, def int) (int, error) {
 	}
 	switch n := *first; {
 	case n < 0:
-		return 0, invalidInput("first", "must not be negative")
+		return 0, apierr.InvalidInput("first", "must not be negative")
 	case n > maxFirst:
-		return 0, invalidInput("first", "is %d; at most %d per page: page with after", n, maxFirst)
+		return 0, apierr.InvalidInput("first", "is %d; at most %d per page: page with after", n, maxFirst)
 	default:
 		return n, nil
 	}

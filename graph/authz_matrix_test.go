@@ -35,6 +35,7 @@ import (
 	"cairn/domain/tenant"
 	"cairn/eventstore"
 	"cairn/graph"
+	"cairn/graph/apierr"
 	"cairn/graph/client"
 	"cairn/graph/generated"
 	"cairn/internal/testdb"
@@ -76,10 +77,10 @@ type outcome string
 
 const (
 	allowed   outcome = "allowed"
-	unauthd   outcome = graph.CodeUnauthenticated
-	forbidden outcome = graph.CodeForbidden
-	notFound  outcome = graph.CodeNotFound // the entity is hidden, or missing
-	null      outcome = "null"             // the entity is hidden, or missing: no error
+	unauthd   outcome = apierr.CodeUnauthenticated
+	forbidden outcome = apierr.CodeForbidden
+	notFound  outcome = apierr.CodeNotFound // the entity is hidden, or missing
+	null      outcome = "null"              // the entity is hidden, or missing: no error
 )
 
 // rule derives a sample's expected outcome from the policy.
@@ -533,7 +534,7 @@ func (f *mxFixture) lease(t *testing.T, ctx context.Context, cred, nodeID string
 func (f *mxFixture) mutation(field string, samples ...sample) row {
 	for i := range samples {
 		if samples[i].ok == nil {
-			samples[i].ok = []string{graph.CodeConflict}
+			samples[i].ok = []string{apierr.CodeConflict}
 		}
 	}
 	return row{field: "Mutation." + field, samples: samples}

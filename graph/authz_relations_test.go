@@ -14,7 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"cairn/auth"
-	"cairn/graph"
+	"cairn/graph/apierr"
 	"cairn/graph/client"
 	"cairn/graph/generated"
 )
@@ -141,7 +141,7 @@ func (f *mxFixture) runRelation(t *testing.T, rel relation, cells *atomic.Int64)
 				// The root field refused the caller (its own row checks
 				// that): nothing may have been answered.
 				code := resp.Errors.Code()
-				if (code != graph.CodeForbidden && code != graph.CodeUnauthenticated) || len(items) > 0 {
+				if (code != apierr.CodeForbidden && code != apierr.CodeUnauthenticated) || len(items) > 0 {
 					t.Errorf("%s as %s: %v with %d objects", rel.field, c.name, resp.Errors, len(items))
 					lines[i] = "FAIL"
 					return

@@ -10,7 +10,9 @@ import (
 	"cairn/domain/ocl"
 	"cairn/domain/service"
 	"cairn/domain/template"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/projections"
 	"cairn/projections/readmodel"
 )
@@ -20,12 +22,12 @@ import (
 // show them).
 
 var (
-	errNoTemplates = apiError(CodeInternal, "this server does not run catalog commands")
-	errNoServices  = apiError(CodeInternal, "this server does not run service commands")
+	errNoTemplates = apierr.New(apierr.CodeInternal, "this server does not run catalog commands")
+	errNoServices  = apierr.New(apierr.CodeInternal, "this server does not run service commands")
 )
 
-func (s *Server) templatePayload(ctx context.Context, out commands.Outcome) (*model.TemplatePayload, error) {
-	t, v, err := load[template.TemplateVersion](ctx, s, domain.TemplateStream, out.ID)
+func (r *Resolver) templatePayload(ctx context.Context, out commands.Outcome) (*model.TemplatePayload, error) {
+	t, v, err := load[template.TemplateVersion](ctx, r, domain.TemplateStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -43,22 +45,22 @@ func (s *Server) templatePayload(ctx context.Context, out commands.Outcome) (*mo
 
 // authorizeTemplate authorizes publishing or deprecating a template
 // version: a vendor acts on its own templates only.
-func (s *Server) authorizeTemplate(ctx context.Context, action auth.Action, name, version string) (Principal, error) {
-	if s.deps.Templates == nil {
-		return principal(ctx), errNoTemplates
+func (r *Resolver) authorizeTemplate(ctx context.Context, action auth.Action, name, version string) (Principal, error) {
+	if r.deps.Templates == nil {
+		return transport.Principal(ctx), errNoTemplates
 	}
-	if _, err := s.authorize(ctx, auth.TemplateRead, auth.Resource{}); err != nil {
-		return principal(ctx), err
+	if _, err := r.authorize(ctx, auth.TemplateRead, auth.Resource{}); err != nil {
+		return transport.Principal(ctx), err
 	}
-	vendor, err := s.deps.Templates.Vendor(ctx, name, version)
+	vendor, err := r.deps.Templates.Vendor(ctx, name, version)
 	if err != nil {
-		return principal(ctx), err
+		return transport.Principal(ctx), err
 	}
-	return s.authorize(ctx, action, auth.Resource{Vendor: vendor})
+	return r.authorize(ctx, action, auth.Resource{Vendor: vendor})
 }
 
-func (s *Server) servicePayload(ctx context.Context, out commands.Outcome) (*model.ServicePayload, error) {
-	sv, v, err := load[service.Service](ctx, s, domain.ServiceStream, out.ID)
+func (r *Resolver) servicePayload(ctx context.Context, out commands.Outcome) (*model.ServicePayload, error) {
+	sv, v, err := load[service.Service](ctx, r, domain.ServiceStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func (s *Server) servicePayload(ctx context.Context, out commands.Outcome) (*mod
 		Outputs: json.RawMessage(sv.Outputs), ResourceIDs: sv.ResourceIDs, Remaining: sv.Remaining,
 		RequestedAt: sv.RequestedAt, UpdatedAt: sv.UpdatedAt, Version: v,
 	}
-	models, err := s.servicesWithResources(ctx, []readmodel.Service{row})
+	models, err := r.servicesWithResources(ctx, []readmodel.Service{row})
 	if err != nil {
 		return nil, err
 	}
@@ -77,27 +79,27 @@ func (s *Server) servicePayload(ctx context.Context, out commands.Outcome) (*mod
 
 // authorizeService authorizes a command on an existing service: to a
 // tenant role another tenant's service does not exist.
-func (s *Server) authorizeService(ctx context.Context, action auth.Action, id string) (Principal, error) {
-	p := principal(ctx)
-	if s.deps.Services == nil {
+func (r *Resolver) authorizeService(ctx context.Context, action auth.Action, id string) (Principal, error) {
+	p := transport.Principal(ctx)
+	if r.deps.Services == nil {
 		return p, errNoServices
 	}
-	if _, err := s.authorizeOwn(ctx, auth.ServiceRead); err != nil {
-		if _, err2 := s.authorizeOwn(ctx, action); err2 != nil {
+	if _, err := r.authorizeOwn(ctx, auth.ServiceRead); err != nil {
+		if _, err2 := r.authorizeOwn(ctx, action); err2 != nil {
 			return p, err2
 		}
 	}
 	if id == "" {
-		return p, invalidInput("serviceId", "is required")
+		return p, apierr.InvalidInput("serviceId", "is required")
 	}
-	sv, _, err := load[service.Service](ctx, s, domain.ServiceStream, id)
+	sv, _, err := load[service.Service](ctx, r, domain.ServiceStream, id)
 	if err != nil {
 		return p, err
 	}
 	if !sv.Exists() || !sees(p, sv.TenantID) {
-		return p, notFound("service", id)
+		return p, apierr.NotFound("service", id)
 	}
-	return s.authorize(ctx, action, auth.Resource{TenantID: sv.TenantID})
+	return r.authorize(ctx, action, auth.Resource{TenantID: sv.TenantID})
 }
 
 // variablesInput turns the API's variables object into the command's.
@@ -107,17 +109,17 @@ func variablesInput(v model.JSON) (map[string]json.RawMessage, error) {
 	}
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(v, &out); err != nil {
-		return nil, invalidInput("variables", "must be a JSON object of variable names to values")
+		return nil, apierr.InvalidInput("variables", "must be a JSON object of variable names to values")
 	}
 	return out, nil
 }
 
-var errNoProjections = apiError(CodeInternal, "this server runs no projections")
+var errNoProjections = apierr.New(apierr.CodeInternal, "this server runs no projections")
 
 // projectionStatus reports each projection's live build, with the build a
 // rebuild is filling when one runs.
-func (s *Server) projectionStatus(ctx context.Context) ([]model.Projection, error) {
-	st, err := s.deps.ProjectionAdmin.Status(ctx)
+func (r *Resolver) projectionStatus(ctx context.Context) ([]model.Projection, error) {
+	st, err := r.deps.ProjectionAdmin.Status(ctx)
 	if err != nil {
 		return nil, err
 	}

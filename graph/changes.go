@@ -29,17 +29,17 @@ func entityID(e live.Event) string {
 	return domain.EntityIDOf(e.StreamType, e.StreamID)
 }
 
-func (s *Server) nodeChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
-	return subscribe(ctx, s.projected, after, streamMatch(domain.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
+func (r *Resolver) nodeChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
+	return subscribe(ctx, r.projected, after, streamMatch(domain.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
 		nid := entityID(e)
 		if auth.Can(p, auth.NodeRead, auth.Resource{NodeID: nid}) != nil {
 			return nil, nil
 		}
-		ev, err := s.toEvent(e)
+		ev, err := r.toEvent(e)
 		if err != nil {
 			return nil, err
 		}
-		n, err := visibleOne(s.reader.Node(ctx, nid))
+		n, err := visibleOne(r.reader.Node(ctx, nid))
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +51,7 @@ func (s *Server) nodeChanges(ctx context.Context, p Principal, id *string, after
 	})
 }
 
-func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string, after *model.Cursor) (<-chan *model.JobChange, error) {
+func (r *Resolver) jobChanges(ctx context.Context, p Principal, id, nodeID *string, after *model.Cursor) (<-chan *model.JobChange, error) {
 	match := streamMatch(domain.JobStream, id)
 	if tenantScoped(p) {
 		// A job's events carry the tenant their actor acted for: the
@@ -63,8 +63,8 @@ func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string
 			return inner(e) && (e.Metadata.Tenant == "" || e.Metadata.Tenant == p.TenantID)
 		}
 	}
-	return subscribe(ctx, s.projected, after, match, func(ctx context.Context, e live.Event) (*model.JobChange, error) {
-		j, err := visibleOne(s.reader.Job(ctx, entityID(e)))
+	return subscribe(ctx, r.projected, after, match, func(ctx context.Context, e live.Event) (*model.JobChange, error) {
+		j, err := visibleOne(r.reader.Job(ctx, entityID(e)))
 		if err != nil || j == nil {
 			return nil, err
 		}
@@ -74,7 +74,7 @@ func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string
 		if auth.Can(p, auth.JobRead, auth.Resource{TenantID: j.TenantID, NodeID: j.NodeID}) != nil {
 			return nil, nil
 		}
-		ev, err := s.toEvent(e)
+		ev, err := r.toEvent(e)
 		if err != nil {
 			return nil, err
 		}
@@ -82,33 +82,33 @@ func (s *Server) jobChanges(ctx context.Context, p Principal, id, nodeID *string
 	})
 }
 
-func (s *Server) serviceChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.ServiceChange, error) {
+func (r *Resolver) serviceChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.ServiceChange, error) {
 	svcMatch := streamMatch(domain.ServiceStream, id)
 	match := func(e live.Event) bool { return svcMatch(e) || e.StreamType == domain.ResourceStream }
-	return subscribe(ctx, s.projected, after, match, func(ctx context.Context, e live.Event) (*model.ServiceChange, error) {
+	return subscribe(ctx, r.projected, after, match, func(ctx context.Context, e live.Event) (*model.ServiceChange, error) {
 		sid := entityID(e)
 		if e.StreamType == domain.ResourceStream {
-			r, err := visibleOne(s.reader.Resource(ctx, sid))
-			if err != nil || r == nil {
+			res, err := visibleOne(r.reader.Resource(ctx, sid))
+			if err != nil || res == nil {
 				return nil, err
 			}
-			sid = r.ServiceID
+			sid = res.ServiceID
 		}
 		if id != nil && *id != "" && sid != *id {
 			return nil, nil
 		}
-		sv, err := visibleOne(s.reader.Service(ctx, sid))
+		sv, err := visibleOne(r.reader.Service(ctx, sid))
 		if err != nil || sv == nil {
 			return nil, err
 		}
 		if auth.Can(p, auth.ServiceRead, auth.Resource{TenantID: sv.TenantID}) != nil {
 			return nil, nil
 		}
-		ev, err := s.toEvent(e)
+		ev, err := r.toEvent(e)
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.servicesWithResources(ctx, []readmodel.Service{*sv})
+		out, err := r.servicesWithResources(ctx, []readmodel.Service{*sv})
 		if err != nil {
 			return nil, err
 		}

@@ -13,7 +13,9 @@ import (
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
 	"cairn/domain/tenant"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 )
 
 // Mutations return the entity they changed as its own stream shows it right
@@ -23,8 +25,8 @@ import (
 func load[S any, PS interface {
 	*S
 	commands.Aggregate
-}](ctx context.Context, s *Server, streamType, id string) (S, int64, error) {
-	return commands.Load[S, PS](ctx, s.deps.Store, streamType, id)
+}](ctx context.Context, r *Resolver, streamType, id string) (S, int64, error) {
+	return commands.Load[S, PS](ctx, r.deps.Store, streamType, id)
 }
 
 func upper[T ~string](v T) string { return strings.ToUpper(string(v)) }
@@ -135,32 +137,32 @@ func factsModel(f node.Facts) *model.NodeFacts {
 	return out
 }
 
-func (s *Server) tenantPayload(ctx context.Context, out commands.Outcome) (*model.TenantPayload, error) {
-	t, v, err := load[tenant.Tenant](ctx, s, domain.TenantStream, out.ID)
+func (r *Resolver) tenantPayload(ctx context.Context, out commands.Outcome) (*model.TenantPayload, error) {
+	t, v, err := load[tenant.Tenant](ctx, r, domain.TenantStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &model.TenantPayload{Tenant: tenantModel(t, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
-func (s *Server) userPayload(ctx context.Context, out commands.Outcome) (*model.UserPayload, error) {
-	u, v, err := load[tenant.User](ctx, s, domain.UserStream, out.ID)
+func (r *Resolver) userPayload(ctx context.Context, out commands.Outcome) (*model.UserPayload, error) {
+	u, v, err := load[tenant.User](ctx, r, domain.UserStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &model.UserPayload{User: userModel(u, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
-func (s *Server) locationPayload(ctx context.Context, out commands.Outcome) (*model.LocationPayload, error) {
-	l, v, err := load[tenant.Location](ctx, s, domain.LocationStream, out.ID)
+func (r *Resolver) locationPayload(ctx context.Context, out commands.Outcome) (*model.LocationPayload, error) {
+	l, v, err := load[tenant.Location](ctx, r, domain.LocationStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &model.LocationPayload{Location: locationModel(l, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
-func (s *Server) nodePayload(ctx context.Context, out commands.Outcome) (*model.NodePayload, error) {
-	n, v, err := load[node.Node](ctx, s, domain.NodeStream, out.ID)
+func (r *Resolver) nodePayload(ctx context.Context, out commands.Outcome) (*model.NodePayload, error) {
+	n, v, err := load[node.Node](ctx, r, domain.NodeStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -170,28 +172,28 @@ func (s *Server) nodePayload(ctx context.Context, out commands.Outcome) (*model.
 // visibleUser loads a user the caller may know of, for action: to a tenant
 // role another tenant's user does not exist, and a caller who may neither
 // read users nor take the action is refused before anything is looked up.
-func (s *Server) visibleUser(ctx context.Context, userID string, action auth.Action) (tenant.User, error) {
-	if _, err := s.authorizeRole(ctx, auth.UserRead, action); err != nil {
+func (r *Resolver) visibleUser(ctx context.Context, userID string, action auth.Action) (tenant.User, error) {
+	if _, err := r.authorizeRole(ctx, auth.UserRead, action); err != nil {
 		return tenant.User{}, err
 	}
 	if userID == "" {
-		return tenant.User{}, invalidInput("userId", "is required")
+		return tenant.User{}, apierr.InvalidInput("userId", "is required")
 	}
-	u, _, err := load[tenant.User](ctx, s, domain.UserStream, userID)
+	u, _, err := load[tenant.User](ctx, r, domain.UserStream, userID)
 	if err != nil {
 		return u, err
 	}
-	if !u.Exists() || !sees(principal(ctx), u.TenantID) {
-		return u, notFound("user", userID)
+	if !u.Exists() || !sees(transport.Principal(ctx), u.TenantID) {
+		return u, apierr.NotFound("user", userID)
 	}
 	return u, nil
 }
 
 // manageUser authorizes disabling or enabling a user.
-func (s *Server) manageUser(ctx context.Context, userID string) (Principal, error) {
-	u, err := s.visibleUser(ctx, userID, auth.UserUpdate)
+func (r *Resolver) manageUser(ctx context.Context, userID string) (Principal, error) {
+	u, err := r.visibleUser(ctx, userID, auth.UserUpdate)
 	if err != nil {
-		return principal(ctx), err
+		return transport.Principal(ctx), err
 	}
-	return s.authorize(ctx, auth.UserUpdate, auth.Resource{TenantID: u.TenantID, Grants: u.Role})
+	return r.authorize(ctx, auth.UserUpdate, auth.Resource{TenantID: u.TenantID, Grants: u.Role})
 }

@@ -109,9 +109,9 @@ func (d *Deps) check() error {
 	return nil
 }
 
-func (s *Server) requestID(ctx context.Context) string {
-	if s.deps.RequestID == nil {
+func (r *Resolver) requestID(ctx context.Context) string {
+	if r.deps.RequestID == nil {
 		return ""
 	}
-	return s.deps.RequestID(ctx)
+	return r.deps.RequestID(ctx)
 }

@@ -6,29 +6,31 @@ import (
 	"testing"
 
 	"cairn/graph"
+	"cairn/graph/apierr"
 	"cairn/graph/client"
+	"cairn/graph/transport"
 )
 
 // Every error carries its code; refusals happen before anything runs.
 func TestErrorCodes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graph.Config{MaxDepth: 4, MaxComplexity: 50})
+	e := newEnv(t, graph.Config{Transport: transport.Options{MaxDepth: 4, MaxComplexity: 50}})
 	ctx := ctxT(t)
 	tenantID := e.createTenant(e.client("admin"), "acme").CreateTenant.Tenant.ID
 	cases := []struct {
 		name, token, query, code string
 	}{
-		{"no token", "", `{ viewer { role } }`, graph.CodeUnauthenticated},
-		{"forbidden", "vendor", `mutation { createTenant(input: {name: "x"}) { cursor } }`, graph.CodeForbidden},
-		{"tenant member may not create tenants", "tenantA", `mutation { createTenant(input: {name: "x"}) { cursor } }`, graph.CodeForbidden},
-		{"not found", "operator", `mutation { drainNode(input: {nodeId: "nope"}) { cursor } }`, graph.CodeNotFound},
-		{"conflict", "admin", `mutation { resumeTenant(input: {tenantId: "` + tenantID + `"}) { cursor } }`, graph.CodeConflict},
-		{"invalid input", "admin", `mutation { createTenant(input: {name: ""}) { cursor } }`, graph.CodeInvalidInput},
-		{"malformed cursor", "admin", `{ events(after: "x-y") { edges { cursor } } }`, graph.CodeInvalidInput},
-		{"syntax", "admin", `{ viewer { `, graph.CodeInvalidInput},
+		{"no token", "", `{ viewer { role } }`, apierr.CodeUnauthenticated},
+		{"forbidden", "vendor", `mutation { createTenant(input: {name: "x"}) { cursor } }`, apierr.CodeForbidden},
+		{"tenant member may not create tenants", "tenantA", `mutation { createTenant(input: {name: "x"}) { cursor } }`, apierr.CodeForbidden},
+		{"not found", "operator", `mutation { drainNode(input: {nodeId: "nope"}) { cursor } }`, apierr.CodeNotFound},
+		{"conflict", "admin", `mutation { resumeTenant(input: {tenantId: "` + tenantID + `"}) { cursor } }`, apierr.CodeConflict},
+		{"invalid input", "admin", `mutation { createTenant(input: {name: ""}) { cursor } }`, apierr.CodeInvalidInput},
+		{"malformed cursor", "admin", `{ events(after: "x-y") { edges { cursor } } }`, apierr.CodeInvalidInput},
+		{"syntax", "admin", `{ viewer { `, apierr.CodeInvalidInput},
 		{"at the depth limit", "admin", `{ entityDiff(entity: {type: TENANT, id: "` + tenantID + `"}, from: {cursor: "0"}, to: {cursor: "0"}) { events { metadata { actor } } from { state } } }`, ""},
-		{"too deep", "admin", `{ entityDiff(entity: {type: TENANT, id: "a"}, from: {cursor: "0"}, to: {cursor: "0"}) { events { metadata { actor } } } x: events { edges { node { metadata { actor } } } } }`, graph.CodeInvalidInput},
-		{"too complex", "admin", `{ events(first: 100) { edges { node { type streamId } } } }`, graph.CodeInvalidInput},
+		{"too deep", "admin", `{ entityDiff(entity: {type: TENANT, id: "a"}, from: {cursor: "0"}, to: {cursor: "0"}) { events { metadata { actor } } } x: events { edges { node { metadata { actor } } } } }`, apierr.CodeInvalidInput},
+		{"too complex", "admin", `{ events(first: 100) { edges { node { type streamId } } } }`, apierr.CodeInvalidInput},
 	}
 	for _, c := range cases {
 		resp, err := e.client(c.token).Raw(ctx, client.Request{Query: c.query})
@@ -51,7 +53,7 @@ func TestErrorCodes(t *testing.T) {
 
 	// A bad token is refused with 401 before anything runs.
 	resp, err := e.client("bogus").Raw(ctx, client.Request{Query: `{ viewer { role } }`})
-	if err != nil || resp.Status != http.StatusUnauthorized || resp.Errors.Code() != graph.CodeUnauthenticated {
+	if err != nil || resp.Status != http.StatusUnauthorized || resp.Errors.Code() != apierr.CodeUnauthenticated {
 		t.Fatalf("bad token: %v %+v", err, resp)
 	}
 }
@@ -59,13 +61,13 @@ func TestErrorCodes(t *testing.T) {
 // Depth is counted through fragments, and a too-deep query names the limit.
 func TestDepthRefusal(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graph.Config{MaxDepth: 3})
+	e := newEnv(t, graph.Config{Transport: transport.Options{MaxDepth: 3}})
 	q := `fragment M on EventMetadata { actor } { events { edges { node { metadata { ...M } } } } }`
 	resp, err := e.client("admin").Raw(ctxT(t), client.Request{Query: q})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Errors.Code() != graph.CodeInvalidInput || resp.Errors[0].Extensions["reason"] != "DEPTH_LIMIT_EXCEEDED" {
+	if resp.Errors.Code() != apierr.CodeInvalidInput || resp.Errors[0].Extensions["reason"] != "DEPTH_LIMIT_EXCEEDED" {
 		t.Fatalf("got %v", resp.Errors)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"cairn/eventstore"
 	"cairn/graph/live"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"context"
 	"fmt"
 )
@@ -53,7 +54,7 @@ func (r *queryResolver) ReadModelsCursor(ctx context.Context) (*model.Cursor, er
 	if _, err := authenticated(ctx); err != nil {
 		return nil, err
 	}
-	c, ok := ctx.Value(readModelsCursorKey{}).(eventstore.Cursor)
+	c, ok := transport.ReadModelsCursor(ctx)
 	if !ok {
 		return nil, fmt.Errorf("readModelsCursor was not taken when the request began")
 	}

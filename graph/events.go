@@ -8,13 +8,14 @@ import (
 	"cairn/eventstore"
 	"cairn/graph/live"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 )
 
 // toEvent renders a recorded event for the API, its payload upcast to the
 // current schema version.
-func (s *Server) toEvent(e *eventstore.RecordedEvent) (*model.Event, error) {
-	payload, err := s.deps.Store.Registry().Upcast(e.Type, e.SchemaVersion, e.Payload)
+func (r *Resolver) toEvent(e *eventstore.RecordedEvent) (*model.Event, error) {
+	payload, err := r.deps.Store.Registry().Upcast(e.Type, e.SchemaVersion, e.Payload)
 	if err != nil {
 		// An event this build does not know: show it as stored.
 		payload = e.Payload
@@ -74,7 +75,7 @@ func visibleFilter(p Principal, f *model.EventFilter) eventstore.Filter {
 }
 
 // eventPage reads one page of the history as a connection.
-func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor, f eventstore.Filter) (*model.EventConnection, error) {
+func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Cursor, f eventstore.Filter) (*model.EventConnection, error) {
 	n, err := pageSize(first, 100)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor,
 	// Like every read of the log in global order, a page only holds events
 	// no running transaction can still precede, so a page boundary never
 	// skips a late commit.
-	evs, err := s.deps.Store.ReadAll(ctx, from, n+1, f)
+	evs, err := r.deps.Store.ReadAll(ctx, from, n+1, f)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (s *Server) eventPage(ctx context.Context, first *int, after *model.Cursor,
 		conn.PageInfo.HasNextPage = true
 	}
 	for i := range evs {
-		ev, err := s.toEvent(&evs[i])
+		ev, err := r.toEvent(&evs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +127,7 @@ func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, m
 		return nil, err
 	}
 	out := make(chan *T)
-	sess := sessionFrom(ctx)
+	sess := transport.SessionOf(ctx)
 	go func() {
 		defer close(out)
 		defer sub.Close()
@@ -145,9 +146,9 @@ func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, m
 			e, err := sub.Next(ctx)
 			if err != nil {
 				if sess != nil && sess.Err() != nil {
-					endWith(ctx, sess.Err())
+					transport.EndWith(ctx, sess.Err())
 				} else if !errors.Is(err, context.Canceled) {
-					endWith(ctx, err)
+					transport.EndWith(ctx, err)
 				}
 				return
 			}
@@ -155,9 +156,9 @@ func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, m
 			if err != nil {
 				switch {
 				case sess != nil && sess.Err() != nil:
-					endWith(ctx, sess.Err())
+					transport.EndWith(ctx, sess.Err())
 				case ctx.Err() == nil:
-					endWith(ctx, err)
+					transport.EndWith(ctx, err)
 				}
 				// Otherwise the subscriber went away: nobody to tell.
 				return
@@ -169,7 +170,7 @@ func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, m
 			case out <- v:
 			case <-ctx.Done():
 				if sess != nil && sess.Err() != nil {
-					endWith(ctx, sess.Err())
+					transport.EndWith(ctx, sess.Err())
 				}
 				return
 			}

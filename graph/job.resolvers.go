@@ -9,8 +9,10 @@ import (
 	"cairn/auth"
 	"cairn/commands/jobs"
 	"cairn/domain/job"
+	"cairn/graph/apierr"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
@@ -37,14 +39,14 @@ func (r *jobResolver) Children(ctx context.Context, obj *model.Job, first *int, 
 	// obj is a job the caller was shown; its children are read for every
 	// row of a list at once (the jobs loader: one query for their streams).
 	if !mayRead(ctx, auth.JobRead, auth.Resource{TenantID: ptr.Value(obj.TenantID), NodeID: ptr.Value(obj.NodeID)}) {
-		return nil, notFound("job", obj.ID)
+		return nil, apierr.NotFound("job", obj.ID)
 	}
 	children := obj.ChildIDs
 	start := 0
 	if after != nil && *after != "" {
 		i, err := strconv.Atoi(*after)
 		if err != nil || i < 0 {
-			return nil, invalidInput("after", "%q is not a cursor of this list: pass an endCursor it returned", *after)
+			return nil, apierr.InvalidInput("after", "%q is not a cursor of this list: pass an endCursor it returned", *after)
 		}
 		start = i
 	}
@@ -57,7 +59,7 @@ func (r *jobResolver) Children(ctx context.Context, obj *model.Job, first *int, 
 		}
 		for i, c := range kids {
 			if c == nil {
-				return nil, notFound("job", children[start+i])
+				return nil, apierr.NotFound("job", children[start+i])
 			}
 			conn.Edges = append(conn.Edges, model.JobEdge{Cursor: strconv.Itoa(start + i + 1), Node: jobModel(*c)})
 		}
@@ -89,12 +91,12 @@ func (r *jobResolver) Log(ctx context.Context, obj *model.Job, first *int, after
 	}
 	// obj is a job the caller was shown: no need to read its stream again.
 	if !mayRead(ctx, auth.JobRead, auth.Resource{TenantID: ptr.Value(obj.TenantID), NodeID: ptr.Value(obj.NodeID)}) {
-		return nil, notFound("job", obj.ID)
+		return nil, apierr.NotFound("job", obj.ID)
 	}
 	n := 500
 	if first != nil {
 		if *first < 0 || *first > 5000 {
-			return nil, invalidInput("first", "must be between 0 and 5000")
+			return nil, apierr.InvalidInput("first", "must be between 0 and 5000")
 		}
 		n = *first
 	}
@@ -129,7 +131,7 @@ func (r *mutationResolver) SubmitJob(ctx context.Context, input model.SubmitJobI
 	if err := r.jobsReady(); err != nil {
 		return nil, err
 	}
-	p, err := r.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: principal(ctx).TenantID})
+	p, err := r.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: transport.Principal(ctx).TenantID})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func (r *mutationResolver) SubmitJob(ctx context.Context, input model.SubmitJobI
 	out, err := r.deps.Jobs.Submit(ctx, meta(ctx, p, input.CommandID), in)
 	var dup *jobs.DuplicateJobError
 	if errors.As(err, &dup) {
-		return nil, &Error{Code: CodeConflict, Message: err.Error(), Extensions: map[string]any{"reason": "DUPLICATE_JOB", "jobId": dup.JobID}, cause: err}
+		return nil, &apierr.Error{Code: apierr.CodeConflict, Message: err.Error(), Extensions: map[string]any{"reason": "DUPLICATE_JOB", "jobId": dup.JobID}, Cause: err}
 	}
 	if err != nil {
 		return nil, err
@@ -166,8 +168,8 @@ func (r *mutationResolver) CancelJob(ctx context.Context, input model.CancelJobI
 
 func (r *queryResolver) Job(ctx context.Context, id string) (*model.Job, error) {
 	j, err := r.visibleJob(ctx, id)
-	var api *Error
-	if errors.As(err, &api) && api.Code == CodeNotFound {
+	var api *apierr.Error
+	if errors.As(err, &api) && api.Code == apierr.CodeNotFound {
 		return nil, nil
 	}
 	if err != nil {
@@ -223,7 +225,7 @@ func (r *subscriptionResolver) JobChanged(ctx context.Context, id *string, nodeI
 	if p.Role == auth.RoleAgent {
 		own := p.NodeID
 		if nodeID != nil && *nodeID != own {
-			return nil, forbidden("an agent follows its own node's jobs only")
+			return nil, apierr.Forbidden("an agent follows its own node's jobs only")
 		}
 		nodeID = &own
 	}
@@ -237,7 +239,7 @@ func (r *subscriptionResolver) JobLog(ctx context.Context, jobID string, afterSe
 	var from int64
 	if afterSeq != nil {
 		if *afterSeq < 0 {
-			return nil, invalidInput("afterSeq", "must not be negative")
+			return nil, apierr.InvalidInput("afterSeq", "must not be negative")
 		}
 		from = int64(*afterSeq)
 	}

@@ -19,7 +19,9 @@ import (
 	"cairn/domain/job"
 	"cairn/domain/node"
 	"cairn/eventstore"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"cairn/joblogs"
 	"cairn/nodestats"
@@ -30,10 +32,10 @@ import (
 // read from its own stream, so it is always current.
 
 // errNoJobs answers when the server was built without the job side.
-var errNoJobs = apiError(CodeInternal, "this server does not run jobs")
+var errNoJobs = apierr.New(apierr.CodeInternal, "this server does not run jobs")
 
-func (s *Server) jobsReady() error {
-	if s.deps.Jobs == nil || s.deps.Dispatch == nil || s.deps.Logs == nil || s.deps.Stats == nil {
+func (r *Resolver) jobsReady() error {
+	if r.deps.Jobs == nil || r.deps.Dispatch == nil || r.deps.Logs == nil || r.deps.Stats == nil {
 		return errNoJobs
 	}
 	return nil
@@ -47,21 +49,21 @@ type loadedJob struct {
 }
 
 // loadJob folds a job's stream; the tenant comes from its first event.
-func (s *Server) loadJob(ctx context.Context, id string) (loadedJob, error) {
+func (r *Resolver) loadJob(ctx context.Context, id string) (loadedJob, error) {
 	if id == "" {
-		return loadedJob{}, invalidInput("jobId", "is required")
+		return loadedJob{}, apierr.InvalidInput("jobId", "is required")
 	}
-	evs, err := s.deps.Store.ReadStream(ctx, domain.StreamID(domain.JobStream, id), eventstore.ReadStreamOptions{})
+	evs, err := r.deps.Store.ReadStream(ctx, domain.StreamID(domain.JobStream, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
-		return loadedJob{}, notFound("job", id)
+		return loadedJob{}, apierr.NotFound("job", id)
 	}
 	if err != nil {
 		return loadedJob{}, err
 	}
 	var out loadedJob
 	for i, rec := range evs {
-		ev, err := s.deps.Store.Decode(rec)
+		ev, err := r.deps.Store.Decode(rec)
 		if err != nil {
 			return loadedJob{}, err
 		}
@@ -76,26 +78,26 @@ func (s *Server) loadJob(ctx context.Context, id string) (loadedJob, error) {
 
 // visibleJob loads a job the caller may read: to a tenant role another
 // tenant's job, and to an agent another node's job, does not exist.
-func (s *Server) visibleJob(ctx context.Context, id string) (loadedJob, error) {
-	if err := s.jobsReady(); err != nil {
+func (r *Resolver) visibleJob(ctx context.Context, id string) (loadedJob, error) {
+	if err := r.jobsReady(); err != nil {
 		return loadedJob{}, err
 	}
-	p, err := s.authorizeOwn(ctx, auth.JobRead)
+	p, err := r.authorizeOwn(ctx, auth.JobRead)
 	if err != nil {
 		return loadedJob{}, err
 	}
-	j, err := s.loadJob(ctx, id)
+	j, err := r.loadJob(ctx, id)
 	if err != nil {
 		return j, err
 	}
 	if auth.Can(p, auth.JobRead, auth.Resource{TenantID: j.tenant, NodeID: j.NodeID}) != nil {
-		return j, notFound("job", id)
+		return j, apierr.NotFound("job", id)
 	}
 	return j, nil
 }
 
-func (s *Server) jobPayload(ctx context.Context, out commands.Outcome) (*model.JobPayload, error) {
-	j, err := s.loadJob(ctx, out.ID)
+func (r *Resolver) jobPayload(ctx context.Context, out commands.Outcome) (*model.JobPayload, error) {
+	j, err := r.loadJob(ctx, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +163,7 @@ func targetModel(t job.Target) *model.JobTarget {
 func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 	out := jobs.Submit{JobID: ptr.Value(in.JobID), Queue: ptr.Value(in.Queue), Timeout: time.Hour, Grace: 10 * time.Second}
 	if in.Spec == nil || in.Target == nil {
-		return out, invalidInput("spec", "spec and target are required")
+		return out, apierr.InvalidInput("spec", "spec and target are required")
 	}
 	sp := in.Spec
 	out.Spec = job.Spec{Kind: job.Kind(strings.ToLower(string(sp.Kind))), Action: ptr.Value(sp.Action), Args: json.RawMessage(sp.Args)}
@@ -191,13 +193,13 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 	}
 	if in.TimeoutSeconds != nil {
 		if *in.TimeoutSeconds <= 0 {
-			return out, invalidInput("timeoutSeconds", "must be positive")
+			return out, apierr.InvalidInput("timeoutSeconds", "must be positive")
 		}
 		out.Timeout = time.Duration(*in.TimeoutSeconds) * time.Second
 	}
 	if in.GraceSeconds != nil {
 		if *in.GraceSeconds < 0 {
-			return out, invalidInput("graceSeconds", "must not be negative")
+			return out, apierr.InvalidInput("graceSeconds", "must not be negative")
 		}
 		// Zero means no grace: the command takes zero as "the default", so
 		// ask for the least it can tell apart.
@@ -207,7 +209,7 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 		out.Retry.Max = r.Max
 		if r.BackoffSeconds != nil {
 			if *r.BackoffSeconds < 0 || math.IsNaN(*r.BackoffSeconds) {
-				return out, invalidInput("retry.backoffSeconds", "must not be negative")
+				return out, apierr.InvalidInput("retry.backoffSeconds", "must not be negative")
 			}
 			out.Retry.Backoff = time.Duration(*r.BackoffSeconds * float64(time.Second))
 		}
@@ -288,7 +290,7 @@ func seqCursor(after *string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(*after, 10, 64)
 	if err != nil || n < 0 {
-		return 0, invalidInput("after", "%q is not a cursor of this log: pass an endCursor it returned", *after)
+		return 0, apierr.InvalidInput("after", "%q is not a cursor of this log: pass an endCursor it returned", *after)
 	}
 	return n, nil
 }
@@ -298,7 +300,7 @@ func seqCursor(after *string) (int64, error) {
 // stops working, or the client goes away.
 func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bool, error), done func()) <-chan *T {
 	out := make(chan *T)
-	sess := sessionFrom(ctx)
+	sess := transport.SessionOf(ctx)
 	var ended <-chan struct{}
 	if sess != nil {
 		ended = sess.Ended()
@@ -313,7 +315,7 @@ func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bo
 				select {
 				case out <- v:
 				case <-ended:
-					endWith(ctx, sess.Err())
+					transport.EndWith(ctx, sess.Err())
 					return
 				case <-ctx.Done():
 					return
@@ -321,14 +323,14 @@ func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bo
 				continue
 			case err != nil:
 				if !errors.Is(err, context.Canceled) {
-					endWith(ctx, err)
+					transport.EndWith(ctx, err)
 				}
 				return
 			}
 			select {
 			case <-ready:
 			case <-ended:
-				endWith(ctx, sess.Err())
+				transport.EndWith(ctx, sess.Err())
 				return
 			case <-ctx.Done():
 				return
@@ -348,7 +350,7 @@ func (r *Resolver) agentCall(ctx context.Context, action auth.Action, nodeID str
 		return dispatch.Caller{}, err
 	}
 	if nodeID == "" {
-		return dispatch.Caller{}, invalidInput("nodeId", "is required")
+		return dispatch.Caller{}, apierr.InvalidInput("nodeId", "is required")
 	}
 	if _, err := r.authorize(ctx, action, auth.Resource{NodeID: nodeID}); err != nil {
 		return dispatch.Caller{}, err

@@ -11,6 +11,7 @@ import (
 	"cairn/auth"
 	"cairn/domain"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/projections/readmodel"
 )
 
@@ -46,17 +47,17 @@ type serviceWithResources struct {
 	resources []readmodel.Resource
 }
 
-func (s *Server) newLoaders() *loaders {
-	rm := s.reader
-	wait := dataloadgen.WithWait(s.cfg.BatchWait)
+func (r *Resolver) newLoaders() *loaders {
+	rm := r.reader
+	wait := dataloadgen.WithWait(r.cfg.BatchWait)
 	return &loaders{
 		nodes:     dataloadgen.NewLoader(batched(rm.NodesByID), wait),
 		locations: dataloadgen.NewLoader(batched(rm.LocationsByID), wait),
 		tenants:   dataloadgen.NewLoader(batched(rm.TenantsByID), wait),
 		users:     dataloadgen.NewLoader(batched(rm.UsersByID), wait),
 		templates: dataloadgen.NewLoader(batched(rm.TemplatesByID), wait),
-		services:  dataloadgen.NewLoader(batched(s.servicesByID), wait),
-		jobs:      dataloadgen.NewLoader(batched(s.jobsByID), wait),
+		services:  dataloadgen.NewLoader(batched(r.servicesByID), wait),
+		jobs:      dataloadgen.NewLoader(batched(r.jobsByID), wait),
 	}
 }
 
@@ -74,18 +75,18 @@ func batched[V any](read func(context.Context, []string) ([]*V, error)) func(con
 
 // servicesByID reads services with their resources: two queries for any
 // number of services.
-func (s *Server) servicesByID(ctx context.Context, ids []string) ([]*serviceWithResources, error) {
-	rows, err := s.reader.ServicesByID(ctx, ids)
+func (r *Resolver) servicesByID(ctx context.Context, ids []string) ([]*serviceWithResources, error) {
+	rows, err := r.reader.ServicesByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	var found []string
-	for _, r := range rows {
-		if r != nil {
-			found = append(found, r.ID)
+	for _, row := range rows {
+		if row != nil {
+			found = append(found, row.ID)
 		}
 	}
-	res, err := s.reader.ResourcesOfServices(ctx, found)
+	res, err := r.reader.ResourcesOfServices(ctx, found)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +95,9 @@ func (s *Server) servicesByID(ctx context.Context, ids []string) ([]*serviceWith
 		mine[id] = res[i]
 	}
 	out := make([]*serviceWithResources, len(ids))
-	for i, r := range rows {
-		if r != nil {
-			out[i] = &serviceWithResources{row: *r, resources: mine[r.ID]}
+	for i, row := range rows {
+		if row != nil {
+			out[i] = &serviceWithResources{row: *row, resources: mine[row.ID]}
 		}
 	}
 	return out, nil
@@ -104,12 +105,12 @@ func (s *Server) servicesByID(ctx context.Context, ids []string) ([]*serviceWith
 
 // jobsByID folds the streams of many jobs read with one query; nil where a
 // job does not exist.
-func (s *Server) jobsByID(ctx context.Context, ids []string) ([]*loadedJob, error) {
+func (r *Resolver) jobsByID(ctx context.Context, ids []string) ([]*loadedJob, error) {
 	streams := make([]string, len(ids))
 	for i, id := range ids {
 		streams[i] = domain.StreamID(domain.JobStream, id)
 	}
-	evs, err := s.deps.Store.ReadStreams(ctx, streams)
+	evs, err := r.deps.Store.ReadStreams(ctx, streams)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func (s *Server) jobsByID(ctx context.Context, ids []string) ([]*loadedJob, erro
 		}
 		j := &loadedJob{tenant: recs[0].Metadata.Tenant, version: int64(len(recs))}
 		for _, rec := range recs {
-			ev, err := s.deps.Store.Decode(rec)
+			ev, err := r.deps.Store.Decode(rec)
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +136,7 @@ func (s *Server) jobsByID(ctx context.Context, ids []string) ([]*loadedJob, erro
 type loadersKey struct{}
 
 // withLoaders gives each response its own loaders (see loaders).
-type withLoaders struct{ s *Server }
+type withLoaders struct{ res *Resolver }
 
 var _ interface {
 	graphql.HandlerExtension
@@ -159,21 +160,21 @@ type lazyLoaders struct {
 
 // loaders returns the response's loaders; outside a response (which gqlgen
 // never does) a fresh set, so a caller still gets correct answers.
-func (s *Server) loaders(ctx context.Context) *loaders {
+func (r *Resolver) loaders(ctx context.Context) *loaders {
 	if ll, ok := ctx.Value(loadersKey{}).(*lazyLoaders); ok {
-		ll.once.Do(func() { ll.l = s.newLoaders() })
+		ll.once.Do(func() { ll.l = r.newLoaders() })
 		return ll.l
 	}
-	return s.newLoaders()
+	return r.newLoaders()
 }
 
 // mayRead reports whether the caller may read the entity a relation points
 // to; when not, the relation is null.
 func mayRead(ctx context.Context, action auth.Action, res auth.Resource) bool {
-	if sess := sessionFrom(ctx); sess != nil && sess.Err() != nil {
+	if sess := transport.SessionOf(ctx); sess != nil && sess.Err() != nil {
 		return false
 	}
-	p := principal(ctx)
+	p := transport.Principal(ctx)
 	return p.Role != "" && auth.Can(p, action, res) == nil
 }
 
@@ -199,23 +200,23 @@ const defaultBatchWait = 10 * time.Millisecond
 
 // relatedTenant, relatedNode and relatedLocation resolve the relations to
 // those entities from an optional id.
-func (s *Server) relatedTenant(ctx context.Context, id *string) (*model.Tenant, error) {
+func (r *Resolver) relatedTenant(ctx context.Context, id *string) (*model.Tenant, error) {
 	if id == nil || !mayRead(ctx, auth.TenantRead, auth.Resource{TenantID: *id}) {
 		return nil, nil
 	}
-	return related(ctx, s.loaders(ctx).tenants, id, tenantRowModel)
+	return related(ctx, r.loaders(ctx).tenants, id, tenantRowModel)
 }
 
-func (s *Server) relatedNode(ctx context.Context, id *string) (*model.Node, error) {
+func (r *Resolver) relatedNode(ctx context.Context, id *string) (*model.Node, error) {
 	if id == nil || !mayRead(ctx, auth.NodeRead, auth.Resource{NodeID: *id}) {
 		return nil, nil
 	}
-	return related(ctx, s.loaders(ctx).nodes, id, nodeRowModel)
+	return related(ctx, r.loaders(ctx).nodes, id, nodeRowModel)
 }
 
-func (s *Server) relatedLocation(ctx context.Context, id *string) (*model.Location, error) {
+func (r *Resolver) relatedLocation(ctx context.Context, id *string) (*model.Location, error) {
 	if id == nil || !mayRead(ctx, auth.LocationRead, auth.Resource{}) {
 		return nil, nil
 	}
-	return related(ctx, s.loaders(ctx).locations, id, locationRowModel)
+	return related(ctx, r.loaders(ctx).locations, id, locationRowModel)
 }

@@ -11,6 +11,7 @@ import (
 	"cairn/commands/nodes"
 	"cairn/domain"
 	"cairn/domain/jointoken"
+	"cairn/graph/apierr"
 	"cairn/graph/generated"
 	"cairn/graph/model"
 	"cairn/internal/ptr"
@@ -90,7 +91,7 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 	var ttl time.Duration
 	if input.TTLSeconds != nil {
 		if *input.TTLSeconds <= 0 || *input.TTLSeconds > 86400 {
-			return nil, invalidInput("ttlSeconds", "must be between 1 and 86400")
+			return nil, apierr.InvalidInput("ttlSeconds", "must be between 1 and 86400")
 		}
 		ttl = time.Duration(*input.TTLSeconds) * time.Second
 	}
@@ -99,7 +100,7 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := load[jointoken.JoinToken](ctx, r.Server, domain.JoinTokenStream, out.ID)
+	t, _, err := load[jointoken.JoinToken](ctx, r.Resolver, domain.JoinTokenStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (r *subscriptionResolver) NodeChanged(ctx context.Context, id *string, afte
 	if p.Role == auth.RoleAgent {
 		own := p.NodeID
 		if id != nil && *id != own {
-			return nil, forbidden("an agent follows its own node only")
+			return nil, apierr.Forbidden("an agent follows its own node only")
 		}
 		id = &own
 	}

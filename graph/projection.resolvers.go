@@ -7,6 +7,7 @@ package graph
 
 import (
 	"cairn/auth"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
 	"context"
 )
@@ -30,7 +31,7 @@ func (r *mutationResolver) RebuildProjection(ctx context.Context, input model.Re
 			return &model.RebuildProjectionPayload{Projection: &ps[i]}, nil
 		}
 	}
-	return nil, notFound("projection", input.Name)
+	return nil, apierr.NotFound("projection", input.Name)
 }
 
 func (r *queryResolver) Projections(ctx context.Context) ([]model.Projection, error) {

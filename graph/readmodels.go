@@ -38,12 +38,12 @@ func page(first *int, after *string) (readmodel.Page, error) {
 // listPage reads a list query's page arguments, then waits until the read
 // models have reached consistentWith: what every list query does after its
 // access check.
-func (s *Server) listPage(ctx context.Context, first *int, after *string, consistentWith *model.Cursor) (readmodel.Page, error) {
+func (r *Resolver) listPage(ctx context.Context, first *int, after *string, consistentWith *model.Cursor) (readmodel.Page, error) {
 	pg, err := page(first, after)
 	if err != nil {
 		return readmodel.Page{}, err
 	}
-	return pg, s.waitConsistent(ctx, consistentWith)
+	return pg, r.waitConsistent(ctx, consistentWith)
 }
 
 // pageInfo converts a read-model page's information.
@@ -265,7 +265,7 @@ func locationRowModel(l readmodel.Location) *model.Location {
 
 // servicesWithResources converts a page of services, reading the resources
 // of all of them in one query.
-func (s *Server) servicesWithResources(ctx context.Context, svcs []readmodel.Service) ([]*model.Service, error) {
+func (r *Resolver) servicesWithResources(ctx context.Context, svcs []readmodel.Service) ([]*model.Service, error) {
 	ids := make([]string, len(svcs))
 	for i, sv := range svcs {
 		ids[i] = sv.ID
@@ -273,7 +273,7 @@ func (s *Server) servicesWithResources(ctx context.Context, svcs []readmodel.Ser
 	var rs [][]readmodel.Resource
 	if len(ids) > 0 {
 		var err error
-		if rs, err = s.reader.ResourcesOfServices(ctx, ids); err != nil {
+		if rs, err = r.reader.ResourcesOfServices(ctx, ids); err != nil {
 			return nil, err
 		}
 	}
@@ -290,15 +290,15 @@ func (s *Server) servicesWithResources(ctx context.Context, svcs []readmodel.Ser
 
 // readService reads one service the caller may see: to a tenant role
 // another tenant's service does not exist.
-func (s *Server) readService(ctx context.Context, p Principal, id string) (*model.Service, error) {
-	sv, err := visibleOne(s.reader.Service(ctx, id))
+func (r *Resolver) readService(ctx context.Context, p Principal, id string) (*model.Service, error) {
+	sv, err := visibleOne(r.reader.Service(ctx, id))
 	if err != nil || sv == nil {
 		return nil, err
 	}
 	if auth.Can(p, auth.ServiceRead, auth.Resource{TenantID: sv.TenantID}) != nil {
 		return nil, nil
 	}
-	out, err := s.servicesWithResources(ctx, []readmodel.Service{*sv})
+	out, err := r.servicesWithResources(ctx, []readmodel.Service{*sv})
 	if err != nil {
 		return nil, err
 	}

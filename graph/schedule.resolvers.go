@@ -8,7 +8,9 @@ package graph
 import (
 	"cairn/auth"
 	"cairn/commands/schedules"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"context"
 	"time"
@@ -18,12 +20,12 @@ func (r *mutationResolver) CreateSchedule(ctx context.Context, input model.Creat
 	if err := r.schedulesReady(); err != nil {
 		return nil, err
 	}
-	p, err := r.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: principal(ctx).TenantID})
+	p, err := r.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: transport.Principal(ctx).TenantID})
 	if err != nil {
 		return nil, err
 	}
 	if input.Job == nil {
-		return nil, invalidInput("job", "is required")
+		return nil, apierr.InvalidInput("job", "is required")
 	}
 	j := input.Job
 	sub, err := submitInput(model.SubmitJobInput{Spec: j.Spec, Target: j.Target, TimeoutSeconds: j.TimeoutSeconds,
@@ -34,7 +36,7 @@ func (r *mutationResolver) CreateSchedule(ctx context.Context, input model.Creat
 	in := schedules.Create{ScheduleID: input.ScheduleID, Cron: ptr.Value(input.Cron), Job: scheduleTemplate(sub)}
 	if input.EverySeconds != nil {
 		if *input.EverySeconds <= 0 {
-			return nil, invalidInput("everySeconds", "must be positive")
+			return nil, apierr.InvalidInput("everySeconds", "must be positive")
 		}
 		in.Every = time.Duration(*input.EverySeconds) * time.Second
 	}

@@ -11,13 +11,15 @@ import (
 	"cairn/domain"
 	"cairn/domain/schedule"
 	"cairn/eventstore"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 )
 
 // Schedules are read from their own streams, like jobs.
 
-func (s *Server) schedulesReady() error {
-	if s.deps.Schedules == nil || s.deps.Jobs == nil {
+func (r *Resolver) schedulesReady() error {
+	if r.deps.Schedules == nil || r.deps.Jobs == nil {
 		return errNoJobs
 	}
 	return nil
@@ -25,29 +27,29 @@ func (s *Server) schedulesReady() error {
 
 // manageSchedule authorizes pausing, resuming or deleting a schedule: as
 // much as submitting its jobs.
-func (s *Server) manageSchedule(ctx context.Context) (Principal, error) {
-	if err := s.schedulesReady(); err != nil {
-		return principal(ctx), err
+func (r *Resolver) manageSchedule(ctx context.Context) (Principal, error) {
+	if err := r.schedulesReady(); err != nil {
+		return transport.Principal(ctx), err
 	}
-	return s.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: principal(ctx).TenantID})
+	return r.authorize(ctx, auth.JobSubmit, auth.Resource{TenantID: transport.Principal(ctx).TenantID})
 }
 
-func (s *Server) loadSchedule(ctx context.Context, id string) (schedule.Schedule, int64, error) {
+func (r *Resolver) loadSchedule(ctx context.Context, id string) (schedule.Schedule, int64, error) {
 	if id == "" {
-		return schedule.Schedule{}, 0, invalidInput("id", "is required")
+		return schedule.Schedule{}, 0, apierr.InvalidInput("id", "is required")
 	}
-	return commands.Load[schedule.Schedule](ctx, s.deps.Store, domain.ScheduleStream, id)
+	return commands.Load[schedule.Schedule](ctx, r.deps.Store, domain.ScheduleStream, id)
 }
 
 // loadOwnedSchedule folds a schedule's stream and says which tenant it
 // belongs to: the one its creator acted for (none when an operator made
 // it), as for jobs.
-func (s *Server) loadOwnedSchedule(ctx context.Context, id string) (schedule.Schedule, int64, string, error) {
+func (r *Resolver) loadOwnedSchedule(ctx context.Context, id string) (schedule.Schedule, int64, string, error) {
 	var sc schedule.Schedule
 	if id == "" {
-		return sc, 0, "", invalidInput("id", "is required")
+		return sc, 0, "", apierr.InvalidInput("id", "is required")
 	}
-	evs, err := s.deps.Store.ReadStream(ctx, domain.StreamID(domain.ScheduleStream, id), eventstore.ReadStreamOptions{})
+	evs, err := r.deps.Store.ReadStream(ctx, domain.StreamID(domain.ScheduleStream, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
 		return sc, 0, "", nil
@@ -56,7 +58,7 @@ func (s *Server) loadOwnedSchedule(ctx context.Context, id string) (schedule.Sch
 		return sc, 0, "", err
 	}
 	for _, rec := range evs {
-		ev, err := s.deps.Store.Decode(rec)
+		ev, err := r.deps.Store.Decode(rec)
 		if err != nil {
 			return sc, 0, "", err
 		}
@@ -65,12 +67,12 @@ func (s *Server) loadOwnedSchedule(ctx context.Context, id string) (schedule.Sch
 	return sc, evs[len(evs)-1].Version, evs[0].Metadata.Tenant, nil
 }
 
-func (s *Server) schedulePayload(ctx context.Context, out commands.Outcome) (*model.SchedulePayload, error) {
-	sc, v, err := s.loadSchedule(ctx, out.ID)
+func (r *Resolver) schedulePayload(ctx context.Context, out commands.Outcome) (*model.SchedulePayload, error) {
+	sc, v, err := r.loadSchedule(ctx, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.SchedulePayload{Schedule: scheduleModel(sc, v, s.deps.Now()), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	return &model.SchedulePayload{Schedule: scheduleModel(sc, v, r.deps.Now()), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
 func scheduleTemplate(in jobs.Submit) schedule.JobTemplate {

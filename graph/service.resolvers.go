@@ -10,8 +10,10 @@ import (
 	"cairn/commands/services"
 	"cairn/domain/service"
 	"cairn/domain/template"
+	"cairn/graph/apierr"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
@@ -22,14 +24,14 @@ func (r *mutationResolver) CreateService(ctx context.Context, input model.Create
 		return nil, errNoServices
 	}
 	tenantID := ptr.Value(input.TenantID)
-	if p := principal(ctx); tenantScoped(p) && tenantID == "" {
+	if p := transport.Principal(ctx); tenantScoped(p) && tenantID == "" {
 		tenantID = p.TenantID
 	}
 	if tenantID == "" {
 		if _, err := r.authorizeOwn(ctx, auth.ServiceCreate); err != nil {
 			return nil, err
 		}
-		return nil, invalidInput("tenantId", "is required: name the tenant to deploy for")
+		return nil, apierr.InvalidInput("tenantId", "is required: name the tenant to deploy for")
 	}
 	p, err := r.authorize(ctx, auth.ServiceCreate, auth.Resource{TenantID: tenantID})
 	if err != nil {

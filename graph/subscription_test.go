@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"cairn/graph"
+	"cairn/graph/apierr"
 	"cairn/graph/client"
+	"cairn/graph/transport"
 )
 
 const createTenant = `mutation($name: String!, $cmd: String) {
@@ -252,7 +254,7 @@ func (e *env) createTenantID(c *client.Client, id string) {
 // A revoked token ends its WebSocket connection with 4401 and the reason.
 func TestRevokedTokenClosesConnection(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graph.Config{RecheckInterval: 50e6})
+	e := newEnv(t, graph.Config{Transport: transport.Options{RecheckInterval: 50e6}})
 	e.tokens.add("short", principals["auditor"])
 	sub, err := e.client("short").Subscribe(ctxT(t), client.TransportWS, client.Request{Query: eventsSub})
 	if err != nil {
@@ -277,7 +279,7 @@ func TestRevokedTokenClosesConnection(t *testing.T) {
 		case err != nil:
 			t.Fatal(err)
 		default:
-			if r.Errors.Code() != graph.CodeUnauthenticated {
+			if r.Errors.Code() != apierr.CodeUnauthenticated {
 				t.Fatalf("subscription ended with %v, want UNAUTHENTICATED", r.Errors)
 			}
 			sawError = true

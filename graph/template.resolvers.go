@@ -10,6 +10,7 @@ import (
 	"cairn/commands/templates"
 	"cairn/domain/template"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
 	"context"
@@ -19,7 +20,7 @@ func (r *mutationResolver) RegisterTemplate(ctx context.Context, input model.Reg
 	if r.deps.Templates == nil {
 		return nil, errNoTemplates
 	}
-	p := principal(ctx)
+	p := transport.Principal(ctx)
 	p, err := r.authorize(ctx, auth.TemplateRegister, auth.Resource{Vendor: p.UserID})
 	if err != nil {
 		return nil, err

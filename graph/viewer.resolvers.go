@@ -9,6 +9,7 @@ import (
 	"cairn/auth"
 	"cairn/graph/generated"
 	"cairn/graph/model"
+	"cairn/graph/transport"
 	"context"
 )
 
@@ -28,7 +29,7 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
 }
 
 func (r *viewerResolver) Permissions(ctx context.Context, obj *model.Viewer) ([]string, error) {
-	p := principal(ctx)
+	p := transport.Principal(ctx)
 	own := auth.Resource{TenantID: p.TenantID, NodeID: p.NodeID, Vendor: p.UserID, Grants: p.Role}
 	out := []string{}
 	for _, a := range auth.Actions {

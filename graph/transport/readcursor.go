@@ -1,24 +1,31 @@
-package graph
+package transport
 
 import (
+	"cairn/eventstore"
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
-
-	"cairn/graph/live"
 )
 
 type readModelsCursorKey struct{}
+
+// ReadModelsCursor is the read models' position when the request began,
+// taken for queries that select readModelsCursor.
+func ReadModelsCursor(ctx context.Context) (eventstore.Cursor, bool) {
+	c, ok := ctx.Value(readModelsCursorKey{}).(eventstore.Cursor)
+	return c, ok
+}
 
 // readModelsMark takes the read models' position when a query that asks for
 // readModelsCursor begins. The field cannot take it itself: gqlgen resolves
 // a query's root fields concurrently, so it could read the position after
 // its siblings read the read models and hand out a cursor beyond what they
 // saw, and a subscription started after it would miss the changes between.
-// The position is that of the projected hub, which moves only once every
-// read model has applied an event.
-type readModelsMark struct{ hub *live.Hub }
+// The position comes from Deps.ReadModelsPosition.
+type readModelsMark struct {
+	position func(context.Context) (eventstore.Cursor, error)
+}
 
 var _ interface {
 	graphql.HandlerExtension
@@ -36,7 +43,7 @@ func (m readModelsMark) InterceptResponse(ctx context.Context, next graphql.Resp
 	if oc.Operation == nil || oc.Operation.Operation != ast.Query || !selectsRootField(oc, "readModelsCursor") {
 		return next(ctx)
 	}
-	c, err := m.hub.Position(ctx)
+	c, err := m.position(ctx)
 	if err != nil {
 		return graphql.ErrorResponse(ctx, "the server is still starting: %v", err)
 	}

@@ -1,6 +1,7 @@
-package graph
+package transport
 
 import (
+	"cairn/auth"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -25,13 +26,6 @@ import (
 // read tables the projections do not write), and no argument asks to wait
 // for a write (consistentWith) or to replay the log (asOf). Answers with
 // errors are not kept.
-
-// Generationer is what the projection runner offers for the answer cache.
-type Generationer interface {
-	// Generation changes whenever a read model has changed; zero while it
-	// is not known.
-	Generation() uint64
-}
 
 // cacheableRoots are the query fields answered from read models alone.
 var cacheableRoots = map[string]bool{
@@ -147,7 +141,7 @@ func readsReadModels(set ast.SelectionSet, depth int) bool {
 
 // answerKey names an answer: the document, operation and variables, the
 // caller, and the read models' generation.
-func answerKey(oc *graphql.OperationContext, p Principal, gen uint64) ([32]byte, bool) {
+func answerKey(oc *graphql.OperationContext, p auth.Principal, gen uint64) ([32]byte, bool) {
 	vars, err := json.Marshal(oc.Variables)
 	if err != nil {
 		return [32]byte{}, false

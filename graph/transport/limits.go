@@ -1,6 +1,7 @@
-package graph
+package transport
 
 import (
+	"cairn/graph/apierr"
 	"context"
 	"fmt"
 	"sync"
@@ -33,7 +34,7 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	return &gqlerror.Error{
 		Message: fmt.Sprintf("the operation is nested %d levels deep; at most %d are allowed: ask for fewer nested fields, or page with a second query", depth, d.max),
 		Extensions: map[string]any{
-			"code": CodeInvalidInput, "reason": "DEPTH_LIMIT_EXCEEDED", "depth": depth, "limit": d.max,
+			"code": apierr.CodeInvalidInput, "reason": "DEPTH_LIMIT_EXCEEDED", "depth": depth, "limit": d.max,
 		},
 	}
 }
@@ -140,7 +141,7 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	return &gqlerror.Error{
 		Message: fmt.Sprintf("the operation's complexity is %d; at most %d is allowed: ask for fewer fields or smaller pages (first)", cost, c.max),
 		Extensions: map[string]any{
-			"code": CodeInvalidInput, "reason": "COMPLEXITY_LIMIT_EXCEEDED", "complexity": cost, "limit": c.max,
+			"code": apierr.CodeInvalidInput, "reason": "COMPLEXITY_LIMIT_EXCEEDED", "complexity": cost, "limit": c.max,
 		},
 	}
 }

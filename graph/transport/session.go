@@ -1,7 +1,8 @@
-package graph
+package transport
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -9,20 +10,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql"
+	gqltransport "github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/rs/zerolog"
 
 	"cairn/auth"
+	"cairn/graph/apierr"
 )
 
-// A session is one authenticated caller for the life of a request: a single
+// A Session is one authenticated caller for the life of a request: a single
 // query, an SSE stream, or a WebSocket connection with all its operations.
 // Long-lived sessions check their token again every RecheckInterval; when it
 // no longer authenticates (revoked, expired, its user disabled) the session
 // ends, each running subscription ends with UNAUTHENTICATED, and a WebSocket
 // connection is closed with code 4401 and the reason.
-type session struct {
-	principal Principal
+type Session struct {
+	principal auth.Principal
 	token     string
 
 	once   sync.Once
@@ -30,12 +33,12 @@ type session struct {
 	reason error
 }
 
-func newSession(p Principal, token string) *session {
-	return &session{principal: p, token: token, ended: make(chan struct{})}
+func newSession(p auth.Principal, token string) *Session {
+	return &Session{principal: p, token: token, ended: make(chan struct{})}
 }
 
 // end stops the session with a reason the client is told.
-func (s *session) end(reason error) {
+func (s *Session) end(reason error) {
 	s.once.Do(func() {
 		s.reason = reason
 		close(s.ended)
@@ -43,10 +46,10 @@ func (s *session) end(reason error) {
 }
 
 // Ended is closed when the session's token stopped authenticating.
-func (s *session) Ended() <-chan struct{} { return s.ended }
+func (s *Session) Ended() <-chan struct{} { return s.ended }
 
 // Err is why the session ended (nil while it lasts).
-func (s *session) Err() error {
+func (s *Session) Err() error {
 	select {
 	case <-s.ended:
 		return s.reason
@@ -57,21 +60,32 @@ func (s *session) Err() error {
 
 type sessionKey struct{}
 
-func withSession(ctx context.Context, s *session) context.Context {
+func withSession(ctx context.Context, s *Session) context.Context {
 	return context.WithValue(ctx, sessionKey{}, s)
 }
 
-func sessionFrom(ctx context.Context) *session {
-	s, _ := ctx.Value(sessionKey{}).(*session)
+func sessionFrom(ctx context.Context) *Session {
+	s, _ := ctx.Value(sessionKey{}).(*Session)
 	return s
 }
+
+// Principal is the caller of the request (anonymous when none).
+func Principal(ctx context.Context) auth.Principal {
+	if s := sessionFrom(ctx); s != nil {
+		return s.principal
+	}
+	return auth.Principal{}
+}
+
+// SessionOf is the request's session (nil outside one).
+func SessionOf(ctx context.Context) *Session { return sessionFrom(ctx) }
 
 // watch checks the session's token every interval until ctx ends, and ends
 // the session once the token fails. closeConn, when set, closes the
 // connection carrying the session after its subscriptions had a moment to
 // report the reason. It returns at once: the checks run from timers, so a
 // connection that waits costs no goroutine (agents keep thousands open).
-func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code int, reason string)) {
+func (h *Handler) watch(ctx context.Context, sess *Session, closeConn func(code int, reason string)) {
 	if sess.token == "" {
 		return
 	}
@@ -86,7 +100,7 @@ func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code i
 	})
 	var check func()
 	check = func() {
-		_, err := s.deps.Auth.Authenticate(ctx, sess.token)
+		_, err := h.deps.Auth.Authenticate(ctx, sess.token)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -94,7 +108,7 @@ func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code i
 		case !errors.Is(err, auth.ErrUnauthenticated):
 			// The check itself failed (the database restarting, say): keep
 			// the session and try again at the next tick.
-			s.log.Warn().Err(err).Msg("re-checking a connection's token failed; trying again later")
+			h.log.Warn().Err(err).Msg("re-checking a connection's token failed; trying again later")
 		default:
 			stop()
 			sess.end(err)
@@ -110,12 +124,12 @@ func (s *Server) watch(ctx context.Context, sess *session, closeConn func(code i
 		mu.Lock()
 		defer mu.Unlock()
 		if ctx.Err() == nil {
-			timer = time.AfterFunc(s.cfg.RecheckInterval, check)
+			timer = time.AfterFunc(h.opts.RecheckInterval, check)
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	timer = time.AfterFunc(s.cfg.RecheckInterval, check)
+	timer = time.AfterFunc(h.opts.RecheckInterval, check)
 }
 
 // closeUnauthorized is the WebSocket close code of graphql-transport-ws for
@@ -137,34 +151,34 @@ func bearerToken(header string) (string, bool) {
 // go back to sign-in. A request without a token goes on as anonymous: only
 // enrollAgent accepts it, every other field answers UNAUTHENTICATED. A
 // WebSocket upgrade authenticates later, on connection_init.
-func (s *Server) authenticate(next http.Handler) http.Handler {
+func (h *Handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if r.Header.Get("Upgrade") != "" {
 			next.ServeHTTP(w, r.WithContext(withConn(ctx, &wsConn{})))
 			return
 		}
-		h := r.Header.Get("Authorization")
-		if h == "" {
-			next.ServeHTTP(w, r.WithContext(withSession(ctx, newSession(Principal{}, ""))))
+		header := r.Header.Get("Authorization")
+		if header == "" {
+			next.ServeHTTP(w, r.WithContext(withSession(ctx, newSession(auth.Principal{}, ""))))
 			return
 		}
-		token, ok := bearerToken(h)
+		token, ok := bearerToken(header)
 		if !ok {
-			writeHTTPError(w, http.StatusUnauthorized, CodeUnauthenticated,
+			writeHTTPError(w, http.StatusUnauthorized, apierr.CodeUnauthenticated,
 				`the Authorization header must be "Bearer <token>"`)
 			return
 		}
-		p, err := s.deps.Auth.Authenticate(ctx, token)
+		p, err := h.deps.Auth.Authenticate(ctx, token)
 		if err != nil {
-			s.refuse(w, r, err)
+			h.refuse(w, r, err)
 			return
 		}
 		sess := newSession(p, token)
 		ctx, cancel := context.WithCancel(withSession(ctx, sess))
 		defer cancel()
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			s.watch(ctx, sess, nil)
+			h.watch(ctx, sess, nil)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -172,14 +186,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // refuse answers a request whose token failed: 401 when the token is the
 // problem, 500 (logged, with the request id) when checking it failed.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, auth.ErrUnauthenticated) {
 		zerolog.Ctx(r.Context()).Debug().Err(err).Msg("refused a token")
-		writeHTTPError(w, http.StatusUnauthorized, CodeUnauthenticated, auth.ErrUnauthenticated.Error())
+		writeHTTPError(w, http.StatusUnauthorized, apierr.CodeUnauthenticated, auth.ErrUnauthenticated.Error())
 		return
 	}
-	gerr := s.internal(r.Context(), err, nil)
-	writeHTTPError(w, http.StatusInternalServerError, CodeInternal, gerr.Message)
+	gerr := h.internal(r.Context(), err, nil)
+	writeHTTPError(w, http.StatusInternalServerError, apierr.CodeInternal, gerr.Message)
 }
 
 // writeHTTPError answers with a GraphQL-shaped error body, so clients parse
@@ -199,7 +213,7 @@ func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
 // to with a code and reason of its own.
 type wsConn struct {
 	mu   sync.Mutex
-	conn transport.WebsocketConn
+	conn gqltransport.WebsocketConn
 }
 
 type connKey struct{}
@@ -222,10 +236,10 @@ func (c *wsConn) close(code int, reason string) {
 // websocketAccepter remembers each accepted connection in the request's
 // wsConn, so the session watcher can close it.
 type websocketAccepter struct {
-	inner transport.WebsocketImplementation
+	inner gqltransport.WebsocketImplementation
 }
 
-func (a websocketAccepter) Accept(w http.ResponseWriter, r *http.Request, o transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+func (a websocketAccepter) Accept(w http.ResponseWriter, r *http.Request, o gqltransport.WebsocketAcceptOptions) (gqltransport.WebsocketConn, error) {
 	conn, err := a.inner.Accept(w, r, o)
 	if err != nil {
 		return nil, err
@@ -241,22 +255,22 @@ func (a websocketAccepter) Accept(w http.ResponseWriter, r *http.Request, o tran
 // websocketInit authenticates a WebSocket connection from its
 // connection_init payload: {"authorization": "Bearer <token>"} or
 // {"token": "<token>"}.
-func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+func (h *Handler) websocketInit(ctx context.Context, p gqltransport.InitPayload) (context.Context, *gqltransport.InitPayload, error) {
 	token, ok := bearerToken(p.Authorization())
 	if !ok {
 		token = p.GetString("token")
 	}
 	if token == "" {
 		err := errors.New(`connection_init carries no token: send {"authorization": "Bearer <token>"} or {"token": "<token>"}`)
-		return transport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, err
+		return gqltransport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, err
 	}
-	principal, err := s.deps.Auth.Authenticate(ctx, token)
+	principal, err := h.deps.Auth.Authenticate(ctx, token)
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
-			return transport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, auth.ErrUnauthenticated
+			return gqltransport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, auth.ErrUnauthenticated
 		}
-		s.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
-		return transport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")
+		h.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
+		return gqltransport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")
 	}
 	sess := newSession(principal, token)
 	ctx = withSession(ctx, sess)
@@ -265,6 +279,40 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 	if c != nil {
 		closeConn = c.close
 	}
-	s.watch(ctx, sess, closeConn)
+	h.watch(ctx, sess, closeConn)
 	return ctx, nil, nil
+}
+
+// correlation gives each operation one correlation id, made on first use,
+// so that every command one mutation sends is tied together in the log.
+type correlation struct{}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationInterceptor
+} = correlation{}
+
+func (correlation) ExtensionName() string                          { return "Correlation" }
+func (correlation) Validate(schema graphql.ExecutableSchema) error { return nil }
+
+func (correlation) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	return next(context.WithValue(ctx, correlationKey{}, &correlationID{}))
+}
+
+type correlationKey struct{}
+
+type correlationID struct {
+	once sync.Once
+	id   string
+}
+
+// CorrelationID is the operation's correlation id (a fresh one outside an
+// operation).
+func CorrelationID(ctx context.Context) string {
+	c, ok := ctx.Value(correlationKey{}).(*correlationID)
+	if !ok {
+		return rand.Text()
+	}
+	c.once.Do(func() { c.id = rand.Text() })
+	return c.id
 }

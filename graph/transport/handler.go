@@ -1,0 +1,144 @@
+// Package transport carries the GraphQL API over HTTP (POST and GET),
+// server-sent events and WebSocket (graphql-transport-ws and graphql-ws):
+// it authenticates each request into a session, bounds what a request may
+// cost (body size, depth, complexity, time) before anything runs, keeps the
+// answer cache, and presents every error with a code. The resolvers (graph)
+// read the request's caller and session from the context it sets.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	gqltransport "github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/rs/zerolog"
+
+	"cairn/auth"
+	"cairn/eventstore"
+	"cairn/graph/apierr"
+)
+
+// Authenticator turns a bearer token into a principal (auth.Authenticator).
+// A token that does not authenticate is an error that Is
+// auth.ErrUnauthenticated; any other error means the check itself failed.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (auth.Principal, error)
+}
+
+// Generationer is what the projection runner offers for the answer cache.
+type Generationer interface {
+	// Generation changes whenever a read model has changed; zero while it
+	// is not known.
+	Generation() uint64
+}
+
+// Deps are the transport's collaborators.
+type Deps struct {
+	Log  zerolog.Logger
+	Auth Authenticator
+	// ReadModelsPosition is how far every read model has applied the log:
+	// the readModelsCursor of a query.
+	ReadModelsPosition func(context.Context) (eventstore.Cursor, error)
+	// Generation enables the answer cache; nil: no cache.
+	Generation Generationer
+	// RequestID returns the id the HTTP middleware gave a request, for
+	// logs and INTERNAL errors; nil: no ids.
+	RequestID func(context.Context) string
+	// Extensions are the resolvers' own (per-response loaders, say), run
+	// after the transport's.
+	Extensions []Extension
+}
+
+// Extension is a gqlgen handler extension (an interceptor of operations,
+// responses or fields).
+type Extension = graphql.HandlerExtension
+
+// Handler serves the API: every transport over one executable schema.
+type Handler struct {
+	opts Options
+	deps Deps
+	log  zerolog.Logger
+	http http.Handler
+}
+
+// New serves schema with the options and collaborators.
+func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, error) {
+	if deps.Auth == nil || deps.ReadModelsPosition == nil {
+		return nil, errors.New("graph transport: Auth and ReadModelsPosition are required")
+	}
+	opts.defaults()
+	h := &Handler{opts: opts, deps: deps, log: deps.Log}
+	gql := handler.New(weighted{schema})
+	gql.AddTransport(gqltransport.Websocket{
+		Implementation:        websocketAccepter{inner: gqltransport.CoderWebsocketImplementation{}},
+		InitFunc:              h.websocketInit,
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: opts.KeepAlive,
+		PingPongInterval:      opts.KeepAlive,
+		PayloadReadLimit:      &opts.MaxBodyBytes,
+		ErrorFunc: func(ctx context.Context, err error) {
+			zerolog.Ctx(ctx).Debug().Err(err).Msg("websocket")
+		},
+	})
+	gql.AddTransport(gqltransport.SSE{KeepAlivePingInterval: opts.KeepAlive})
+	gql.AddTransport(gqltransport.Options{})
+	gql.AddTransport(gqltransport.GET{})
+	gql.AddTransport(gqltransport.POST{})
+	gql.SetQueryCache(newQueryCache(1000))
+	if !opts.DisableIntrospection {
+		gql.Use(introspection{})
+	}
+	gql.Use(depthLimit{max: opts.MaxDepth})
+	gql.Use(&complexityLimit{max: opts.MaxComplexity})
+	gql.Use(terminalErrors{present: h.presentError, recover: h.recoverPanic})
+	gql.Use(correlation{})
+	gql.Use(readModelsMark{position: deps.ReadModelsPosition})
+	for _, ext := range deps.Extensions {
+		gql.Use(ext)
+	}
+	if ac := newAnswerCache(deps.Generation, opts.AnswerCache); ac != nil {
+		gql.Use(ac)
+	}
+	gql.SetErrorPresenter(h.presentError)
+	gql.SetRecoverFunc(h.recoverPanic)
+	h.http = h.authenticate(h.limitBody(gql))
+	return h, nil
+}
+
+// ServeHTTP serves /graphql.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
+
+// limitBody refuses request bodies over the limit before gqlgen reads them,
+// and bounds a query or mutation over plain HTTP in time. Streams (SSE,
+// WebSocket) are long-lived by design and bounded by their token instead.
+func (h *Handler) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > h.opts.MaxBodyBytes {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, apierr.CodeInvalidInput,
+				fmt.Sprintf("the request body is %d bytes; at most %d are accepted: send a smaller query or fewer variables", r.ContentLength, h.opts.MaxBodyBytes))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+		}
+		if r.Header.Get("Upgrade") == "" && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Handler) requestID(ctx context.Context) string {
+	if h.deps.RequestID == nil {
+		return ""
+	}
+	return h.deps.RequestID(ctx)
+}
