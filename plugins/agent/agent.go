@@ -307,20 +307,12 @@ func (p *Plugin) Start(ctx context.Context, r plugins.Request) (json.RawMessage,
 	if r.Type != TypeProcess {
 		return p.Observe(ctx, r)
 	}
-	pr, err := decodeProps(r)
+	pc, err := p.process(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	node, err := p.node(ctx, r, pr)
-	if err != nil {
-		return nil, err
-	}
-	name := processName(r, pr)
-	st, found, err := p.status(ctx, node, name)
-	if err != nil {
-		return nil, err
-	}
-	if !found || !supervised(st.State) {
+	pr, node, name, st := pc.props, pc.node, pc.name, pc.status
+	if !pc.found || !supervised(st.State) {
 		args := map[string]any{"name": name, "argv": pr.Argv}
 		if len(pr.Env) > 0 {
 			args["env"] = pr.Env
@@ -357,25 +349,40 @@ func (p *Plugin) Stop(ctx context.Context, r plugins.Request) (json.RawMessage, 
 }
 
 func (p *Plugin) stopProcess(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
-	pr, err := decodeProps(r)
+	pc, err := p.process(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	node, err := p.node(ctx, r, pr)
-	if err != nil {
-		return nil, err
-	}
-	name := processName(r, pr)
-	st, found, err := p.status(ctx, node, name)
-	if err != nil {
-		return nil, err
-	}
-	if found && supervised(st.State) {
-		if _, err := p.run(ctx, node, catalog.ActionSupervisorStop, map[string]string{"name": name}); err != nil {
+	if pc.found && supervised(pc.status.State) {
+		if _, err := p.run(ctx, pc.node, catalog.ActionSupervisorStop, map[string]string{"name": pc.name}); err != nil {
 			return nil, err
 		}
 	}
-	return json.Marshal(outputs{Node: node, Name: name, State: "stopped"})
+	return json.Marshal(outputs{Node: pc.node, Name: pc.name, State: "stopped"})
+}
+
+// processCall is what every call on a process resource starts from: its
+// properties, the node it is on, its name and its supervisor's status.
+type processCall struct {
+	props  props
+	node   string
+	name   string
+	status supervisedStatus
+	found  bool
+}
+
+func (p *Plugin) process(ctx context.Context, r plugins.Request) (processCall, error) {
+	var pc processCall
+	var err error
+	if pc.props, err = decodeProps(r); err != nil {
+		return pc, err
+	}
+	if pc.node, err = p.node(ctx, r, pc.props); err != nil {
+		return pc, err
+	}
+	pc.name = processName(r, pc.props)
+	pc.status, pc.found, err = p.status(ctx, pc.node, pc.name)
+	return pc, err
 }
 
 // Destroy implements plugins.Plugin: directories are removed with their
@@ -401,6 +408,16 @@ func (p *Plugin) Destroy(ctx context.Context, r plugins.Request) (json.RawMessag
 
 // Observe implements plugins.Plugin.
 func (p *Plugin) Observe(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
+	if r.Type == TypeProcess {
+		pc, err := p.process(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if !pc.found {
+			pc.status.State = "stopped"
+		}
+		return json.Marshal(outputs{Node: pc.node, Name: pc.name, State: pc.status.State, PID: pc.status.PID})
+	}
 	pr, err := decodeProps(r)
 	if err != nil {
 		return nil, err
@@ -408,17 +425,6 @@ func (p *Plugin) Observe(ctx context.Context, r plugins.Request) (json.RawMessag
 	node, err := p.node(ctx, r, pr)
 	if err != nil {
 		return nil, err
-	}
-	if r.Type == TypeProcess {
-		name := processName(r, pr)
-		st, found, err := p.status(ctx, node, name)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			st.State = "stopped"
-		}
-		return json.Marshal(outputs{Node: node, Name: name, State: st.State, PID: st.PID})
 	}
 	out, err := p.run(ctx, node, catalog.ActionFileStat, map[string]string{"path": pr.Path})
 	if err != nil {
