@@ -32,6 +32,7 @@ import (
 	"cairn/migrations"
 	"cairn/projections"
 	"cairn/projections/models"
+	"cairn/projections/readmodel"
 )
 
 const (
@@ -115,6 +116,7 @@ func startGraphQL(ctx context.Context, e *env) (s *graphqlServer, err error) {
 	api, err := graph.New(graph.Config{}, graph.Deps{
 		Log:             quiet,
 		Store:           store,
+		Reader:          readmodel.New(pool),
 		Auth:            auth.NewAuthenticator(store, auth.AuthenticatorOptions{}),
 		Projections:     runner,
 		ProjectionAdmin: runner,
