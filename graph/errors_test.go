@@ -14,7 +14,7 @@ import (
 // Every error carries its code; refusals happen before anything runs.
 func TestErrorCodes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graph.Config{Transport: transport.Options{MaxDepth: 4, MaxComplexity: 50}})
+	e := newEnv(t, graph.Config{Transport: transport.Options{Limits: transport.Budget{Depth: 4, Complexity: 50}}})
 	ctx := ctxT(t)
 	tenantID := e.createTenant(e.client("admin"), "acme").CreateTenant.Tenant.ID
 	cases := []struct {
@@ -61,7 +61,7 @@ func TestErrorCodes(t *testing.T) {
 // Depth is counted through fragments, and a too-deep query names the limit.
 func TestDepthRefusal(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graph.Config{Transport: transport.Options{MaxDepth: 3}})
+	e := newEnv(t, graph.Config{Transport: transport.Options{Limits: transport.Budget{Depth: 3}}})
 	q := `fragment M on EventMetadata { actor } { events { edges { node { metadata { ...M } } } } }`
 	resp, err := e.client("admin").Raw(ctxT(t), client.Request{Query: q})
 	if err != nil {

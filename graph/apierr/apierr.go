@@ -21,12 +21,18 @@ const (
 	CodeConflict        = "CONFLICT"
 	CodeInvalidInput    = "INVALID_INPUT"
 	CodeInternal        = "INTERNAL"
+	// Refusals of a request that is not a GraphQL request at all, or too
+	// big, or one too many for its caller.
+	CodeBadRequest      = "BAD_REQUEST"
+	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
+	CodeRateLimited     = "RATE_LIMITED"
 )
 
 // IsCode reports whether c is one of the API's codes.
 func IsCode(c string) bool {
 	switch c {
-	case CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeConflict, CodeInvalidInput, CodeInternal:
+	case CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeConflict, CodeInvalidInput, CodeInternal,
+		CodeBadRequest, CodePayloadTooLarge, CodeRateLimited:
 		return true
 	}
 	return false

@@ -70,6 +70,9 @@ func (*answerCache) ExtensionName() string                          { return "An
 func (*answerCache) Validate(schema graphql.ExecutableSchema) error { return nil }
 
 func (c *answerCache) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if !graphql.HasOperationContext(ctx) {
+		return next(ctx)
+	}
 	oc := graphql.GetOperationContext(ctx)
 	sess := sessionFrom(ctx)
 	if sess == nil || oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || !cacheable(oc) {

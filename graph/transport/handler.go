@@ -88,14 +88,15 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	})
 	gql.AddTransport(gqltransport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 	gql.AddTransport(gqltransport.Options{})
-	gql.AddTransport(gqltransport.GET{})
-	gql.AddTransport(gqltransport.POST{})
+	gql.AddTransport(httpTransport{})
 	gql.SetQueryCache(newQueryCache(1000))
 	if !opts.DisableIntrospection {
 		gql.Use(introspection{})
 	}
-	gql.Use(depthLimit{max: opts.MaxDepth})
-	gql.Use(&complexityLimit{max: opts.MaxComplexity})
+	pf := preflight{signedIn: opts.Limits, anonymous: opts.AnonymousLimits}
+	gql.Use(pf)
+	gql.Use(&complexityLimit{preflight: pf})
+	gql.SetParserTokenLimit(max(opts.Limits.Tokens, opts.AnonymousLimits.Tokens))
 	gql.Use(terminalErrors{present: h.presentError, recover: h.recoverPanic})
 	gql.Use(correlation{})
 	gql.Use(readModelsMark{position: deps.ReadModelsPosition})
@@ -114,20 +115,29 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 // ServeHTTP serves /graphql.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
 
-// limitBody refuses request bodies over the limit before gqlgen reads them,
-// and bounds a query or mutation over plain HTTP in time. Streams (SSE,
-// WebSocket) are long-lived by design and bounded by their token instead.
+// limitBody refuses request bodies over the limit and requests that are not
+// GraphQL requests before gqlgen reads them, and bounds a query or mutation
+// over plain HTTP in time. Streams (SSE, WebSocket) are long-lived by design
+// and bounded by their token instead.
 func (h *Handler) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > h.opts.MaxBodyBytes {
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, apierr.CodeInvalidInput,
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge,
 				fmt.Sprintf("the request body is %d bytes; at most %d are accepted: send a smaller query or fewer variables", r.ContentLength, h.opts.MaxBodyBytes))
 			return
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 		}
-		if r.Header.Get("Upgrade") == "" && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		if r.Header.Get("Upgrade") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r, ok := h.readRequest(w, r)
+		if !ok {
+			return
+		}
+		if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
 			defer cancel()
 			r = r.WithContext(ctx)

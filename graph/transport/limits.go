@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"cairn/graph/apierr"
 	"context"
 	"fmt"
 	"sync"
@@ -11,61 +10,6 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
-
-// depthLimit refuses operations nested deeper than max levels of selections
-// (fragments expanded), before anything runs: a deep query multiplies work
-// at each level. Introspection fields are not counted; introspection is
-// switched on or off as a whole.
-type depthLimit struct{ max int }
-
-var _ interface {
-	graphql.HandlerExtension
-	graphql.OperationContextMutator
-} = depthLimit{}
-
-func (depthLimit) ExtensionName() string                          { return "DepthLimit" }
-func (depthLimit) Validate(schema graphql.ExecutableSchema) error { return nil }
-
-func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
-	depth := selectionDepth(oc.Operation.SelectionSet, map[string]bool{})
-	if depth <= d.max {
-		return nil
-	}
-	return &gqlerror.Error{
-		Message: fmt.Sprintf("the operation is nested %d levels deep; at most %d are allowed: ask for fewer nested fields, or page with a second query", depth, d.max),
-		Extensions: map[string]any{
-			"code": apierr.CodeInvalidInput, "reason": "DEPTH_LIMIT_EXCEEDED", "depth": depth, "limit": d.max,
-		},
-	}
-}
-
-// selectionDepth is the deepest chain of fields under set. inFragment guards
-// against fragment cycles (validation refuses them, but this runs on whatever
-// it is given).
-func selectionDepth(set ast.SelectionSet, inFragment map[string]bool) int {
-	deepest := 0
-	for _, sel := range set {
-		var d int
-		switch s := sel.(type) {
-		case *ast.Field:
-			if len(s.Name) > 1 && s.Name[:2] == "__" {
-				continue
-			}
-			d = 1 + selectionDepth(s.SelectionSet, inFragment)
-		case *ast.InlineFragment:
-			d = selectionDepth(s.SelectionSet, inFragment)
-		case *ast.FragmentSpread:
-			if s.Definition == nil || inFragment[s.Name] {
-				continue
-			}
-			inFragment[s.Name] = true
-			d = selectionDepth(s.Definition.SelectionSet, inFragment)
-			delete(inFragment, s.Name)
-		}
-		deepest = max(deepest, d)
-	}
-	return deepest
-}
 
 // weighted makes a connection's selection count once per requested element:
 // nodes(first: 500) { jobs(first: 500) { ... } } is 250,000 jobs of work, and
@@ -117,8 +61,8 @@ func toInt(v any) (int, bool) {
 // complexityLimit refuses operations whose cost (see weighted) exceeds max,
 // before anything runs.
 type complexityLimit struct {
-	max int
-	es  graphql.ExecutableSchema
+	preflight preflight
+	es        graphql.ExecutableSchema
 }
 
 var _ interface {
@@ -134,16 +78,15 @@ func (c *complexityLimit) Validate(schema graphql.ExecutableSchema) error {
 }
 
 func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	// Preflight bounded the expanded operation, so this walk is bounded too.
+	limit := c.preflight.budget(ctx).Complexity
 	cost := complexity.Calculate(ctx, c.es, oc.Operation, oc.Variables)
-	if cost <= c.max {
+	if cost <= limit {
 		return nil
 	}
-	return &gqlerror.Error{
-		Message: fmt.Sprintf("the operation's complexity is %d; at most %d is allowed: ask for fewer fields or smaller pages (first)", cost, c.max),
-		Extensions: map[string]any{
-			"code": apierr.CodeInvalidInput, "reason": "COMPLEXITY_LIMIT_EXCEEDED", "complexity": cost, "limit": c.max,
-		},
-	}
+	return refused("COMPLEXITY_LIMIT_EXCEEDED",
+		fmt.Sprintf("the operation's complexity is %d; at most %d is allowed: ask for fewer fields or smaller pages (first)%s", cost, limit, signInHint(ctx)),
+		"complexity", cost, "limit", limit)
 }
 
 // introspection allows __schema and __type (gqlgen refuses them unless an

@@ -5,11 +5,11 @@ import "time"
 // Options tune the transport. The zero value of each field takes the
 // default docs/api.md documents.
 type Options struct {
-	// MaxDepth bounds the nesting of an operation's selections.
-	MaxDepth int
-	// MaxComplexity bounds an operation's cost: one per field, a
-	// connection's selection counted `first` times.
-	MaxComplexity int
+	// Limits bound one operation of a signed-in caller; AnonymousLimits
+	// one of a caller without a token (who may only enroll an agent or
+	// read the schema). A zero field takes its default.
+	Limits          Budget
+	AnonymousLimits Budget
 	// MaxBodyBytes bounds a request body (and a WebSocket message).
 	MaxBodyBytes int64
 	// RequestTimeout bounds a query or mutation over HTTP.
@@ -34,12 +34,8 @@ func (o Options) WithDefaults() Options {
 }
 
 func (o *Options) defaults() {
-	if o.MaxDepth <= 0 {
-		o.MaxDepth = 12
-	}
-	if o.MaxComplexity <= 0 {
-		o.MaxComplexity = 10_000
-	}
+	o.Limits.defaults(Budget{Bytes: 100_000, Tokens: 20_000, Depth: 12, Fields: 5_000, Complexity: 10_000})
+	o.AnonymousLimits.defaults(Budget{Bytes: 16_000, Tokens: 4_000, Depth: 12, Fields: 1_000, Complexity: 10_000})
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
 	}
@@ -55,4 +51,17 @@ func (o *Options) defaults() {
 	if o.AnswerCache == 0 {
 		o.AnswerCache = 512
 	}
+}
+
+func (b *Budget) defaults(d Budget) {
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&b.Bytes, d.Bytes)
+	set(&b.Tokens, d.Tokens)
+	set(&b.Depth, d.Depth)
+	set(&b.Fields, d.Fields)
+	set(&b.Complexity, d.Complexity)
 }
