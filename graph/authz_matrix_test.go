@@ -38,6 +38,7 @@ import (
 	"cairn/graph/apierr"
 	"cairn/graph/client"
 	"cairn/graph/generated"
+	"cairn/graph/transport"
 	"cairn/internal/testdb"
 	"cairn/projections"
 	"cairn/projections/models"
@@ -323,7 +324,11 @@ func newMatrix(t *testing.T) *mxFixture {
 		t.Fatal(err)
 	}
 	tpl := templates.NewHandlers(store, time.Now, nil)
-	api, err := graph.New(graph.Config{ConsistencyTimeout: 20 * time.Second}, graph.Deps{
+	// Every role asks every field, anonymous callers included, from one
+	// address: far beyond a caller's quota of requests.
+	unlimited := transport.Quota{Rate: 1e9, Burst: 1e9}
+	api, err := graph.New(graph.Config{ConsistencyTimeout: 20 * time.Second,
+		Transport: transport.Options{Quota: unlimited, AnonymousQuota: unlimited}}, graph.Deps{
 		Log: log, Store: store, Reader: readmodel.New(de.Pool), Auth: de.Auth, Projections: runner, ProjectionAdmin: runner,
 		Access: de.Access, Nodes: de.Nodes, Templates: tpl, Services: svc,
 		Jobs: de.Jobs, Dispatch: de.Dispatcher, Logs: de.Logs, Stats: de.Stats, Schedules: de.Schedules,

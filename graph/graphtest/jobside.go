@@ -12,6 +12,7 @@ import (
 	"cairn/dispatch/dispatchtest"
 	"cairn/eventstore"
 	"cairn/graph"
+	"cairn/graph/transport"
 	"cairn/projections/readmodel"
 )
 
@@ -32,8 +33,16 @@ type API struct {
 }
 
 // ServeJobSide starts the API over a job side (dispatchtest.Start) on a
-// local listener.
+// local listener. Many agents of one test share an address and a few
+// tokens: unless cfg sets them, no quota limits their requests.
 func ServeJobSide(e *dispatchtest.Env, cfg graph.Config, log zerolog.Logger) (*API, error) {
+	unlimited := transport.Quota{Rate: 1e9, Burst: 1e9, Subscriptions: 1e9}
+	if cfg.Transport.Quota == (transport.Quota{}) {
+		cfg.Transport.Quota = unlimited
+	}
+	if cfg.Transport.AnonymousQuota == (transport.Quota{}) {
+		cfg.Transport.AnonymousQuota = unlimited
+	}
 	srv, err := graph.New(cfg, graph.Deps{
 		Log: log, Store: e.Store, Reader: readmodel.New(e.Pool), Auth: e.Auth, Projections: visibility{e.Store},
 		Access: e.Access, Nodes: e.Nodes, Jobs: e.Jobs, Dispatch: e.Dispatcher, Logs: e.Logs, Stats: e.Stats, Schedules: e.Schedules,

@@ -61,10 +61,11 @@ type Extension = graphql.HandlerExtension
 
 // Handler serves the API: every transport over one executable schema.
 type Handler struct {
-	opts Options
-	deps Deps
-	log  zerolog.Logger
-	http http.Handler
+	opts   Options
+	deps   Deps
+	log    zerolog.Logger
+	quotas *quotas
+	http   http.Handler
 }
 
 // New serves schema with the options and collaborators.
@@ -73,7 +74,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 		return nil, errors.New("graph transport: Auth and ReadModelsPosition are required")
 	}
 	opts.defaults()
-	h := &Handler{opts: opts, deps: deps, log: deps.Log}
+	h := &Handler{opts: opts, deps: deps, log: deps.Log, quotas: newQuotas(opts.Quota, opts.AnonymousQuota)}
 	gql := handler.New(weighted{schema})
 	gql.AddTransport(gqltransport.Websocket{
 		Implementation:        websocketAccepter{inner: gqltransport.CoderWebsocketImplementation{}},
@@ -83,6 +84,15 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 		PingPongInterval:      opts.KeepAlive,
 		PayloadReadLimit:      &opts.MaxBodyBytes,
 		ErrorFunc: func(ctx context.Context, err error) {
+			// gqlgen ends a connection whose message does not decode
+			// without saying why; graphql-transport-ws says 4400. Its
+			// decode errors are not exported: they read "invalid ...".
+			var we gqltransport.WebsocketError
+			if errors.As(err, &we) && we.IsReadError && strings.HasPrefix(we.Err.Error(), "invalid ") {
+				if c, ok := ctx.Value(connKey{}).(*wsConn); ok {
+					c.close(closeBadRequest, "invalid message: send graphql-transport-ws messages as JSON objects")
+				}
+			}
 			zerolog.Ctx(ctx).Debug().Err(err).Msg("websocket")
 		},
 	})
@@ -98,6 +108,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	gql.Use(&complexityLimit{preflight: pf})
 	gql.SetParserTokenLimit(max(opts.Limits.Tokens, opts.AnonymousLimits.Tokens))
 	gql.Use(terminalErrors{present: h.presentError, recover: h.recoverPanic})
+	gql.Use(quotaGuard{q: h.quotas})
 	gql.Use(correlation{})
 	gql.Use(readModelsMark{position: deps.ReadModelsPosition})
 	for _, ext := range deps.Extensions {
@@ -133,11 +144,21 @@ func (h *Handler) limitBody(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		sess := sessionFrom(r.Context())
+		if ok, wait := h.quotas.allow(sess); !ok {
+			rateLimited(w, wait, "too many requests from this caller: retry after the time Retry-After says")
+			return
+		}
+		stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+		if stream && h.quotas.atSubscriptionLimit(sess) {
+			rateLimited(w, time.Second, "this caller holds its quota of subscriptions already: end some first")
+			return
+		}
 		r, ok := h.readRequest(w, r)
 		if !ok {
 			return
 		}
-		if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		if !stream {
 			ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
 			defer cancel()
 			r = r.WithContext(ctx)

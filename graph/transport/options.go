@@ -10,6 +10,10 @@ type Options struct {
 	// read the schema). A zero field takes its default.
 	Limits          Budget
 	AnonymousLimits Budget
+	// Quota bounds a token's requests and subscriptions on this server;
+	// AnonymousQuota those of an address without a token.
+	Quota          Quota
+	AnonymousQuota Quota
 	// MaxBodyBytes bounds a request body (and a WebSocket message).
 	MaxBodyBytes int64
 	// RequestTimeout bounds a query or mutation over HTTP.
@@ -35,6 +39,8 @@ func (o Options) WithDefaults() Options {
 
 func (o *Options) defaults() {
 	o.Limits.defaults(Budget{Bytes: 100_000, Tokens: 20_000, Depth: 12, Fields: 5_000, Complexity: 10_000})
+	o.Quota.defaults(Quota{Rate: 200, Burst: 1000, Subscriptions: 500})
+	o.AnonymousQuota.defaults(Quota{Rate: 50, Burst: 500, Subscriptions: 20})
 	o.AnonymousLimits.defaults(Budget{Bytes: 16_000, Tokens: 4_000, Depth: 12, Fields: 1_000, Complexity: 10_000})
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20

@@ -27,14 +27,15 @@ import (
 type Session struct {
 	principal auth.Principal
 	token     string
+	address   string // where the caller connected from
 
 	once   sync.Once
 	ended  chan struct{}
 	reason error
 }
 
-func newSession(p auth.Principal, token string) *Session {
-	return &Session{principal: p, token: token, ended: make(chan struct{})}
+func newSession(p auth.Principal, token, address string) *Session {
+	return &Session{principal: p, token: token, address: address, ended: make(chan struct{})}
 }
 
 // end stops the session with a reason the client is told.
@@ -117,7 +118,11 @@ func (h *Handler) watch(ctx context.Context, sess *Session, closeConn func(code 
 				case <-ctx.Done():
 				case <-time.After(200 * time.Millisecond):
 				}
-				closeConn(closeUnauthorized, "token expired or revoked: sign in again")
+				if errors.Is(err, auth.ErrForbidden) {
+					closeConn(closeForbidden, "no longer allowed: "+err.Error())
+				} else {
+					closeConn(closeUnauthorized, "token expired or revoked: sign in again")
+				}
 			}
 			return
 		}
@@ -155,12 +160,12 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if r.Header.Get("Upgrade") != "" {
-			next.ServeHTTP(w, r.WithContext(withConn(ctx, &wsConn{})))
+			next.ServeHTTP(w, r.WithContext(withConn(ctx, &wsConn{address: remoteAddress(r)})))
 			return
 		}
 		header := r.Header.Get("Authorization")
 		if header == "" {
-			next.ServeHTTP(w, r.WithContext(withSession(ctx, newSession(auth.Principal{}, ""))))
+			next.ServeHTTP(w, r.WithContext(withSession(ctx, newSession(auth.Principal{}, "", remoteAddress(r)))))
 			return
 		}
 		token, ok := bearerToken(header)
@@ -174,7 +179,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 			h.refuse(w, r, err)
 			return
 		}
-		sess := newSession(p, token)
+		sess := newSession(p, token, remoteAddress(r))
 		ctx, cancel := context.WithCancel(withSession(ctx, sess))
 		defer cancel()
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
@@ -212,8 +217,9 @@ func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
 // wsConn lets the session watcher close the WebSocket connection it belongs
 // to with a code and reason of its own.
 type wsConn struct {
-	mu   sync.Mutex
-	conn gqltransport.WebsocketConn
+	address string
+	mu      sync.Mutex
+	conn    gqltransport.WebsocketConn
 }
 
 type connKey struct{}
@@ -240,10 +246,11 @@ type websocketAccepter struct {
 }
 
 func (a websocketAccepter) Accept(w http.ResponseWriter, r *http.Request, o gqltransport.WebsocketAcceptOptions) (gqltransport.WebsocketConn, error) {
-	conn, err := a.inner.Accept(w, r, o)
+	inner, err := a.inner.Accept(w, r, o)
 	if err != nil {
 		return nil, err
 	}
+	conn := closeCodes{inner}
 	if c, ok := r.Context().Value(connKey{}).(*wsConn); ok {
 		c.mu.Lock()
 		c.conn = conn
@@ -251,6 +258,28 @@ func (a websocketAccepter) Accept(w http.ResponseWriter, r *http.Request, o gqlt
 	}
 	return conn, nil
 }
+
+// closeCodes closes a connection with the codes of graphql-transport-ws
+// that say why: 4400 for a message that breaks the protocol (gqlgen closes
+// with the generic 1002), 4408 when connection_init never came.
+type closeCodes struct{ gqltransport.WebsocketConn }
+
+func (c closeCodes) WriteClose(code int, reason string) error {
+	if code == gqltransport.WebsocketCloseProtocolError {
+		code = closeBadRequest
+		if strings.Contains(reason, "initialisation timeout") {
+			code = closeInitTimeout
+		}
+	}
+	return c.WebsocketConn.WriteClose(code, reason)
+}
+
+// Close codes of graphql-transport-ws.
+const (
+	closeBadRequest  = 4400
+	closeForbidden   = 4403
+	closeInitTimeout = 4408
+)
 
 // websocketInit authenticates a WebSocket connection from its
 // connection_init payload: {"authorization": "Bearer <token>"} or
@@ -272,9 +301,13 @@ func (h *Handler) websocketInit(ctx context.Context, p gqltransport.InitPayload)
 		h.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
 		return gqltransport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")
 	}
-	sess := newSession(principal, token)
-	ctx = withSession(ctx, sess)
 	c, _ := ctx.Value(connKey{}).(*wsConn)
+	address := ""
+	if c != nil {
+		address = c.address
+	}
+	sess := newSession(principal, token, address)
+	ctx = withSession(ctx, sess)
 	closeConn := func(code int, reason string) {}
 	if c != nil {
 		closeConn = c.close

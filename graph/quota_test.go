@@ -1,0 +1,94 @@
+package graph_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"cairn/graph"
+	"cairn/graph/apierr"
+	"cairn/graph/client"
+	"cairn/graph/transport"
+)
+
+// A caller over its rate gets 429 with Retry-After; one that holds its
+// quota of subscriptions has the next refused, on every transport.
+func TestQuotas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{Transport: transport.Options{Quota: transport.Quota{Rate: 0.01, Burst: 4, Subscriptions: 1}}})
+	ctx := ctxT(t)
+	admin := e.client("admin")
+
+	e.createTenant(admin, "acme")
+	sub, err := admin.Subscribe(ctx, client.TransportWS, client.Request{Query: eventsSub, Variables: map[string]any{"after": "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	// The first event: the subscription is counted before the next starts.
+	if r, err := sub.Next(ctx); err != nil || len(r.Errors) > 0 {
+		t.Fatalf("first subscription: %+v %v", r, err)
+	}
+	// The second subscription, over WebSocket: refused with RATE_LIMITED.
+	second, err := admin.Subscribe(ctx, client.TransportWS, client.Request{Query: eventsSub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := second.Next(ctx)
+	second.Close()
+	if err != nil || resp.Errors.Code() != apierr.CodeRateLimited {
+		t.Fatalf("a second subscription: %+v %v", resp, err)
+	}
+	// Over SSE: 429.
+	if _, err = admin.Subscribe(ctx, client.SSE, client.Request{Query: eventsSub}); client.CodeOf(err) != apierr.CodeRateLimited {
+		t.Fatalf("a subscription over SSE beyond the quota: %v", err)
+	}
+
+	// The burst is spent (the tenant, two subscriptions, the SSE request);
+	// the next request is over the rate.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/graphql", strings.NewReader(`{"query": "{ viewer { role } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer admin")
+	hr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Body.Close()
+	if hr.StatusCode != http.StatusTooManyRequests || hr.Header.Get("Retry-After") == "" {
+		t.Fatalf("over the rate: HTTP %d, Retry-After %q", hr.StatusCode, hr.Header.Get("Retry-After"))
+	}
+	// Another caller is not affected.
+	var v struct{ Viewer struct{ Role string } }
+	if err := e.client("operator").Do(ctx, `{ viewer { role } }`, nil, &v); err != nil {
+		t.Fatalf("another token: %v", err)
+	}
+}
+
+// A WebSocket message that breaks the protocol closes the connection with
+// 4400.
+func TestWebSocketCloseCodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{})
+	ctx := ctxT(t)
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http")+"/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "connection_init", "payload": {"token": "admin"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := conn.Read(ctx); err != nil { // connection_ack
+		t.Fatal(err)
+	}
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`not json`)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = conn.Read(ctx)
+	if code := websocket.CloseStatus(err); code != 4400 {
+		t.Fatalf("after a malformed message: close code %d (%v), want 4400", code, err)
+	}
+}
