@@ -40,8 +40,9 @@ type Authenticator struct {
 	store commands.Loader
 	opts  AuthenticatorOptions
 
-	mu    sync.Mutex
-	cache map[string]verified // by token id
+	mu        sync.Mutex
+	cache     map[string]verified // by token id
+	listeners []func(Revocation)
 }
 
 type verified struct {
@@ -205,3 +206,6 @@ func (a *Authenticator) Forget(tokenID string) {
 	defer a.mu.Unlock()
 	delete(a.cache, tokenID)
 }
+
+// nodeCredentialID is the token id of a node's credential.
+func nodeCredentialID(nodeID string) string { return bearer.NodeCredentialPrefix + nodeID }

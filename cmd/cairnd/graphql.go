@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"cairn/auth"
 	"cairn/commands/access"
@@ -25,7 +26,8 @@ func newID() string { return strings.ToLower(rand.Text()[:16]) }
 
 // mountGraphQL serves the API at /graphql and GraphiQL at /graphiql, prints
 // the bootstrap admin token on the first start, and returns the API's
-// background work (the subscription feed) for the caller to run.
+// background work (the subscription feed, and the authenticator following
+// revocations) for the caller to run.
 func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore.Store, js *jobSide, ss *serviceSide, log zerolog.Logger, out io.Writer) (func(context.Context) error, *access.Handlers, error) {
 	accessH := access.NewHandlers(store, time.Now, newID, access.Options{})
 	token, err := auth.BootstrapAdmin(ctx, accessH)
@@ -35,11 +37,12 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 	if token != "" {
 		fmt.Fprintf(out, "\nFirst start: the administrator's token (shown once; keep it safe):\n\n    %s\n\nUse it with: cairn login --server http://<address> --token %s\n\n", token, token)
 	}
+	authn := auth.NewAuthenticator(store, auth.AuthenticatorOptions{})
 	api, err := graph.New(graph.Config{}, graph.Deps{
 		Log:             log.With().Str("component", "graphql").Logger(),
 		Store:           store,
 		Reader:          ss.reader,
-		Auth:            auth.NewAuthenticator(store, auth.AuthenticatorOptions{}),
+		Auth:            authn,
 		Projections:     ss.runner,
 		ProjectionAdmin: ss.runner,
 		Templates:       ss.templates,
@@ -59,5 +62,11 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 	srv.Handle("/graphql", api.Handler())
 	srv.Handle("/graphiql/", http.StripPrefix("/graphiql", graphiql.Handler()))
 	srv.Handle("GET /graphiql", http.RedirectHandler("/graphiql/", http.StatusMovedPermanently))
-	return api.Run, accessH, nil
+	run := func(ctx context.Context) error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return api.Run(ctx) })
+		g.Go(func() error { return authn.Follow(ctx, store) })
+		return g.Wait()
+	}
+	return run, accessH, nil
 }

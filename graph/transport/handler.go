@@ -38,6 +38,12 @@ type Generationer interface {
 	Generation() uint64
 }
 
+// Revoker tells of tokens that stopped authenticating (auth.Authenticator
+// with Follow running), so that their open connections end at once.
+type Revoker interface {
+	OnRevoke(func(auth.Revocation))
+}
+
 // Deps are the transport's collaborators.
 type Deps struct {
 	Log  zerolog.Logger
@@ -64,8 +70,9 @@ type Handler struct {
 	opts   Options
 	deps   Deps
 	log    zerolog.Logger
-	quotas *quotas
-	http   http.Handler
+	quotas   *quotas
+	sessions watched
+	http     http.Handler
 }
 
 // New serves schema with the options and collaborators.
@@ -75,6 +82,9 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	}
 	opts.defaults()
 	h := &Handler{opts: opts, deps: deps, log: deps.Log, quotas: newQuotas(opts.Quota, opts.AnonymousQuota)}
+	if r, ok := deps.Auth.(Revoker); ok {
+		r.OnRevoke(h.sessions.revoked)
+	}
 	gql := handler.New(weighted{schema})
 	gql.AddTransport(gqltransport.Websocket{
 		Implementation:        websocketAccepter{inner: gqltransport.CoderWebsocketImplementation{}},

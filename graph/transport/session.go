@@ -92,14 +92,15 @@ func (h *Handler) watch(ctx context.Context, sess *Session, closeConn func(code 
 	}
 	var mu sync.Mutex
 	var timer *time.Timer
+	var check func()
 	stop := context.AfterFunc(ctx, func() {
+		h.sessions.remove(sess)
 		mu.Lock()
 		defer mu.Unlock()
 		if timer != nil {
 			timer.Stop()
 		}
 	})
-	var check func()
 	check = func() {
 		_, err := h.deps.Auth.Authenticate(ctx, sess.token)
 		switch {
@@ -132,9 +133,55 @@ func (h *Handler) watch(ctx context.Context, sess *Session, closeConn func(code 
 			timer = time.AfterFunc(h.opts.RecheckInterval, check)
 		}
 	}
+	// A revocation that matches the caller checks again at once, rather
+	// than at the next interval.
+	h.sessions.add(sess, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil && timer.Stop() {
+			timer = time.AfterFunc(0, check)
+		}
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	timer = time.AfterFunc(h.opts.RecheckInterval, check)
+}
+
+// watched are the long-lived sessions, each with the function that checks
+// its token again at once.
+type watched struct {
+	mu sync.Mutex
+	m  map[*Session]func()
+}
+
+func (w *watched) add(s *Session, recheck func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[*Session]func(){}
+	}
+	w.m[s] = recheck
+}
+
+func (w *watched) remove(s *Session) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, s)
+}
+
+// revoked checks again, at once, every session the revocation matches.
+func (w *watched) revoked(rev auth.Revocation) {
+	w.mu.Lock()
+	var due []func()
+	for s, recheck := range w.m {
+		if rev.Matches(s.principal) {
+			due = append(due, recheck)
+		}
+	}
+	w.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
 }
 
 // closeUnauthorized is the WebSocket close code of graphql-transport-ws for
