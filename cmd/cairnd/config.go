@@ -15,14 +15,19 @@ import (
 // has no flag, so a password in it never shows in the process list.
 const DatabaseURLEnv = "DATABASE_URL"
 
+// DatabaseOwnerURLEnv names the schema's owner on a server of your own: it
+// runs the migrations, and DATABASE_URL's role then only serves.
+const DatabaseOwnerURLEnv = "DATABASE_OWNER_URL"
+
 // config is cairnd's configuration. Each setting comes from its flag when
 // given, else from its environment variable when set, else its default.
 type config struct {
-	Listen      string
-	DatabaseURL string
-	DataDir     string
-	LogFormat   string
-	LogLevel    string
+	Listen           string
+	DatabaseURL      string
+	DatabaseOwnerURL string
+	DataDir          string
+	LogFormat        string
+	LogLevel         string
 	// Plugins is a plugins configuration file (YAML or JSON, see
 	// docs/plugins.md); empty runs with the plugins that need none.
 	Plugins string
@@ -83,6 +88,7 @@ func (c *config) resolve(fs *pflag.FlagSet, getenv func(string) string) error {
 		}
 	}
 	c.DatabaseURL = getenv(DatabaseURLEnv)
+	c.DatabaseOwnerURL = getenv(DatabaseOwnerURLEnv)
 
 	switch c.LogFormat {
 	case "json", "console", "auto":

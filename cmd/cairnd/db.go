@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"cairn/internal/database"
@@ -17,10 +18,36 @@ const embeddedDatabase = "cairn"
 
 // backend is the PostgreSQL server cairnd works with: the one DATABASE_URL
 // names, or an embedded cluster it runs itself.
+//
+// Two roles act on it. The schema's owner (url) runs the migrations and
+// reads the schema's version; the role cairnd serves as (serveURL) may only
+// become the application role. On the embedded cluster the owner is the
+// bootstrap user and cairnd serves as database.ServerRole. On a server of
+// your own, DATABASE_OWNER_URL names the owner and DATABASE_URL the serving
+// role; without DATABASE_OWNER_URL, DATABASE_URL's role does both, and a
+// session of it could leave the application role (cairnd says so at start).
 type backend struct {
-	url      string
+	url      string // the schema's owner
+	serve    string // the serving role; "" until serveURL made it
 	embedded *database.Embedded
 	log      zerolog.Logger
+}
+
+// serveURL is the URL of the role cairnd serves as. On the embedded cluster
+// it makes that role first (the migrations must have run: it joins the
+// application role they create).
+func (b *backend) serveURL(ctx context.Context, owner *pgxpool.Pool) (string, error) {
+	if b.serve != "" {
+		return b.serve, nil
+	}
+	if b.embedded == nil {
+		return b.url, nil
+	}
+	if err := database.EnsureServerRole(ctx, owner); err != nil {
+		return "", err
+	}
+	b.serve = b.embedded.Cluster.URLAs(embeddedDatabase, database.ServerRole)
+	return b.serve, nil
 }
 
 // openBackend uses the server DATABASE_URL names, or else starts (creating
@@ -33,7 +60,16 @@ func openBackend(ctx context.Context, cfg *config, log zerolog.Logger) (*backend
 		}
 		log.Info().Str("host", pc.Host).Uint16("port", pc.Port).Str("database", pc.Database).Str("user", pc.User).
 			Msg("using the PostgreSQL server DATABASE_URL names")
-		return &backend{url: cfg.DatabaseURL, log: log}, nil
+		if cfg.DatabaseOwnerURL == "" {
+			log.Warn().Msgf("%s is unset, so %s's role both owns the schema and serves: a session of it can leave the application role. "+
+				"Name the owner in %s and a role that is only a member of %s in %s (docs/operations.md)",
+				DatabaseOwnerURLEnv, DatabaseURLEnv, DatabaseOwnerURLEnv, database.AppRole, DatabaseURLEnv)
+			return &backend{url: cfg.DatabaseURL, serve: cfg.DatabaseURL, log: log}, nil
+		}
+		if _, err := pgconn.ParseConfig(cfg.DatabaseOwnerURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", DatabaseOwnerURLEnv, err)
+		}
+		return &backend{url: cfg.DatabaseOwnerURL, serve: cfg.DatabaseURL, log: log}, nil
 	}
 
 	// As root, the server runs as an unprivileged user that must be able to

@@ -49,15 +49,19 @@ func withStore(ctx context.Context, cfg *config, w io.Writer, f func(*eventstore
 	if err != nil {
 		return err
 	}
+	defer owner.Close()
 	st, err := migrations.Check(ctx, owner)
-	owner.Close()
 	if err != nil {
 		return err
 	}
 	if !st.UpToDate() {
 		return fmt.Errorf("the database schema is at version %d of %d: run `cairnd migrate` first", st.Current, st.Latest)
 	}
-	pool, err := database.Open(ctx, be.url, database.Options{Role: database.AppRole, MaxConns: 4, AppName: "cairnd projections"})
+	serveURL, err := be.serveURL(ctx, owner)
+	if err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, MaxConns: 4, AppName: "cairnd projections"})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,11 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	}
 	log.Info().Int64("schema_version", st.Current).Msg("database schema up to date")
 
-	pool, err := database.Open(ctx, be.url, database.Options{Role: database.AppRole, AppName: "cairnd"})
+	serveURL, err := be.serveURL(ctx, owner)
+	if err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, AppName: "cairnd"})
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	// The read models are written through sessions that may not append
 	// events, so that readers of the log need not wait for their
 	// transactions.
-	readModels, err := database.Open(ctx, be.url, database.Options{Role: database.AppRole, AppName: eventstore.ReadModelAppName})
+	readModels, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, AppName: eventstore.ReadModelAppName})
 	if err != nil {
 		return err
 	}

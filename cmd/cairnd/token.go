@@ -97,7 +97,11 @@ func createToken(ctx context.Context, cfg *config, cmd *cobra.Command, user stri
 	if !st.UpToDate() {
 		return fmt.Errorf("the database schema is at version %d of %d: run `cairnd migrate` first", st.Current, st.Latest)
 	}
-	pool, err := database.Open(ctx, be.url, database.Options{Role: database.AppRole, MaxConns: 2, AppName: "cairnd token"})
+	serveURL, err := be.serveURL(ctx, owner)
+	if err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, MaxConns: 2, AppName: "cairnd token"})
 	if err != nil {
 		return err
 	}

@@ -179,9 +179,15 @@ func (c *Cluster) ConnString(database string) string {
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", c.socketDir, c.port, SuperUser, database)
 }
 
-// URL returns a postgres:// URL for a database of the cluster.
+// URL returns a postgres:// URL for a database of the cluster, as the
+// bootstrap superuser.
 func (c *Cluster) URL(database string) string {
-	return fmt.Sprintf("postgres://%s@/%s?host=%s&port=%d&sslmode=disable", SuperUser, database, c.socketDir, c.port)
+	return c.URLAs(database, SuperUser)
+}
+
+// URLAs returns a postgres:// URL for a database of the cluster, as a role.
+func (c *Cluster) URLAs(database, role string) string {
+	return fmt.Sprintf("postgres://%s@/%s?host=%s&port=%d&sslmode=disable", role, database, c.socketDir, c.port)
 }
 
 // DataDir is where the cluster keeps its files.
