@@ -25,8 +25,12 @@ func (b ChainBreak) Error() string {
 type VerifyReport struct {
 	Streams int64
 	Events  int64
-	// Breaks lists the first break of each broken stream, by position.
+	// Breaks lists the first break of each broken stream, by position; a
+	// removed tail of the whole log is a break with no stream.
 	Breaks []ChainBreak
+	// Checkpoint is the chain checkpoint the log was compared with (nil
+	// when none was taken yet).
+	Checkpoint *ChainCheckpoint
 }
 
 // OK reports whether every chain verified.
@@ -117,6 +121,20 @@ func (s *Store) Verify(ctx context.Context, streamID string) (VerifyReport, erro
 	}
 	if err := rows.Err(); err != nil {
 		return VerifyReport{}, fmt.Errorf("verify: %w", err)
+	}
+	rows.Close()
+	broken := map[string]bool{}
+	for _, b := range rep.Breaks {
+		broken[b.StreamID] = true
+	}
+	removed, err := s.checkRemovals(ctx, streamID, &rep)
+	if err != nil {
+		return VerifyReport{}, err
+	}
+	for _, b := range removed {
+		if b.StreamID == "" || !broken[b.StreamID] { // one break per stream: the walk's first
+			rep.Breaks = append(rep.Breaks, b)
+		}
 	}
 	slices.SortFunc(rep.Breaks, func(a, b ChainBreak) int { return cmp.Compare(a.Position, b.Position) })
 	return rep, nil

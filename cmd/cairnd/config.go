@@ -32,6 +32,10 @@ type config struct {
 	// docs/plugins.md); empty runs with the plugins that need none.
 	Plugins string
 	Jobs    jobConfig
+	// CheckpointEvery is how often the event log's chain checkpoint is
+	// taken: removing events recorded before the last one shows in
+	// verification.
+	CheckpointEvery time.Duration
 
 	level zerolog.Level // LogLevel, parsed by resolve
 }
@@ -71,6 +75,8 @@ func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Plugins, "plugins", "",
 		"plugins configuration file, YAML or JSON: http endpoints, out-of-process plugins, terraform (env "+envOf("plugins")+"); the agent plugin needs none")
 	c.Jobs.bindFlags(fs)
+	fs.DurationVar(&c.CheckpointEvery, "chain-checkpoint-every", 10*time.Second,
+		"how often the event log's hash chains are checkpointed, so that removing events recorded before shows in verification")
 }
 
 // resolve applies the environment to every flag not given on the command

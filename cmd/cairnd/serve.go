@@ -89,6 +89,10 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		Log: log.With().Str("component", "eventstore").Logger(),
 	})
 	defer store.Close()
+	checkpointsCtx, stopCheckpoints := context.WithCancel(ctx)
+	checkpointsDone := make(chan struct{})
+	go func() { defer close(checkpointsDone); store.RunCheckpoints(checkpointsCtx, cfg.CheckpointEvery) }()
+	defer func() { stopCheckpoints(); <-checkpointsDone }()
 
 	srv, err := httpserver.New(httpserver.Deps{
 		Log:   log.With().Str("component", "http").Logger(),

@@ -76,6 +76,24 @@ type Trailer struct {
 	Last    string          `json:"lastCursor,omitempty"`
 	Heads   map[string]Head `json:"heads"`
 	Digest  string          `json:"digest"`
+	// Checkpoint repeats the file's first line, when it has one.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+}
+
+// Checkpoint is the log's chain checkpoint an export is checked against: its
+// first line (`{"checkpoint": {...}}`), copied into the trailer. It comes
+// from the checkpoint tables, not from the events, so events removed from the
+// log before the export show when the file is verified: a head it recorded
+// that the file lacks, or fewer events up to it than it counted. Exports of
+// the whole log from its start carry the count and every stream's head; an
+// export of one stream carries that stream's head; an export from a later
+// point carries none.
+type Checkpoint struct {
+	ID      int64           `json:"id"`
+	TakenAt string          `json:"takenAt"`
+	Through string          `json:"through"`
+	Events  int64           `json:"events,omitempty"`
+	Heads   map[string]Head `json:"heads"`
 }
 
 // Head is a stream's last event in an export.
@@ -85,7 +103,11 @@ type Head struct {
 }
 
 // ExportFormat names this layout in the trailer.
-const ExportFormat = "cairn-export-v1"
+const ExportFormat = "cairn-export-v2"
+
+// exportFormats are the formats VerifyFile reads: v1 files have no
+// checkpoint line.
+var exportFormats = map[string]bool{"cairn-export-v1": true, ExportFormat: true}
 
 // Export writes the chosen events as NDJSON, one event per line in global
 // order, then the trailer (`{"trailer": {...}}`).
@@ -96,6 +118,21 @@ func Export(ctx context.Context, store Log, w io.Writer, o ExportOptions) (Expor
 		return sum, err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
+	cp, err := checkpointFor(ctx, store, o, from, to)
+	if err != nil {
+		return sum, err
+	}
+	if cp != nil {
+		b, err := json.Marshal(struct {
+			Checkpoint *Checkpoint `json:"checkpoint"`
+		}{cp})
+		if err != nil {
+			return sum, err
+		}
+		if _, err := bw.Write(append(b, '\n')); err != nil {
+			return sum, err
+		}
+	}
 	x := &exporter{w: bw, digest: sha256.New(), heads: map[string]Head{}}
 	if o.StreamID != "" {
 		evs, err := store.ReadStream(ctx, o.StreamID, eventstore.ReadStreamOptions{AsOf: to})
@@ -124,7 +161,7 @@ func Export(ctx context.Context, store Log, w io.Writer, o ExportOptions) (Expor
 		}
 	}
 	t := Trailer{Format: ExportFormat, Events: x.events, Streams: len(x.heads), Stream: o.StreamID, Heads: x.heads,
-		Digest: hex.EncodeToString(x.digest.Sum(nil))}
+		Digest: hex.EncodeToString(x.digest.Sum(nil)), Checkpoint: cp}
 	if !o.From.IsZero() {
 		t.From = o.From.String()
 	}
@@ -147,6 +184,37 @@ func Export(ctx context.Context, store Log, w io.Writer, o ExportOptions) (Expor
 		return sum, err
 	}
 	return ExportSummary{Events: x.events, Streams: len(x.heads), First: x.first, Last: x.last, Digest: t.Digest}, nil
+}
+
+// checkpointFor is the checkpoint an export carries (see Checkpoint): the
+// latest one up to the export's end, for an export from the log's start.
+func checkpointFor(ctx context.Context, store Log, o ExportOptions, from, to eventstore.Cursor) (*Checkpoint, error) {
+	if !from.IsZero() {
+		return nil, nil
+	}
+	// Up to the end asked for; without one, the latest checkpoint, which
+	// may reach past the head when the log's tail was removed.
+	var upTo eventstore.Cursor
+	if !o.To.IsZero() {
+		upTo = to
+	}
+	cp, err := store.LastCheckpoint(ctx, upTo)
+	if err != nil || cp.ID == 0 {
+		return nil, err
+	}
+	heads, err := store.CheckpointHeads(ctx, cp.ID, o.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	out := &Checkpoint{ID: cp.ID, TakenAt: cp.TakenAt.UTC().Format(time.RFC3339Nano), Through: cp.Through.String(),
+		Heads: make(map[string]Head, len(heads))}
+	if o.StreamID == "" {
+		out.Events = cp.Events
+	}
+	for id, h := range heads {
+		out.Heads[id] = Head{Version: h.Version, Hash: hex.EncodeToString(h.Hash)}
+	}
+	return out, nil
 }
 
 // exportRange turns the options into cursors: events after from up to and

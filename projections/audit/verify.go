@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"time"
 
@@ -48,6 +49,8 @@ type FileReport struct {
 	// one before it can only be checked against the log.
 	Anchored []string
 	Trailer  *Trailer
+	// Checkpoint is the log's chain checkpoint the file carried, if any.
+	Checkpoint *Checkpoint
 	// Problems, in line order; the first is where the file first breaks.
 	Problems []Problem
 }
@@ -88,6 +91,7 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 	streams := map[string]*streamState{}
 	var last eventstore.Cursor
 	lastLine := 0
+	cp := checkpointCheck{seen: map[string]bool{}}
 	add := func(p Problem) {
 		if len(rep.Problems) < maxProblems {
 			rep.Problems = append(rep.Problems, p)
@@ -112,15 +116,28 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 			break
 		}
 		var probe struct {
-			Trailer *Trailer `json:"trailer"`
+			Trailer    *Trailer    `json:"trailer"`
+			Checkpoint *Checkpoint `json:"checkpoint"`
 		}
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			add(Problem{Line: n, Reason: "not a JSON object: " + err.Error()})
 			continue
 		}
+		if probe.Checkpoint != nil {
+			if n != 1 {
+				add(Problem{Line: n, Reason: "a checkpoint line after the first line: lines were moved or added"})
+				continue
+			}
+			rep.Checkpoint = probe.Checkpoint
+			if err := cp.start(probe.Checkpoint); err != nil {
+				add(Problem{Line: n, Reason: "the checkpoint line is malformed: " + err.Error()})
+			}
+			continue
+		}
 		if probe.Trailer != nil {
 			rep.Trailer = probe.Trailer
 			checkTrailer(&rep, probe.Trailer, hex.EncodeToString(digest.Sum(nil)), streams, n, add)
+			cp.finish(rep.Checkpoint, probe.Trailer.Checkpoint, n, add)
 			continue
 		}
 		digest.Write(raw)
@@ -166,6 +183,7 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 			streams[e.StreamID] = st
 		}
 		st.version, st.hash = e.Version, e.Hash
+		cp.event(e, p, add)
 	}
 	rep.Streams = len(streams)
 	if rep.Trailer == nil {
@@ -181,7 +199,7 @@ func checkTrailer(rep *FileReport, t *Trailer, digest string, streams map[string
 	bad := func(format string, args ...any) {
 		add(Problem{Line: line, Reason: "trailer: " + fmt.Sprintf(format, args...)})
 	}
-	if t.Format != ExportFormat {
+	if !exportFormats[t.Format] {
 		bad("format %q, want %q", t.Format, ExportFormat)
 	}
 	if t.Events != rep.Events {
@@ -280,4 +298,69 @@ func VerifyAgainst(ctx context.Context, store Log, rep FileReport) ([]Problem, e
 		}
 	}
 	return out, nil
+}
+
+// checkpointCheck compares a file's events with the chain checkpoint it
+// carries: every head the checkpoint recorded must be in the file with its
+// hash, and a whole-log export must hold as many events up to it as the log
+// held then.
+type checkpointCheck struct {
+	cp      *Checkpoint
+	through eventstore.Cursor
+	held    int64
+	seen    map[string]bool
+}
+
+func (c *checkpointCheck) start(cp *Checkpoint) error {
+	through, err := eventstore.ParseCursor(cp.Through)
+	if err != nil {
+		return err
+	}
+	c.cp, c.through = cp, through
+	return nil
+}
+
+func (c *checkpointCheck) event(e eventstore.RecordedEvent, p Problem, add func(Problem)) {
+	if c.cp == nil {
+		return
+	}
+	if !c.through.Less(e.Cursor()) {
+		c.held++
+	}
+	h, ok := c.cp.Heads[e.StreamID]
+	if !ok || h.Version != e.Version {
+		return
+	}
+	c.seen[e.StreamID] = true
+	if hex.EncodeToString(e.Hash) != h.Hash {
+		p.Reason = fmt.Sprintf("its hash differs from the one chain checkpoint %d recorded: the event was replaced", c.cp.ID)
+		add(p)
+	}
+}
+
+func (c *checkpointCheck) finish(header, trailer *Checkpoint, line int, add func(Problem)) {
+	bad := func(format string, args ...any) {
+		add(Problem{Line: line, Reason: fmt.Sprintf(format, args...)})
+	}
+	if (header == nil) != (trailer == nil) || header != nil && !reflect.DeepEqual(*header, *trailer) {
+		bad("trailer: its checkpoint differs from the file's first line: the file was edited")
+	}
+	if c.cp == nil {
+		return
+	}
+	names := make([]string, 0, len(c.cp.Heads))
+	for s := range c.cp.Heads {
+		if !c.seen[s] {
+			names = append(names, s)
+		}
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		bad("stream %q: version %d, which chain checkpoint %d recorded (%s), is not in the file: the stream's events were removed from the log",
+			s, c.cp.Heads[s].Version, c.cp.ID, c.cp.TakenAt)
+	}
+	if c.cp.Events > 0 && c.held != c.cp.Events {
+		bad("the log held %d events up to cursor %s when chain checkpoint %d was taken (%s); the file has %d: %d events were removed",
+			c.cp.Events, c.cp.Through, c.cp.ID, c.cp.TakenAt, c.held, c.cp.Events-c.held)
+	}
 }
