@@ -51,6 +51,13 @@ func TestRunJob(t *testing.T) {
 			if j := s.ended(actionID); j.Status != job.StatusSucceeded || !json.Valid(j.Result.Output) || len(j.Result.Output) < 10 {
 				t.Errorf("action job %s %+v", j.Status, j.Result)
 			}
+			// A secret reaches the agent in clear, and nothing else.
+			secretID := s.submit(jobs.Submit{Target: job.Target{NodeID: id},
+				Spec:    job.Spec{Kind: job.KindExec, Exec: &job.Exec{Argv: []string{"sh", "-c", `test "$DB_PASSWORD" = pw-5f0e`}}},
+				Secrets: jobs.Secrets{Env: map[string]string{"DB_PASSWORD": "pw-5f0e"}}})
+			if j := s.ended(secretID); j.Status != job.StatusSucceeded || !j.Spec.Sealed() || j.Spec.Exec.Env["DB_PASSWORD"] != "" {
+				t.Errorf("secret job %s %+v, spec %+v", j.Status, j.Result, j.Spec.Exec)
+			}
 			// Statistics arrive in batches.
 			eventually(t, "statistics", func() bool {
 				st, err := s.Stats.Query(ctxFor(t), id, time.Time{}, time.Time{}, 10)

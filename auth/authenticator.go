@@ -43,6 +43,8 @@ type Authenticator struct {
 	mu        sync.Mutex
 	cache     map[string]verified // by token id
 	listeners []func(Revocation)
+	following chan struct{} // closed once Follow has its starting point
+	started   sync.Once
 }
 
 type verified struct {
@@ -62,7 +64,7 @@ func NewAuthenticator(store commands.Loader, opts AuthenticatorOptions) *Authent
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultCacheSize
 	}
-	return &Authenticator{store: store, opts: opts, cache: map[string]verified{}}
+	return &Authenticator{store: store, opts: opts, cache: map[string]verified{}, following: make(chan struct{})}
 }
 
 // Authenticate checks a bearer token ("cairn_<id>_<secret>", with or without

@@ -58,23 +58,32 @@ type Changes interface {
 // of what was stopped end too.
 func (a *Authenticator) Follow(ctx context.Context, log Changes) error {
 	head, err := log.Head(ctx)
-	if err != nil {
-		return err
-	}
-	err = log.Subscribe(ctx, eventstore.SubscribeOptions{From: head, Filter: eventstore.Filter{EventTypes: revokingEvents}},
-		func(_ context.Context, b eventstore.Batch) error {
-			for _, e := range b.Events {
-				if rev, ok := revocationOf(e); ok {
-					a.revoke(rev)
+	if err == nil {
+		// What was cached before the starting point may have been revoked
+		// before it too: only what is verified from here on is kept.
+		a.mu.Lock()
+		clear(a.cache)
+		a.mu.Unlock()
+		a.started.Do(func() { close(a.following) })
+		err = log.Subscribe(ctx, eventstore.SubscribeOptions{From: head, Filter: eventstore.Filter{EventTypes: revokingEvents}},
+			func(_ context.Context, b eventstore.Batch) error {
+				for _, e := range b.Events {
+					if rev, ok := revocationOf(e); ok {
+						a.revoke(rev)
+					}
 				}
-			}
-			return nil
-		})
+				return nil
+			})
+	}
+	// Ending with its context is how Follow stops, not a failure.
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
 }
+
+// Following is closed once Follow sees every revocation from then on.
+func (a *Authenticator) Following() <-chan struct{} { return a.following }
 
 // OnRevoke registers f to hear of every revocation Follow sees.
 func (a *Authenticator) OnRevoke(f func(Revocation)) {

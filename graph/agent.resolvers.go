@@ -163,7 +163,7 @@ func (r *mutationResolver) PollAgentJobs(ctx context.Context, input model.PollAg
 	}
 	out := &model.PollAgentJobsPayload{Jobs: make([]model.AgentJob, 0, len(items)), Cursor: model.Cursor(cursor)}
 	for _, it := range items {
-		out.Jobs = append(out.Jobs, *agentJobModel(it, ""))
+		out.Jobs = append(out.Jobs, *r.agentJob(it))
 	}
 	return out, nil
 }
@@ -230,7 +230,7 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 			return false
 		}
 		select {
-		case out <- agentJobModel(it, ""):
+		case out <- r.agentJob(it):
 			return true
 		default:
 			return false

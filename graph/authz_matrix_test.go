@@ -319,7 +319,7 @@ func newMatrix(t *testing.T) *mxFixture {
 	}
 	var n atomic.Int64
 	ids := func() string { return fmt.Sprintf("mx%d", n.Add(1)) }
-	svc, err := services.NewHandlers(store, time.Now, ids, make([]byte, 32))
+	svc, err := services.NewHandlers(store, time.Now, ids, commandstest.Sealer())
 	if err != nil {
 		t.Fatal(err)
 	}

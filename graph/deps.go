@@ -108,10 +108,3 @@ func (d *Deps) check() error {
 	}
 	return nil
 }
-
-func (r *Resolver) requestID(ctx context.Context) string {
-	if r.deps.RequestID == nil {
-		return ""
-	}
-	return r.deps.RequestID(ctx)
-}

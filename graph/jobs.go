@@ -136,11 +136,14 @@ func jobModel(j loadedJob) *model.Job {
 func seconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 func specModel(s job.Spec) *model.JobSpec {
-	out := &model.JobSpec{Kind: model.JobKind(upper(s.Kind)), Action: optional(s.Action), Args: model.JSON(s.Args)}
+	out := &model.JobSpec{Kind: model.JobKind(upper(s.Kind)), Action: optional(s.Action), Args: model.JSON(s.Args), SealedArgs: len(s.SecretArgs) > 0}
 	if x := s.Exec; x != nil {
 		e := &model.ExecSpec{Argv: slices.Clone(x.Argv), Env: []model.EnvVar{}, Stdin: optional(x.Stdin), Workdir: optional(x.Workdir)}
 		for _, k := range slices.Sorted(maps.Keys(x.Env)) {
 			e.Env = append(e.Env, model.EnvVar{Name: k, Value: x.Env[k]})
+		}
+		for _, k := range slices.Sorted(maps.Keys(x.SecretEnv)) {
+			e.Env = append(e.Env, model.EnvVar{Name: k, Sealed: true})
 		}
 		out.Exec = e
 	}
@@ -167,13 +170,18 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 	}
 	sp := in.Spec
 	out.Spec = job.Spec{Kind: job.Kind(strings.ToLower(string(sp.Kind))), Action: ptr.Value(sp.Action), Args: json.RawMessage(sp.Args)}
+	out.Secrets.Args = json.RawMessage(sp.SecretArgs)
 	if x := sp.Exec; x != nil {
 		e := &job.Exec{Argv: x.Argv, Stdin: ptr.Value(x.Stdin), Workdir: ptr.Value(x.Workdir)}
-		if len(x.Env) > 0 {
-			e.Env = make(map[string]string, len(x.Env))
-			for _, v := range x.Env {
-				e.Env[v.Name] = v.Value
+		for _, v := range x.Env {
+			m := &e.Env
+			if ptr.Value(v.Secret) {
+				m = &out.Secrets.Env
 			}
+			if *m == nil {
+				*m = map[string]string{}
+			}
+			(*m)[v.Name] = v.Value
 		}
 		out.Spec.Exec = e
 	}
@@ -215,6 +223,22 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 		}
 	}
 	return out, nil
+}
+
+// agentJob is an item of a node's feed for that node's agent: the one
+// reader that gets the job's secrets in clear.
+func (r *Resolver) agentJob(it dispatch.AgentJob) *model.AgentJob {
+	if it.Job.Spec.Sealed() && r.deps.Jobs != nil {
+		spec, err := r.deps.Jobs.Reveal(it.Job.Spec)
+		if err != nil {
+			// The agent fails the job for want of its secrets; the cause
+			// (a lost or replaced key) is the operator's to see.
+			r.log.Error().Err(err).Str("job", it.Job.ID).Msg("cannot open a job's secrets for its agent")
+		} else {
+			it.Job.Spec = spec
+		}
+	}
+	return agentJobModel(it, "")
 }
 
 func agentJobModel(it dispatch.AgentJob, tenant string) *model.AgentJob {

@@ -106,7 +106,7 @@ func newCountedEnv(t *testing.T) *countedEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := services.NewHandlers(store, time.Now, ids, make([]byte, 32))
+	svc, err := services.NewHandlers(store, time.Now, ids, commandstest.Sealer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func newCountedEnv(t *testing.T) *countedEnv {
 	e := &countedEnv{t: t, store: store, runner: runner, svc: svc,
 		access: access.NewHandlers(store, time.Now, ids, access.Options{}),
 		nodes:  nodes.NewHandlers(store, time.Now, ids),
-		jobs:   jobs.NewHandlers(store, time.Now, ids, validator),
+		jobs:   jobs.NewHandlers(store, time.Now, ids, validator, commandstest.Sealer()),
 		tpl:    templates.NewHandlers(store, time.Now, nil)}
 	// A wide batch window: on a loaded machine the rows' resolvers still ask
 	// within it, so the counts below do not depend on scheduling.

@@ -46,7 +46,7 @@ func newReadEnv(t *testing.T) *env {
 	if err := runner.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := services.NewHandlers(store, time.Now, ids, make([]byte, 32))
+	svc, err := services.NewHandlers(store, time.Now, ids, commandstest.Sealer())
 	if err != nil {
 		t.Fatal(err)
 	}

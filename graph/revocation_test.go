@@ -42,6 +42,11 @@ func TestRevocationEndsSessionsAtOnce(t *testing.T) {
 	followed := make(chan error, 1)
 	go func() { followed <- de.Auth.Follow(fctx, de.Store) }()
 	t.Cleanup(func() { stop(); <-followed })
+	select {
+	case <-de.Auth.Following():
+	case err := <-followed:
+		t.Fatalf("following the log: %v", err)
+	}
 
 	meta := commands.Meta{Actor: "test"}
 	u, err := de.Access.CreateUser(ctx, meta, access.CreateUser{Name: "Ada", Role: tenant.RoleAuditor})

@@ -62,6 +62,13 @@ type Request struct {
 	// create completed). A plugin uses them to find what it made, e.g. the
 	// node a directory was placed on.
 	Outputs json.RawMessage `json:"outputs,omitempty"`
+	// ServiceID and TenantID name the service the resource belongs to and
+	// its tenant.
+	ServiceID string `json:"serviceId,omitempty"`
+	TenantID  string `json:"tenantId,omitempty"`
+	// Sensitive says the properties hold the value of a sensitive variable:
+	// a plugin must not record or log them in clear.
+	Sensitive bool `json:"sensitive,omitempty"`
 }
 
 // ResourceType is a type a plugin serves.

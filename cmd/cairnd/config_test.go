@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -14,7 +15,7 @@ func TestConfigPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := config{Listen: "127.0.0.1:8080", DataDir: ".cairn", LogFormat: "auto", LogLevel: "info", level: zerolog.InfoLevel,
-			Jobs: defaultJobConfig()}
+			Jobs: defaultJobConfig(), CheckpointEvery: 10 * time.Second}
 		if *cfg != want {
 			t.Fatalf("got %+v, want %+v", *cfg, want)
 		}

@@ -23,6 +23,7 @@ import (
 	"cairn/dispatch"
 	"cairn/eventstore"
 	"cairn/internal/retention"
+	"cairn/internal/seal"
 	"cairn/joblogs"
 	"cairn/nodestats"
 	"cairn/sal/catalog"
@@ -79,13 +80,13 @@ type jobSide struct {
 	dispatcher *dispatch.Dispatcher
 }
 
-func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, cfg jobConfig, log zerolog.Logger) (*jobSide, error) {
+func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer, cfg jobConfig, log zerolog.Logger) (*jobSide, error) {
 	validator, err := catalog.NewValidator()
 	if err != nil {
 		return nil, err
 	}
 	js := &jobSide{
-		jobs:      jobs.NewHandlers(store, time.Now, newID, validator),
+		jobs:      jobs.NewHandlers(store, time.Now, newID, validator, sealer),
 		schedules: schedules.NewHandlers(store, time.Now, validator),
 		stats:     nodestats.New(pool, time.Now),
 	}

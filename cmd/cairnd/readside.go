@@ -18,6 +18,7 @@ import (
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/eventstore"
+	"cairn/internal/seal"
 	"cairn/plugins"
 	"cairn/plugins/builtin"
 	"cairn/projections"
@@ -77,7 +78,7 @@ func loadSecretsKey(dataDir string) ([]byte, error) {
 // newServiceSide builds the service side. The agent plugin runs its actions
 // as jobs through js, on the nodes the read models list as online. pool
 // acts as the application role; readModels writes the read models.
-func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readModels *pgxpool.Pool, js *jobSide, cfg *config, log zerolog.Logger) (*serviceSide, error) {
+func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readModels *pgxpool.Pool, js *jobSide, sealer *seal.Sealer, cfg *config, log zerolog.Logger) (*serviceSide, error) {
 	dataDir := cfg.DataDir
 	var pcfg builtin.Config
 	if cfg.Plugins != "" {
@@ -86,11 +87,7 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 			return nil, err
 		}
 	}
-	key, err := loadSecretsKey(dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("secrets key: %w", err)
-	}
-	svc, err := services.NewHandlers(store, time.Now, newID, key)
+	svc, err := services.NewHandlers(store, time.Now, newID, sealer)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"cairn/eventstore"
 	"cairn/internal/database"
 	"cairn/internal/httpserver"
+	"cairn/internal/seal"
 	"cairn/migrations"
 )
 
@@ -107,7 +108,15 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		return err
 	}
 	mountPortal(srv)
-	js, err := newJobSide(store, pool, cfg.Jobs, log)
+	key, err := loadSecretsKey(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	sealer, err := seal.New(key)
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	js, err := newJobSide(store, pool, sealer, cfg.Jobs, log)
 	if err != nil {
 		return err
 	}
@@ -119,10 +128,11 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		return err
 	}
 	defer readModels.Close()
-	ss, err := newServiceSide(ctx, store, pool, readModels, js, cfg, log)
+	ss, err := newServiceSide(ctx, store, pool, readModels, js, sealer, cfg, log)
 	if err != nil {
 		return err
 	}
+	srv.ReadyAfter("the read models' first build", ss.runner.Ready())
 	ssCtx, stopSS := context.WithCancel(ctx)
 	ssDone := make(chan error, 1)
 	go func() { ssDone <- ss.run(ssCtx) }()

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"cairn/domain/ocl"
+	"cairn/internal/pgcluster"
+	"cairn/internal/testdb"
 	"cairn/internal/testproc"
 )
 
@@ -30,14 +32,17 @@ import (
 const step = 3 * time.Minute
 
 // TestServicesEndToEnd runs the static-site example with real processes:
-// cairnd on its embedded PostgreSQL with a plugins file registering an http
+// cairnd on a PostgreSQL database with a plugins file registering an http
 // plugin against a signed DNS endpoint, and a cairn-agent enrolled with a
 // join token whose label the descriptor's placement asks for. A vendor
 // publishes the example's descriptor (a directory and a DNS record, then a
 // page and a web server process using the directory's outputs), a tenant
 // deploys it, starts, stops and removes it, and each step is checked where
 // it happens: on the agent's disk, in the process table, over HTTP, in the
-// DNS endpoint and in the event history.
+// DNS endpoint and in the event history. A second service writes a
+// sensitive variable into a file on the node, and at the end neither that
+// value nor the DNS token is anywhere but where it was meant for: not in
+// the events, the read models, a dump of the database or the logs.
 func TestServicesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("not in -short mode: builds cairnd and cairn-agent and runs them with PostgreSQL, a DNS endpoint and a web server")
@@ -57,10 +62,11 @@ func TestServicesEndToEnd(t *testing.T) {
 	writeFile(t, secretFile, secret+"\n")
 	writeFile(t, pluginsFile, fmt.Sprintf("http:\n  - name: http\n    endpoint: %s/\n    secretFile: %s\n", dnsSrv.URL, secretFile))
 
-	// cairnd with its own PostgreSQL (no DATABASE_URL).
+	// cairnd on a database of its own that the test can dump.
+	db := testdb.New(t)
 	addr := testproc.FreeAddr(t)
 	base := "http://" + addr
-	server := testproc.Start(t, filepath.Join(bins, "cairnd"), nil, "serve", "--listen", addr,
+	server := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, "serve", "--listen", addr,
 		"--data-dir", filepath.Join(traversableTempDir(t), "data"), "--log-format", "json", "--plugins", pluginsFile,
 		"--heartbeat-interval", "2s", "--disconnect-after", "30s", "--down-after", "60s")
 	t.Cleanup(func() {
@@ -219,6 +225,76 @@ func TestServicesEndToEnd(t *testing.T) {
 		return
 	}
 
+	// A sensitive variable written into a file on the node: the one place
+	// it goes in clear.
+	password := "pw-" + randomHex(t, 12)
+	if !t.Run("sensitive", func(t *testing.T) {
+		vendor.must(t, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`,
+			map[string]any{"d": secretFileDescriptor}, nil)
+		vendor.must(t, `mutation { publishTemplate(input: {name: "secret-file", version: "1.0.0"}) { template { status } } }`, nil, nil)
+		var made struct {
+			CreateService struct{ Service struct{ ID string } } `json:"createService"`
+		}
+		tenant.must(t, `mutation($v: JSON) { createService(input: {name: "credentials", templateName: "secret-file", templateVersion: "1.0.0",
+			variables: $v}) { service { id } } }`, map[string]any{"v": map[string]string{"root": fileRoot, "password": password}}, &made)
+		id := made.CreateService.Service.ID
+		poll(t, step, "service "+id+" to be registered", func() (bool, string) {
+			s, err := readService(tenant, id)
+			if err != nil {
+				return false, err.Error()
+			}
+			if s.Status == "FAILED" || s.Status == "ROLLBACK_FAILED" {
+				t.Fatalf("service %s is %s: %s", id, s.Status, s.Cause)
+			}
+			return s.Status == "REGISTERED", s.Status
+		}, server, agent)
+		file := filepath.Join(fileRoot, "credentials-"+id)
+		if b, err := os.ReadFile(file); err != nil || string(b) != "password="+password+"\n" {
+			t.Fatalf("%s on the node: %q %v", file, b, err)
+		}
+		// The tenant sees its deployment's jobs, their arguments sealed.
+		var js struct {
+			Jobs struct {
+				Edges []struct {
+					Node struct {
+						TenantID string
+						Spec     struct {
+							Action     string
+							Args       json.RawMessage
+							SealedArgs bool
+						}
+					}
+				}
+			}
+		}
+		tenant.must(t, `{ jobs(first: 100) { edges { node { tenantId spec { action args sealedArgs } } } } }`, nil, &js)
+		var writes int
+		for _, e := range js.Jobs.Edges {
+			if e.Node.TenantID != "acme" {
+				t.Errorf("the tenant sees a job of tenant %q", e.Node.TenantID)
+			}
+			if e.Node.Spec.Action == "sal.file.write" && e.Node.Spec.SealedArgs {
+				writes++
+			}
+		}
+		if writes == 0 {
+			t.Errorf("the tenant sees no sealed file write among its %d jobs", len(js.Jobs.Edges))
+		}
+		tenant.must(t, `mutation($id: ID!) { removeService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": id}, nil)
+		poll(t, step, "service "+id+" to be removed", func() (bool, string) {
+			s, err := readService(tenant, id)
+			if err != nil {
+				return false, err.Error()
+			}
+			return s.Status == "REMOVED", s.Status
+		}, server, agent)
+		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after remove: %v", file, err)
+		}
+	}) {
+		return
+	}
+
 	if !t.Run("start", func(t *testing.T) {
 		tenant.must(t, `mutation($id: ID!) { startService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": svcID}, nil)
 		s := waitFor(t, "RUNNING")
@@ -345,7 +421,56 @@ func TestServicesEndToEnd(t *testing.T) {
 			t.Errorf("the tenant sees another history:\n  %s", strings.Join(own, "\n  "))
 		}
 	})
+
+	t.Run("secrets", func(t *testing.T) {
+		binDir, err := pgcluster.FindBinDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump, err := exec.Command(filepath.Join(binDir, "pg_dump"), "--dbname", db.ConnString).Output()
+		if err != nil {
+			t.Fatalf("pg_dump: %v", err)
+		}
+		if !strings.Contains(string(dump), "sal.file.write") {
+			t.Fatalf("the dump (%d bytes) holds no job: not a dump of cairnd's database", len(dump))
+		}
+		for name, text := range map[string]string{"the database dump": string(dump), "cairnd's log": server.Output(), "the agent's log": agent.Output()} {
+			for what, secret := range map[string]string{"the DNS token": dnsToken, "the password": password} {
+				if i := strings.Index(text, secret); i >= 0 {
+					t.Errorf("%s holds %s in clear: …%s…", name, what, text[max(0, i-200):min(len(text), i+len(secret)+50)])
+				}
+			}
+		}
+	})
 }
+
+// secretFileDescriptor writes a sensitive variable into a file on a node.
+const secretFileDescriptor = `apiVersion: cairn/v1
+metadata:
+  name: secret-file
+  version: 1.0.0
+  vendor: Example Hosting
+variables:
+  root:
+    type: string
+    required: true
+  password:
+    type: string
+    required: true
+    sensitive: true
+resources:
+  - name: credentials
+    plugin: agent
+    type: file
+    properties:
+      path: ${var.root}/credentials-${service.id}
+      mode: "0600"
+      content: |
+        password=${var.password}
+    placement:
+      labels:
+        role: web
+`
 
 // serviceView is what the test reads of a service.
 type serviceView struct {

@@ -18,6 +18,7 @@ import (
 	"cairn/domain/events"
 	"cairn/domain/jointoken"
 	"cairn/eventstore"
+	"cairn/internal/seal"
 	"cairn/internal/testdb"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -96,26 +97,34 @@ func Stream(t *testing.T, s *eventstore.Store, streamID string) []eventstore.Rec
 	return evs
 }
 
-// CountContaining counts the stored events whose payload or metadata holds
-// needle anywhere: the way to prove a secret never reached the log.
-func CountContaining(t *testing.T, s *eventstore.Store, needle string) int {
+// Events are the stored events f matches, oldest first.
+func Events(t *testing.T, s *eventstore.Store, f eventstore.Filter) []eventstore.RecordedEvent {
 	t.Helper()
 	ctx := context.Background()
 	last, err := s.Last(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	err = s.ReadRange(ctx, eventstore.Start, last, 1000, eventstore.Filter{}, func(evs []eventstore.RecordedEvent) error {
-		for _, e := range evs {
-			if strings.Contains(string(e.Payload), needle) || strings.Contains(string(e.RawMetadata), needle) {
-				n++
-			}
-		}
+	var out []eventstore.RecordedEvent
+	err = s.ReadRange(ctx, eventstore.Start, last, 1000, f, func(evs []eventstore.RecordedEvent) error {
+		out = append(out, evs...)
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("scan events: %v", err)
+		t.Fatalf("read events: %v", err)
+	}
+	return out
+}
+
+// CountContaining counts the stored events whose payload or metadata holds
+// needle anywhere: the way to prove a secret never reached the log.
+func CountContaining(t *testing.T, s *eventstore.Store, needle string) int {
+	t.Helper()
+	var n int
+	for _, e := range Events(t, s, eventstore.Filter{}) {
+		if strings.Contains(string(e.Payload), needle) || strings.Contains(string(e.RawMetadata), needle) {
+			n++
+		}
 	}
 	return n
 }
@@ -177,3 +186,12 @@ resources:
     count: 2
     dependsOn: [db]
 `
+
+// Sealer seals secrets with a fixed test key.
+func Sealer() *seal.Sealer {
+	s, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

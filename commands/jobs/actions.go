@@ -62,15 +62,22 @@ func (e *JobError) Error() string {
 	return fmt.Sprintf("job %s (%s on node %s) ended %s: %s", e.JobID, e.Action, e.Node, e.Status, msg)
 }
 
-// RunAction submits the action as a job for nodeID and waits until it ends.
-// When ctx ends first the job is cancelled, best effort; the plugin call that
-// asked will be repeated, and SAL actions are idempotent.
-func (r *ActionRunner) RunAction(ctx context.Context, nodeID, action string, args json.RawMessage) (json.RawMessage, error) {
-	out, err := r.jobs.Submit(ctx, commands.Meta{Actor: ActionActor}, Submit{
-		Spec:    job.Spec{Kind: job.KindAction, Action: action, Args: args},
-		Target:  job.Target{NodeID: nodeID},
+// RunAction submits the action as a job for its node and waits until it
+// ends. The job belongs to the service's tenant; arguments that hold a
+// sensitive value go sealed. When ctx ends first the job is cancelled, best
+// effort; the plugin call that asked will be repeated, and SAL actions are
+// idempotent.
+func (r *ActionRunner) RunAction(ctx context.Context, a agent.Action) (json.RawMessage, error) {
+	in := Submit{
+		Spec:    job.Spec{Kind: job.KindAction, Action: a.Action, Args: a.Args},
+		Target:  job.Target{NodeID: a.NodeID},
 		Timeout: r.opts.Timeout,
-	})
+	}
+	if a.Sensitive {
+		in.Spec.Args, in.Secrets.Args = nil, a.Args
+	}
+	nodeID, action := a.NodeID, a.Action
+	out, err := r.jobs.Submit(ctx, commands.Meta{Actor: ActionActor, Tenant: a.TenantID}, in)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,14 @@ func fakeAgent(ctx context.Context, t *testing.T, store *eventstore.Store, h *jo
 					}
 				}
 				fin := jobs.Finish{JobID: id, NodeID: "n1", Outcome: job.StatusSucceeded}
-				out, err := sys.Invoke(ctx, j.Spec.Action, j.Spec.Args)
+				// As the API's agent feed does: the agent a job is leased to
+				// gets its secrets in clear.
+				spec, err := h.Reveal(j.Spec)
+				if err != nil {
+					t.Errorf("agent: reveal %s: %v", id, err)
+					return err
+				}
+				out, err := sys.Invoke(ctx, spec.Action, spec.Args)
 				if err != nil {
 					fin.Outcome, fin.Result = job.StatusFailed, job.Result{ExitCode: 1, Error: err.Error()}
 				} else {
@@ -117,7 +124,7 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jh := jobs.NewHandlers(store, clock, commandstest.IDs("job"), validator)
+	jh := jobs.NewHandlers(store, clock, commandstest.IDs("job"), validator, commandstest.Sealer())
 	actx, stopAgent := context.WithCancel(ctx)
 	adone := make(chan struct{})
 	go func() { defer close(adone); fakeAgent(actx, t, store, jh, sys) }()
@@ -155,6 +162,43 @@ func TestAgentPluginThroughJobs(t *testing.T) {
 	if !errors.As(err, &je) || je.Status != job.StatusFailed || !strings.Contains(err.Error(), "/not/in/the/roots") {
 		t.Fatalf("failing job: %v", err)
 	}
+	// A file whose content holds a sensitive variable: written in clear on
+	// the node, sealed everywhere else, and the job is the tenant's.
+	const secret = "correct-horse-battery-staple"
+	page := filepath.Join(dir, "credentials")
+	file := plugins.Request{ResourceID: "r2", Type: agent.TypeFile, Sensitive: true, TenantID: "acme",
+		Properties: []byte(`{"node":"n1","path":"` + page + `","content":"token=` + secret + `"}`)}
+	if _, err := p.Create(ctx, file); err != nil {
+		t.Fatalf("create the sensitive file: %v", err)
+	}
+	if b, err := os.ReadFile(page); err != nil || string(b) != "token="+secret {
+		t.Fatalf("the file on the node: %q %v", b, err)
+	}
+	if n := commandstest.CountContaining(t, store, secret); n != 0 {
+		t.Errorf("%d events hold the sensitive value in clear", n)
+	}
+	var writes int
+	for _, rec := range commandstest.Events(t, store, eventstore.Filter{EventTypes: []string{"job.submitted"}}) {
+		id, _ := domain.EntityID(domain.JobStream, rec.StreamID)
+		j, _, _ := commands.Load[job.Job](ctx, store, domain.JobStream, id)
+		if j.Spec.Action != catalog.ActionFileWrite {
+			continue
+		}
+		writes++
+		if !j.Spec.Sealed() || strings.Contains(string(j.Spec.Args), "token=") {
+			t.Errorf("job %s carries args %s, sealed %v", id, j.Spec.Args, j.Spec.Sealed())
+		}
+		if rec.Metadata.Tenant != "acme" {
+			t.Errorf("job %s belongs to tenant %q, not the service's (acme)", id, rec.Metadata.Tenant)
+		}
+	}
+	if writes != 1 {
+		t.Errorf("%d file.write jobs, want 1", writes)
+	}
+	if err := os.Remove(page); err != nil {
+		t.Fatal(err)
+	}
+
 	req.Outputs = out
 	req.Properties = []byte(`{"path":"` + dir + `"}`)
 	if _, err := p.Destroy(ctx, req); err != nil {

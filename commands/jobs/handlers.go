@@ -11,6 +11,7 @@ import (
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/job"
+	"cairn/internal/seal"
 	"cairn/sal/catalog"
 )
 
@@ -20,13 +21,15 @@ type Handlers struct {
 	now     commands.Clock
 	newID   commands.IDGenerator
 	catalog *catalog.Validator
+	sealer  *seal.Sealer
 }
 
 // NewHandlers returns job handlers; clock stamps commands, ids names jobs
-// submitted without a caller-chosen id, and validator checks job arguments
-// against the schemas the agents enforce.
-func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, validator *catalog.Validator) *Handlers {
-	return &Handlers{store: store, now: clock, newID: ids, catalog: validator}
+// submitted without a caller-chosen id, validator checks job arguments
+// against the schemas the agents enforce, and sealer seals a job's secrets
+// (nil: jobs may not carry any).
+func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, validator *catalog.Validator, sealer *seal.Sealer) *Handlers {
+	return &Handlers{store: store, now: clock, newID: ids, catalog: validator, sealer: sealer}
 }
 
 // DuplicateJobError reports a submission under a job id that exists: the

@@ -44,7 +44,7 @@ func newFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{s: s, h: jobs.NewHandlers(s, clock, commandstest.IDs("job"), v), nodes: nodes.NewHandlers(s, clock, commandstest.IDs("node"))}
+	return fixture{s: s, h: jobs.NewHandlers(s, clock, commandstest.IDs("job"), v, commandstest.Sealer()), nodes: nodes.NewHandlers(s, clock, commandstest.IDs("node"))}
 }
 
 var echo = job.Spec{Kind: job.KindExec, Exec: &job.Exec{Argv: []string{"echo", "hi"}}}

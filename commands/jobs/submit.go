@@ -33,6 +33,8 @@ type Submit struct {
 	Grace    time.Duration   `json:"grace,omitempty"`
 	Retry    job.RetryPolicy `json:"retry"`
 	Queue    string          `json:"queue,omitempty"`
+	// Secrets are sealed into the spec before anything is recorded.
+	Secrets Secrets `json:"-"`
 }
 
 // Submit checks the job's arguments against the catalogue and its target
@@ -44,7 +46,11 @@ func (h *Handlers) Submit(ctx context.Context, meta commands.Meta, in Submit) (c
 	if in.Grace == 0 {
 		in.Grace = DefaultGrace
 	}
-	if err := h.checkSpec(in.Spec); err != nil {
+	if err := h.checkSpec(in.Spec, in.Secrets); err != nil {
+		return commands.Outcome{}, err
+	}
+	spec, err := h.sealSecrets(in.Spec, in.Secrets)
+	if err != nil {
 		return commands.Outcome{}, err
 	}
 	switch {
@@ -62,12 +68,12 @@ func (h *Handlers) Submit(ctx context.Context, meta commands.Meta, in Submit) (c
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	return h.run(ctx, meta, id, in, func(j job.Job, at time.Time) ([]domain.Event, error) {
+	return h.run(ctx, meta, id, h.fingerprintOf(in), func(j job.Job, at time.Time) ([]domain.Event, error) {
 		if j.Exists() {
 			return nil, &DuplicateJobError{JobID: id}
 		}
 		return j.Submit(job.Submit{
-			JobID: id, ParentID: in.ParentID, Spec: in.Spec, Target: in.Target,
+			JobID: id, ParentID: in.ParentID, Spec: spec, Target: in.Target,
 			Timeout: in.Timeout, Grace: in.Grace, Retry: in.Retry, Queue: in.Queue,
 			Submitter: meta.Actor, At: at,
 		})
@@ -78,7 +84,7 @@ func (h *Handlers) Submit(ctx context.Context, meta commands.Meta, in Submit) (c
 // enforces, so a job that would be refused on the node never runs anywhere.
 // Specs the catalogue cannot judge (no exec or script part) are left to the
 // domain, which names what is missing.
-func (h *Handlers) checkSpec(s job.Spec) error {
+func (h *Handlers) checkSpec(s job.Spec, secrets Secrets) error {
 	var name, field string
 	var args json.RawMessage
 	switch s.Kind {
@@ -86,7 +92,11 @@ func (h *Handlers) checkSpec(s job.Spec) error {
 		if s.Action == catalog.JobExec || s.Action == catalog.JobScript {
 			return invalid("spec.action", fmt.Sprintf("%q is a job kind, not an action: submit a job of kind %s", s.Action, s.Action))
 		}
-		name, field, args = s.Action, "spec.args", s.Args
+		name, field = s.Action, "spec.args"
+		var err error
+		if args, err = withSecretArgs(s.Args, secrets.Args); err != nil {
+			return err
+		}
 	case job.KindExec:
 		if s.Exec == nil {
 			return nil
@@ -97,7 +107,7 @@ func (h *Handlers) checkSpec(s job.Spec) error {
 			Env   map[string]string `json:"env,omitempty"`
 			Stdin string            `json:"stdin,omitempty"`
 			Dir   string            `json:"dir,omitempty"`
-		}{s.Exec.Argv, s.Exec.Env, s.Exec.Stdin, s.Exec.Workdir})
+		}{s.Exec.Argv, withSecretEnv(s.Exec.Env, secrets.Env), s.Exec.Stdin, s.Exec.Workdir})
 	case job.KindScript:
 		if s.Script == nil {
 			return nil

@@ -171,7 +171,7 @@ func TestEndToEnd(t *testing.T) {
 	must(tpl.Register(ctx, commands.Meta{Actor: "example-hosting"}, templates.Register{Descriptor: string(doc)}))
 	must(tpl.Publish(ctx, commands.Meta{Actor: "example-hosting"}, templates.Publish{Name: "static-site", Version: "1.0.0"}))
 
-	svcs, err := services.NewHandlers(store, clock, commandstest.IDs("svc"), []byte("0123456789abcdef0123456789abcdef"))
+	svcs, err := services.NewHandlers(store, clock, commandstest.IDs("svc"), commandstest.Sealer())
 	if err != nil {
 		t.Fatal(err)
 	}

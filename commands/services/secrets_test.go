@@ -10,30 +10,27 @@ import (
 
 func TestSealAndOpen(t *testing.T) {
 	t.Parallel()
-	s, err := services.NewSecrets(newKey(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := services.NewSecrets(newSealer(t))
 	value := json.RawMessage(`{"user":"root","pass":"s3cr3t"}`)
-	a, err := s.Seal("svc-1", "creds", value)
+	a, err := s.SealVariable("svc-1", "creds", value)
 	if err != nil || strings.Contains(string(a), "s3cr3t") {
 		t.Fatalf("sealed %s %v", a, err)
 	}
-	b, _ := s.Seal("svc-1", "creds", value)
+	b, _ := s.SealVariable("svc-1", "creds", value)
 	if string(a) == string(b) {
 		t.Fatal("two seals of one value are equal: nonces repeat")
 	}
-	if got, err := s.Open("svc-1", "creds", a); err != nil || string(got) != string(value) {
+	if got, err := s.OpenVariable("svc-1", "creds", a); err != nil || string(got) != string(value) {
 		t.Fatalf("open: %s %v", got, err)
 	}
-	other, _ := services.NewSecrets(newKey(t))
+	other := services.NewSecrets(newSealer(t))
 	tampered := strings.Replace(string(a), `"ciphertext":"`, `"ciphertext":"AAAA`, 1)
 	refusals := map[string]func() (json.RawMessage, error){
-		"another service":  func() (json.RawMessage, error) { return s.Open("svc-2", "creds", a) },
-		"another variable": func() (json.RawMessage, error) { return s.Open("svc-1", "token", a) },
-		"another key":      func() (json.RawMessage, error) { return other.Open("svc-1", "creds", a) },
-		"altered":          func() (json.RawMessage, error) { return s.Open("svc-1", "creds", json.RawMessage(tampered)) },
-		"not sealed":       func() (json.RawMessage, error) { return s.Open("svc-1", "creds", value) },
+		"another service":  func() (json.RawMessage, error) { return s.OpenVariable("svc-2", "creds", a) },
+		"another variable": func() (json.RawMessage, error) { return s.OpenVariable("svc-1", "token", a) },
+		"another key":      func() (json.RawMessage, error) { return other.OpenVariable("svc-1", "creds", a) },
+		"altered":          func() (json.RawMessage, error) { return s.OpenVariable("svc-1", "creds", json.RawMessage(tampered)) },
+		"not sealed":       func() (json.RawMessage, error) { return s.OpenVariable("svc-1", "creds", value) },
 	}
 	for name, open := range refusals {
 		if got, err := open(); err == nil {
@@ -44,7 +41,7 @@ func TestSealAndOpen(t *testing.T) {
 
 func TestDecryptOpensOnlySensitiveValues(t *testing.T) {
 	t.Parallel()
-	s, _ := services.NewSecrets(newKey(t))
+	s := services.NewSecrets(newSealer(t))
 	vars := map[string]json.RawMessage{"pw": json.RawMessage(`"hunter2"`), "size": json.RawMessage(`"s"`), "opt": json.RawMessage(`null`)}
 	sealed, err := s.SealSensitive("svc", vars, []string{"pw", "opt"})
 	if err != nil || string(sealed["size"]) != `"s"` || string(sealed["opt"]) != "null" || strings.Contains(string(sealed["pw"]), "hunter2") {

@@ -7,6 +7,7 @@ package services
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"cairn/domain/service"
 	"cairn/domain/template"
 	"cairn/domain/tenant"
+	"cairn/internal/seal"
 )
 
 // Handlers runs service commands against the event store.
@@ -27,14 +29,13 @@ type Handlers struct {
 }
 
 // NewHandlers returns service handlers; clock stamps commands, ids names
-// services registered without a caller-chosen id, and secretsKey (32 bytes)
-// seals the values of sensitive variables before they reach the log.
-func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, secretsKey []byte) (*Handlers, error) {
-	secrets, err := NewSecrets(secretsKey)
-	if err != nil {
-		return nil, err
+// services registered without a caller-chosen id, and sealer seals the
+// values of sensitive variables before they reach the log.
+func NewHandlers(store commands.Store, clock commands.Clock, ids commands.IDGenerator, sealer *seal.Sealer) (*Handlers, error) {
+	if sealer == nil {
+		return nil, errors.New("service handlers need a sealer for sensitive variables")
 	}
-	return &Handlers{store: store, now: clock, newID: ids, secrets: secrets}, nil
+	return &Handlers{store: store, now: clock, newID: ids, secrets: NewSecrets(sealer)}, nil
 }
 
 // Register deploys a published template version for a tenant.
@@ -128,7 +129,7 @@ func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register
 	// The fingerprint is kept in the log: it covers the variables through a
 	// keyed hash, never their clear values.
 	fingerprint := in
-	fingerprint.Variables = map[string]json.RawMessage{"(keyed hash)": mustJSON(h.secrets.mac(given))}
+	fingerprint.Variables = map[string]json.RawMessage{"(keyed hash)": mustJSON(h.secrets.MAC(given))}
 	return h.run(ctx, inTenant(meta, in.TenantID), id, fingerprint, func(s service.Service, at time.Time) ([]domain.Event, error) {
 		return s.Register(service.Register{
 			ServiceID: id, TenantID: in.TenantID, Name: in.Name,

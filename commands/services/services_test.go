@@ -18,6 +18,7 @@ import (
 	"cairn/domain"
 	"cairn/domain/service"
 	"cairn/eventstore"
+	"cairn/internal/seal"
 	"cairn/internal/testdb"
 )
 
@@ -34,12 +35,17 @@ type fixture struct {
 
 func (f fixture) id(name string) string { return f.prefix + name }
 
-func newKey(t *testing.T) []byte {
-	key := make([]byte, services.KeySize)
+// newSealer seals with a fresh random key.
+func newSealer(t *testing.T) *seal.Sealer {
+	key := make([]byte, seal.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	return key
+	s, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // newFixture publishes kv-store 1.0.0, leaves 0.9.0 registered only and
@@ -49,7 +55,7 @@ func newFixture(t *testing.T) fixture {
 	ctx := context.Background()
 	s := commandstest.NewStore(t)
 	clock := commandstest.NewClock(t0).Now
-	h, err := services.NewHandlers(s, clock, commandstest.IDs("svc"), newKey(t))
+	h, err := services.NewHandlers(s, clock, commandstest.IDs("svc"), commandstest.Sealer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +295,9 @@ func TestSensitiveValuesAreSealed(t *testing.T) {
 	}
 }
 
-func TestNewHandlersNeedsAKey(t *testing.T) {
+func TestNewHandlersNeedsASealer(t *testing.T) {
 	t.Parallel()
-	if _, err := services.NewHandlers(nil, time.Now, nil, make([]byte, 16)); err == nil {
-		t.Fatal("a 16-byte key was accepted")
+	if _, err := services.NewHandlers(nil, time.Now, nil, nil); err == nil {
+		t.Fatal("handlers without a sealer were made")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"cairn/auth"
 	"cairn/commands"
 	"cairn/commands/access"
+	"cairn/commands/commandstest"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
 	"cairn/commands/schedules"
@@ -61,7 +62,7 @@ func Start(pool *pgxpool.Pool, opts dispatch.Options, log zerolog.Logger) (*Env,
 	e := &Env{
 		Store:     store,
 		Pool:      pool,
-		Jobs:      jobs.NewHandlers(store, commands.Clock(clock), ids, validator),
+		Jobs:      jobs.NewHandlers(store, commands.Clock(clock), ids, validator, commandstest.Sealer()),
 		Nodes:     nodes.NewHandlers(store, commands.Clock(clock), ids),
 		Access:    access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),
 		Schedules: schedules.NewHandlers(store, commands.Clock(clock), validator),

@@ -44,7 +44,7 @@ func (j Job) Submit(c Submit) ([]domain.Event, error) {
 	); err != nil {
 		return nil, err
 	}
-	spec := c.Spec.clone()
+	spec := c.Spec.Clone()
 	spec.Args = domain.CanonicalJSON(spec.Args)
 	return []domain.Event{Submitted{
 		JobID: c.JobID, ParentID: c.ParentID, Spec: spec, Target: c.Target.clone(),

@@ -19,16 +19,29 @@ type Spec struct {
 	Kind   Kind            `json:"kind"`
 	Action string          `json:"action,omitempty"` // KindAction: SAL action name, e.g. "files.write"
 	Args   json.RawMessage `json:"args,omitempty"`   // KindAction: the action's arguments
-	Exec   *Exec           `json:"exec,omitempty"`
-	Script *Script         `json:"script,omitempty"`
+	// SecretArgs (KindAction) are arguments sealed by the control plane: a
+	// JSON object, merged over Args, that the log holds only as ciphertext
+	// and only the agent the job is leased to receives in clear. The domain
+	// keeps it opaque.
+	SecretArgs json.RawMessage `json:"secretArgs,omitempty"`
+	Exec       *Exec           `json:"exec,omitempty"`
+	Script     *Script         `json:"script,omitempty"`
+}
+
+// Sealed reports whether the spec holds sealed values.
+func (s Spec) Sealed() bool {
+	return len(s.SecretArgs) > 0 || s.Exec != nil && len(s.Exec.SecretEnv) > 0
 }
 
 // Exec runs a program directly, without a shell.
 type Exec struct {
-	Argv    []string          `json:"argv"`
-	Env     map[string]string `json:"env"`
-	Stdin   string            `json:"stdin,omitempty"`
-	Workdir string            `json:"workdir,omitempty"` // absolute; "" is the agent's default
+	Argv []string          `json:"argv"`
+	Env  map[string]string `json:"env"`
+	// SecretEnv are environment variables whose values the control plane
+	// sealed (see Spec.SecretArgs), by name.
+	SecretEnv map[string]json.RawMessage `json:"secretEnv,omitempty"`
+	Stdin     string                     `json:"stdin,omitempty"`
+	Workdir   string                     `json:"workdir,omitempty"` // absolute; "" is the agent's default
 }
 
 // Script runs Body with Interpreter (e.g. "sh", "bash", "python3").

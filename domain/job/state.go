@@ -85,7 +85,7 @@ func (j *Job) Apply(e domain.Event) {
 	switch e := e.(type) {
 	case Submitted:
 		*j = Job{
-			ID: e.JobID, ParentID: e.ParentID, Spec: e.Spec.clone(), Target: e.Target.clone(),
+			ID: e.JobID, ParentID: e.ParentID, Spec: e.Spec.Clone(), Target: e.Target.clone(),
 			Timeout: e.Timeout, Grace: e.Grace, Retries: e.Retry, Queue: e.Queue,
 			Submitter: e.Submitter, Status: StatusQueued, SubmittedAt: e.At, UpdatedAt: e.At,
 		}
@@ -154,12 +154,15 @@ func (j *Job) Apply(e domain.Event) {
 	}
 }
 
-func (s Spec) clone() Spec {
+// Clone is a deep copy of the spec.
+func (s Spec) Clone() Spec {
 	s.Args = slices.Clone(s.Args)
+	s.SecretArgs = slices.Clone(s.SecretArgs)
 	if s.Exec != nil {
 		x := *s.Exec
 		x.Argv = slices.Clone(x.Argv)
 		x.Env = maps.Clone(x.Env)
+		x.SecretEnv = maps.Clone(x.SecretEnv)
 		s.Exec = &x
 	}
 	if s.Script != nil {

@@ -38,6 +38,10 @@ func validateSpec(s Spec) error {
 			return domain.Invalid("spec.args", fmt.Sprintf("must be at most %d bytes", MaxPayloadBytes))
 		case len(s.Args) > 0 && !json.Valid(s.Args):
 			return domain.Invalid("spec.args", "must be valid JSON")
+		case len(s.SecretArgs) > MaxPayloadBytes:
+			return domain.Invalid("spec.secretArgs", fmt.Sprintf("must be at most %d bytes", MaxPayloadBytes))
+		case len(s.SecretArgs) > 0 && !json.Valid(s.SecretArgs):
+			return domain.Invalid("spec.secretArgs", "must be valid JSON")
 		case s.Exec != nil:
 			return domain.Invalid("spec.exec", "must be empty for an action job")
 		case s.Script != nil:
@@ -61,6 +65,17 @@ func validateSpec(s Spec) error {
 			}
 			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
 				return domain.Invalid("spec.exec.env", fmt.Sprintf("value of %q must be UTF-8 without NUL", k))
+			}
+		}
+		for k, v := range s.Exec.SecretEnv {
+			if k == "" || strings.ContainsAny(k, "=\x00") || !utf8.ValidString(k) {
+				return domain.Invalid("spec.exec.secretEnv", fmt.Sprintf("variable name %q must be non-empty UTF-8 without '=' or NUL", k))
+			}
+			if _, both := s.Exec.Env[k]; both {
+				return domain.Invalid("spec.exec.secretEnv", fmt.Sprintf("%q is set in env too: a variable is secret or not", k))
+			}
+			if !json.Valid(v) || len(v) > MaxPayloadBytes {
+				return domain.Invalid("spec.exec.secretEnv", fmt.Sprintf("value of %q must be a sealed value", k))
 			}
 		}
 		if s.Exec.Workdir != "" && !strings.HasPrefix(s.Exec.Workdir, "/") {
@@ -104,6 +119,8 @@ func onlyKindFields(s Spec, kind string) error {
 		return domain.Invalid("spec.action", "must be empty for a "+kind+" job")
 	case len(s.Args) > 0:
 		return domain.Invalid("spec.args", "must be empty for a "+kind+" job")
+	case len(s.SecretArgs) > 0:
+		return domain.Invalid("spec.secretArgs", "must be empty for a "+kind+" job")
 	case kind != "exec" && s.Exec != nil:
 		return domain.Invalid("spec.exec", "must be empty for a "+kind+" job")
 	case kind != "script" && s.Script != nil:

@@ -129,6 +129,29 @@ func (ec *executionContext) fieldContext_EnvVar_value(_ context.Context, field g
 	return graphql.NewScalarFieldContext("EnvVar", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _EnvVar_sealed(ctx context.Context, field graphql.CollectedField, obj *model.EnvVar) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EnvVar_sealed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sealed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EnvVar_sealed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EnvVar", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _ExecSpec_argv(ctx context.Context, field graphql.CollectedField, obj *model.ExecSpec) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1851,6 +1874,29 @@ func (ec *executionContext) fieldContext_JobSpec_args(_ context.Context, field g
 	return graphql.NewScalarFieldContext("JobSpec", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
+func (ec *executionContext) _JobSpec_sealedArgs(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobSpec_sealedArgs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SealedArgs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobSpec_sealedArgs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobSpec", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _JobSpec_exec(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2199,7 +2245,7 @@ func (ec *executionContext) unmarshalInputEnvVarInput(ctx context.Context, obj a
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "value"}
+	fieldsInOrder := [...]string{"name", "value", "secret"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -2220,6 +2266,13 @@ func (ec *executionContext) unmarshalInputEnvVarInput(ctx context.Context, obj a
 				return it, err
 			}
 			it.Value = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
 		}
 	}
 	return it, nil
@@ -2352,7 +2405,7 @@ func (ec *executionContext) unmarshalInputJobSpecInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"kind", "action", "args", "exec", "script"}
+	fieldsInOrder := [...]string{"kind", "action", "args", "secretArgs", "exec", "script"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -2380,6 +2433,13 @@ func (ec *executionContext) unmarshalInputJobSpecInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.Args = data
+		case "secretArgs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secretArgs"))
+			data, err := ec.unmarshalOJSON2cairnᚋgraphᚋmodelᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SecretArgs = data
 		case "exec":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exec"))
 			data, err := ec.unmarshalOExecSpecInput2ᚖcairnᚋgraphᚋmodelᚐExecSpecInput(ctx, v)
@@ -2630,6 +2690,11 @@ func (ec *executionContext) _EnvVar(ctx context.Context, sel ast.SelectionSet, o
 			}
 		case "value":
 			out.Values[i] = ec._EnvVar_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sealed":
+			out.Values[i] = ec._EnvVar_sealed(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -3522,6 +3587,11 @@ func (ec *executionContext) _JobSpec(ctx context.Context, sel ast.SelectionSet, 
 		case "args":
 			out.Values[i] = ec._JobSpec_args(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sealedArgs":
+			out.Values[i] = ec._JobSpec_sealedArgs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "exec":

@@ -154,8 +154,9 @@ type ComplexityRoot struct {
 	}
 
 	EnvVar struct {
-		Name  func(childComplexity int) int
-		Value func(childComplexity int) int
+		Name   func(childComplexity int) int
+		Sealed func(childComplexity int) int
+		Value  func(childComplexity int) int
 	}
 
 	Event struct {
@@ -301,11 +302,12 @@ type ComplexityRoot struct {
 	}
 
 	JobSpec struct {
-		Action func(childComplexity int) int
-		Args   func(childComplexity int) int
-		Exec   func(childComplexity int) int
-		Kind   func(childComplexity int) int
-		Script func(childComplexity int) int
+		Action     func(childComplexity int) int
+		Args       func(childComplexity int) int
+		Exec       func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		Script     func(childComplexity int) int
+		SealedArgs func(childComplexity int) int
 	}
 
 	JobTarget struct {
@@ -1227,6 +1229,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EnvVar.Name(childComplexity), true
+	case "EnvVar.sealed":
+		if e.ComplexityRoot.EnvVar.Sealed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EnvVar.Sealed(childComplexity), true
 	case "EnvVar.value":
 		if e.ComplexityRoot.EnvVar.Value == nil {
 			break
@@ -1837,6 +1845,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.JobSpec.Script(childComplexity), true
+	case "JobSpec.sealedArgs":
+		if e.ComplexityRoot.JobSpec.SealedArgs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobSpec.SealedArgs(childComplexity), true
 
 	case "JobTarget.maxParallel":
 		if e.ComplexityRoot.JobTarget.MaxParallel == nil {
@@ -5299,6 +5313,12 @@ type JobSpec {
   action: String
   "ACTION: its arguments."
   args: JSON
+  """
+  ACTION: true when some arguments were given as secrets. They are sealed:
+  the log and this API hold only ciphertext, and only the agent the job is
+  leased to receives them, merged into args.
+  """
+  sealedArgs: Boolean!
   exec: ExecSpec
   script: ScriptSpec
 }
@@ -5310,9 +5330,13 @@ type ExecSpec {
   workdir: String
 }
 
+"An environment variable of an exec job."
 type EnvVar {
   name: String!
+  "The value; empty when the variable is sealed."
   value: String!
+  "A secret variable: its value is sealed, and only the agent the job is leased to receives it."
+  sealed: Boolean!
 }
 
 type ScriptSpec {
@@ -5395,6 +5419,12 @@ input JobSpecInput {
   kind: JobKind!
   action: String
   args: JSON
+  """
+  ACTION: arguments that are secrets, a JSON object merged over args when the
+  job runs. They are sealed before anything is recorded: the log, the read
+  models and this API never hold them in clear.
+  """
+  secretArgs: JSON
   exec: ExecSpecInput
   script: ScriptSpecInput
 }
@@ -5409,6 +5439,8 @@ input ExecSpecInput {
 input EnvVarInput {
   name: String!
   value: String!
+  "A secret: sealed before anything is recorded, and given only to the agent that runs the job."
+  secret: Boolean
 }
 
 input ScriptSpecInput {
@@ -6425,6 +6457,8 @@ func (ec *executionContext) childFields_EnvVar(ctx context.Context, field graphq
 		return ec.fieldContext_EnvVar_name(ctx, field)
 	case "value":
 		return ec.fieldContext_EnvVar_value(ctx, field)
+	case "sealed":
+		return ec.fieldContext_EnvVar_sealed(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EnvVar", field.Name)
 }
@@ -6721,6 +6755,8 @@ func (ec *executionContext) childFields_JobSpec(ctx context.Context, field graph
 		return ec.fieldContext_JobSpec_action(ctx, field)
 	case "args":
 		return ec.fieldContext_JobSpec_args(ctx, field)
+	case "sealedArgs":
+		return ec.fieldContext_JobSpec_sealedArgs(ctx, field)
 	case "exec":
 		return ec.fieldContext_JobSpec_exec(ctx, field)
 	case "script":

@@ -306,14 +306,20 @@ type EntityState struct {
 	State JSON `json:"state,omitempty"`
 }
 
+// An environment variable of an exec job.
 type EnvVar struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// The value; empty when the variable is sealed.
 	Value string `json:"value"`
+	// A secret variable: its value is sealed, and only the agent the job is leased to receives it.
+	Sealed bool `json:"sealed"`
 }
 
 type EnvVarInput struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+	// A secret: sealed before anything is recorded, and given only to the agent that runs the job.
+	Secret *bool `json:"secret,omitempty"`
 }
 
 // One immutable event of the log.
@@ -560,17 +566,25 @@ type JobSpec struct {
 	// ACTION: the SAL action, e.g. files.write.
 	Action *string `json:"action,omitempty"`
 	// ACTION: its arguments.
-	Args   JSON        `json:"args,omitempty"`
-	Exec   *ExecSpec   `json:"exec,omitempty"`
-	Script *ScriptSpec `json:"script,omitempty"`
+	Args JSON `json:"args,omitempty"`
+	// ACTION: true when some arguments were given as secrets. They are sealed:
+	// the log and this API hold only ciphertext, and only the agent the job is
+	// leased to receives them, merged into args.
+	SealedArgs bool        `json:"sealedArgs"`
+	Exec       *ExecSpec   `json:"exec,omitempty"`
+	Script     *ScriptSpec `json:"script,omitempty"`
 }
 
 type JobSpecInput struct {
-	Kind   JobKind          `json:"kind"`
-	Action *string          `json:"action,omitempty"`
-	Args   JSON             `json:"args,omitempty"`
-	Exec   *ExecSpecInput   `json:"exec,omitempty"`
-	Script *ScriptSpecInput `json:"script,omitempty"`
+	Kind   JobKind `json:"kind"`
+	Action *string `json:"action,omitempty"`
+	Args   JSON    `json:"args,omitempty"`
+	// ACTION: arguments that are secrets, a JSON object merged over args when the
+	// job runs. They are sealed before anything is recorded: the log, the read
+	// models and this API never hold them in clear.
+	SecretArgs JSON             `json:"secretArgs,omitempty"`
+	Exec       *ExecSpecInput   `json:"exec,omitempty"`
+	Script     *ScriptSpecInput `json:"script,omitempty"`
 }
 
 type JobTarget struct {

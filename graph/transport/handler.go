@@ -67,9 +67,9 @@ type Extension = graphql.HandlerExtension
 
 // Handler serves the API: every transport over one executable schema.
 type Handler struct {
-	opts   Options
-	deps   Deps
-	log    zerolog.Logger
+	opts     Options
+	deps     Deps
+	log      zerolog.Logger
 	quotas   *quotas
 	sessions watched
 	http     http.Handler

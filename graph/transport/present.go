@@ -73,9 +73,11 @@ func (h *Handler) presentError(ctx context.Context, err error) *gqlerror.Error {
 // internal logs err with the request id and hides it from the client.
 func (h *Handler) internal(ctx context.Context, err error, path ast.Path) *gqlerror.Error {
 	id := h.requestID(ctx)
+	// The request's own logger carries its id already.
 	log := zerolog.Ctx(ctx)
 	if log.GetLevel() == zerolog.Disabled {
-		log = &h.log
+		l := h.log.With().Str("request_id", id).Logger()
+		log = &l
 	}
 	msg := "internal error: the server logged the cause"
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -84,7 +86,7 @@ func (h *Handler) internal(ctx context.Context, err error, path ast.Path) *gqler
 	if id != "" {
 		msg += " under request id " + id
 	}
-	log.Error().Err(err).Str("request_id", id).Interface("path", path).Msg("GraphQL request failed")
+	log.Error().Err(err).Interface("path", path).Msg("GraphQL request failed")
 	ext := map[string]any{"code": apierr.CodeInternal}
 	if id != "" {
 		ext["requestId"] = id

@@ -24,6 +24,7 @@ const (
 	ReasonSchemaUnknown       = "schema_unknown"
 	ReasonMigrationsPending   = "migrations_pending"
 	ReasonEventLogUnreadable  = "event_log_unreadable"
+	ReasonStarting            = "starting"
 )
 
 type notReady struct {
@@ -85,6 +86,13 @@ func (s *Server) checkReady(ctx context.Context) *notReady {
 	}
 	if _, err := s.store.Head(ctx); err != nil {
 		return &notReady{ReasonEventLogUnreadable, err.Error()}
+	}
+	for _, p := range s.starting {
+		select {
+		case <-p.done:
+		default:
+			return &notReady{ReasonStarting, "waiting for " + p.what}
+		}
 	}
 	return nil
 }

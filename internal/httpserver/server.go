@@ -66,6 +66,14 @@ type Server struct {
 	reqMetrics *httpMetrics
 	ready      *readiness
 	handler    http.Handler
+	starting   []startingPart
+}
+
+// startingPart is a part of the server that must have started before it
+// takes traffic.
+type startingPart struct {
+	what string
+	done <-chan struct{}
 }
 
 // New builds a server and registers its metrics.
@@ -111,6 +119,13 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.HandleFunc("GET /readyz", s.handleReadyz)
 	s.mux.Handle("GET /metrics", s.metricsHandler())
+}
+
+// ReadyAfter keeps /readyz answering "starting" until done is closed: what
+// names the part still starting (the read models' first build, say), so a
+// load balancer sends no request that part would fail. Call it before Serve.
+func (s *Server) ReadyAfter(what string, done <-chan struct{}) {
+	s.starting = append(s.starting, startingPart{what: what, done: done})
 }
 
 // Handle mounts h on the server's mux (net/http ServeMux patterns, such as

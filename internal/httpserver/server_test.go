@@ -149,6 +149,31 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	}
 }
 
+// A part still starting keeps the server out of rotation, and says which.
+func TestReadyzWaitsForStartingParts(t *testing.T) {
+	srv := newServer(t, 0)
+	built := make(chan struct{})
+	srv.ReadyAfter("the read models' first build", built)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, body := get(t, ts.URL+"/readyz")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, httpserver.ReasonStarting) || !strings.Contains(body, "first build") {
+		t.Fatalf("/readyz while starting: %d %s", resp.StatusCode, body)
+	}
+	close(built)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, body := get(t, ts.URL+"/readyz")
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz once started: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // serveWithSlowRoute starts Serve with a route that blocks until release is
 // closed, sends one request to it and returns once the request is in flight.
 func serveWithSlowRoute(t *testing.T, drain time.Duration) (cancel func(), served <-chan error, responded <-chan error, release chan struct{}) {

@@ -45,6 +45,11 @@ func binDirOf(name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	// A link on PATH leads to the installation's own directory, which
+	// holds the client tools (pg_dump) beside the server.
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
 	dir := filepath.Dir(p)
 	return dir, hasServer(dir)
 }

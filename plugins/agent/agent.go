@@ -37,7 +37,20 @@ const (
 // run; when it says that a path or supervised process does not exist, it
 // should wrap plugins.ErrNotFound, which Observe reports as such.
 type JobRunner interface {
-	RunAction(ctx context.Context, nodeID, action string, args json.RawMessage) (json.RawMessage, error)
+	RunAction(ctx context.Context, a Action) (json.RawMessage, error)
+}
+
+// Action is one SAL action on one node, for a resource of a service.
+type Action struct {
+	NodeID string
+	Action string
+	Args   json.RawMessage
+	// Sensitive says the arguments hold the value of a sensitive variable:
+	// the job must carry them sealed, never in clear.
+	Sensitive bool
+	// TenantID is the tenant of the service the resource belongs to: its
+	// jobs belong to that tenant too.
+	TenantID string
 }
 
 // Node is a node the plugin may place resources on.
@@ -245,7 +258,7 @@ func Place(resourceID string, pl *plugins.Placement, nodes []Node) (string, erro
 
 // run validates an action's arguments against the SAL catalogue (so a bad
 // property is reported before any job is sent) and runs it on node.
-func (p *Plugin) run(ctx context.Context, node, action string, args any) (json.RawMessage, error) {
+func (p *Plugin) run(ctx context.Context, r plugins.Request, node, action string, args any) (json.RawMessage, error) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, err
@@ -253,7 +266,7 @@ func (p *Plugin) run(ctx context.Context, node, action string, args any) (json.R
 	if err := p.validator.Validate(action, raw); err != nil {
 		return nil, err
 	}
-	out, err := p.runner.RunAction(ctx, node, action, raw)
+	out, err := p.runner.RunAction(ctx, Action{NodeID: node, Action: action, Args: raw, Sensitive: r.Sensitive, TenantID: r.TenantID})
 	if err != nil {
 		return nil, fmt.Errorf("%s on node %s: %w", action, node, err)
 	}
@@ -277,7 +290,7 @@ func (p *Plugin) Create(ctx context.Context, r plugins.Request) (json.RawMessage
 		if pr.Mode != "" {
 			args["mode"] = pr.Mode
 		}
-		out, err := p.run(ctx, node, catalog.ActionFileMkdir, args)
+		out, err := p.run(ctx, r, node, catalog.ActionFileMkdir, args)
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +303,7 @@ func (p *Plugin) Create(ctx context.Context, r plugins.Request) (json.RawMessage
 		if pr.Mode != "" {
 			args["mode"] = pr.Mode
 		}
-		out, err := p.run(ctx, node, catalog.ActionFileWrite, args)
+		out, err := p.run(ctx, r, node, catalog.ActionFileWrite, args)
 		if err != nil {
 			return nil, err
 		}
@@ -328,7 +341,7 @@ func (p *Plugin) Start(ctx context.Context, r plugins.Request) (json.RawMessage,
 		if len(pr.Restart) > 0 {
 			args["restart"] = pr.Restart
 		}
-		out, err := p.run(ctx, node, catalog.ActionSupervisorStart, args)
+		out, err := p.run(ctx, r, node, catalog.ActionSupervisorStart, args)
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +367,7 @@ func (p *Plugin) stopProcess(ctx context.Context, r plugins.Request) (json.RawMe
 		return nil, err
 	}
 	if pc.found && supervised(pc.status.State) {
-		if _, err := p.run(ctx, pc.node, catalog.ActionSupervisorStop, map[string]string{"name": pc.name}); err != nil {
+		if _, err := p.run(ctx, r, pc.node, catalog.ActionSupervisorStop, map[string]string{"name": pc.name}); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +394,7 @@ func (p *Plugin) process(ctx context.Context, r plugins.Request) (processCall, e
 		return pc, err
 	}
 	pc.name = processName(r, pc.props)
-	pc.status, pc.found, err = p.status(ctx, pc.node, pc.name)
+	pc.status, pc.found, err = p.status(ctx, r, pc.node, pc.name)
 	return pc, err
 }
 
@@ -403,7 +416,7 @@ func (p *Plugin) Destroy(ctx context.Context, r plugins.Request) (json.RawMessag
 	if r.Type == TypeDirectory {
 		args["recursive"] = true
 	}
-	return p.run(ctx, node, catalog.ActionFileRemove, args)
+	return p.run(ctx, r, node, catalog.ActionFileRemove, args)
 }
 
 // Observe implements plugins.Plugin.
@@ -426,7 +439,7 @@ func (p *Plugin) Observe(ctx context.Context, r plugins.Request) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.run(ctx, node, catalog.ActionFileStat, map[string]string{"path": pr.Path})
+	out, err := p.run(ctx, r, node, catalog.ActionFileStat, map[string]string{"path": pr.Path})
 	if err != nil {
 		return nil, err
 	}
@@ -441,8 +454,8 @@ type supervisedStatus struct {
 
 // status finds a supervised process by listing them all: the list answers
 // "not there" without relying on how an error message is worded.
-func (p *Plugin) status(ctx context.Context, node, name string) (supervisedStatus, bool, error) {
-	out, err := p.run(ctx, node, catalog.ActionSupervisorStatus, map[string]string{})
+func (p *Plugin) status(ctx context.Context, r plugins.Request, node, name string) (supervisedStatus, bool, error) {
+	out, err := p.run(ctx, r, node, catalog.ActionSupervisorStatus, map[string]string{})
 	if err != nil {
 		return supervisedStatus{}, false, err
 	}

@@ -27,11 +27,11 @@ type recorder struct {
 	jobs []string // "node action"
 }
 
-func (r *recorder) RunAction(ctx context.Context, node, action string, args json.RawMessage) (json.RawMessage, error) {
+func (r *recorder) RunAction(ctx context.Context, a agent.Action) (json.RawMessage, error) {
 	r.mu.Lock()
-	r.jobs = append(r.jobs, node+" "+action)
+	r.jobs = append(r.jobs, a.NodeID+" "+a.Action)
 	r.mu.Unlock()
-	return r.Runner.RunAction(ctx, node, action, args)
+	return r.Runner.RunAction(ctx, a)
 }
 
 func (r *recorder) count(action string) int {

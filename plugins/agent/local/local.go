@@ -12,6 +12,7 @@ import (
 	"io/fs"
 
 	"cairn/plugins"
+	"cairn/plugins/agent"
 	"cairn/sal"
 )
 
@@ -30,11 +31,11 @@ func (e *UnknownNodeError) Error() string {
 
 // RunAction runs the action through the SAL. Errors saying that a path or a
 // supervised process does not exist wrap plugins.ErrNotFound.
-func (r Runner) RunAction(ctx context.Context, nodeID, action string, args json.RawMessage) (json.RawMessage, error) {
-	if nodeID != r.NodeID {
-		return nil, &UnknownNodeError{Node: nodeID, Local: r.NodeID}
+func (r Runner) RunAction(ctx context.Context, a agent.Action) (json.RawMessage, error) {
+	if a.NodeID != r.NodeID {
+		return nil, &UnknownNodeError{Node: a.NodeID, Local: r.NodeID}
 	}
-	out, err := r.System.Invoke(ctx, action, args)
+	out, err := r.System.Invoke(ctx, a.Action, a.Args)
 	if err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, sal.ErrNotSupervised)) {
 		return nil, fmt.Errorf("%w: %w", plugins.ErrNotFound, err)
 	}
