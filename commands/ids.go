@@ -1,9 +1,11 @@
 package commands
 
 import (
-	"cairn/domain"
 	"context"
 	"errors"
+	"strings"
+
+	"cairn/domain"
 )
 
 // EntityID picks the id of the entity a creating command addresses: the one
@@ -13,7 +15,7 @@ import (
 // would make the retry look like a different command.
 func EntityID(ctx context.Context, store Store, meta Meta, streamType, given string, gen IDGenerator) (string, error) {
 	if given != "" {
-		return given, nil
+		return given, IDFree(ctx, store, streamType, given)
 	}
 	if meta.CommandID != "" {
 		stream, found, err := store.CommandStream(ctx, meta.CommandID, streamType)
@@ -28,4 +30,28 @@ func EntityID(ctx context.Context, store Store, meta Meta, streamType, given str
 		return "", errors.New("no id was given and the handler has no id generator")
 	}
 	return gen(), nil
+}
+
+// IDFree refuses a caller-chosen id that an object of another kind already
+// has (domain.ObjectStreamTypes): ids are unique across kinds, so the API's
+// node(id:) finds one object for any id. Generated ids are random and need
+// no check.
+func IDFree(ctx context.Context, store Store, streamType, id string) error {
+	if id == "" {
+		return nil
+	}
+	var others []string
+	for _, t := range domain.ObjectStreamTypes() {
+		if t != streamType {
+			others = append(others, domain.StreamID(t, id))
+		}
+	}
+	taken, err := store.ExistingStreams(ctx, others)
+	if err != nil {
+		return err
+	}
+	if len(taken) > 0 {
+		return &domain.IDTakenError{Entity: streamType, ID: id, TakenBy: strings.TrimSuffix(taken[0], "-"+id)}
+	}
+	return nil
 }

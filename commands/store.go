@@ -21,6 +21,8 @@ type Store interface {
 	Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error)
 	CommandResult(ctx context.Context, commandID string, fingerprint []byte) (eventstore.AppendResult, bool, error)
 	CommandStream(ctx context.Context, commandID, streamType string) (string, bool, error)
+	// ExistingStreams returns those of streamIDs that hold events.
+	ExistingStreams(ctx context.Context, streamIDs []string) ([]string, error)
 }
 
 var _ Store = (*eventstore.Store)(nil)

@@ -31,6 +31,21 @@ func (e *StateError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true for state errors.
 func (e *StateError) Is(target error) bool { return target == ErrConflict }
 
+// IDTakenError refuses a caller-chosen id that an object of another kind
+// already has: ids are unique across kinds, so any id names one object.
+type IDTakenError struct {
+	Entity  string // the kind being created
+	ID      string
+	TakenBy string // the kind that has the id
+}
+
+func (e *IDTakenError) Error() string {
+	return fmt.Sprintf("cannot create %s %q: a %s already has that id, and ids are unique across every kind of object; choose another id", e.Entity, e.ID, e.TakenBy)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *IDTakenError) Is(target error) bool { return target == ErrConflict }
+
 // ValidationError reports a command input that breaks a rule.
 type ValidationError struct {
 	Field  string

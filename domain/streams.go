@@ -19,6 +19,14 @@ const (
 	NodeCredentialStream = "node_credential"
 )
 
+// ObjectStreamTypes are the stream types whose instances the API shows as
+// objects with an id (its Node interface). An id is unique across them:
+// creating an object with an id another kind already has is refused.
+func ObjectStreamTypes() []string {
+	return []string{NodeStream, JobStream, ScheduleStream, ServiceStream, ResourceStream,
+		TenantStream, UserStream, LocationStream}
+}
+
 // StreamID is the stream of one aggregate instance: "<type>-<id>".
 func StreamID(streamType, id string) string { return streamType + "-" + id }
 

@@ -90,6 +90,24 @@ func (s *Store) StreamVersion(ctx context.Context, streamID string) (int64, erro
 	return v, nil
 }
 
+// ExistingStreams returns those of streamIDs that hold at least one event,
+// in the order given.
+func (s *Store) ExistingStreams(ctx context.Context, streamIDs []string) ([]string, error) {
+	if len(streamIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM unnest($1::text[]) WITH ORDINALITY AS ids(id, n)
+		WHERE EXISTS (SELECT 1 FROM events WHERE stream_id = ids.id) ORDER BY n`, streamIDs)
+	if err != nil {
+		return nil, fmt.Errorf("look up streams: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("look up streams: %w", err)
+	}
+	return out, nil
+}
+
 // horizonSQL is the transaction id below which every transaction that could
 // write events to this database has ended, as of the statement's snapshot:
 // the oldest transaction the snapshot sees running, ignoring those of other

@@ -240,12 +240,12 @@ func (r *queryResolver) Tenant(ctx context.Context, id string, consistentWith *m
 	return tenantRowModel(*t), nil
 }
 
-func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) (*model.TenantConnection, error) {
+func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.TenantFilter, consistentWith *model.Cursor) (*model.TenantConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.TenantRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, 
 		if err != nil {
 			return nil, err
 		}
-		ok := t != nil && pg.After == "" && pg.First > 0
+		ok := t != nil && pg.FirstPage()
 		var e model.TenantEdge
 		if ok {
 			e = model.TenantEdge{Cursor: t.ID, Node: tenantRowModel(*t)}
@@ -270,7 +270,7 @@ func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, 
 	if err != nil {
 		return nil, err
 	}
-	out := &model.TenantConnection{Edges: make([]model.TenantEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.TenantConnection{Edges: make([]model.TenantEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.TenantEdge{Cursor: e.Cursor, Node: tenantRowModel(e.Node)})
 	}
@@ -292,12 +292,12 @@ func (r *queryResolver) User(ctx context.Context, id string, consistentWith *mod
 	return userRowModel(*u), nil
 }
 
-func (r *queryResolver) Users(ctx context.Context, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) (*model.UserConnection, error) {
+func (r *queryResolver) Users(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.UserFilter, consistentWith *model.Cursor) (*model.UserConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.UserRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -312,19 +312,19 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string, fi
 	if err != nil {
 		return nil, err
 	}
-	out := &model.UserConnection{Edges: make([]model.UserEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.UserConnection{Edges: make([]model.UserEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.UserEdge{Cursor: e.Cursor, Node: userRowModel(e.Node)})
 	}
 	return out, nil
 }
 
-func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) (*model.APITokenConnection, error) {
+func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.APITokenFilter, consistentWith *model.Cursor) (*model.APITokenConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.TokenRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +337,7 @@ func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string
 	if err != nil {
 		return nil, err
 	}
-	out := &model.APITokenConnection{Edges: make([]model.APITokenEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.APITokenConnection{Edges: make([]model.APITokenEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.APITokenEdge{Cursor: e.Cursor, Node: tokenRowModel(e.Node, r.deps.Now())})
 	}
@@ -358,11 +358,11 @@ func (r *queryResolver) Location(ctx context.Context, id string, consistentWith 
 	return locationRowModel(*l), nil
 }
 
-func (r *queryResolver) Locations(ctx context.Context, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) (*model.LocationConnection, error) {
+func (r *queryResolver) Locations(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.LocationFilter, consistentWith *model.Cursor) (*model.LocationConnection, error) {
 	if _, err := r.authorize(ctx, auth.LocationRead, auth.Resource{}); err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func (r *queryResolver) Locations(ctx context.Context, first *int, after *string
 	if err != nil {
 		return nil, err
 	}
-	out := &model.LocationConnection{Edges: make([]model.LocationEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.LocationConnection{Edges: make([]model.LocationEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.LocationEdge{Cursor: e.Cursor, Node: locationRowModel(e.Node)})
 	}

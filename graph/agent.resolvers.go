@@ -168,7 +168,7 @@ func (r *mutationResolver) PollAgentJobs(ctx context.Context, input model.PollAg
 	return out, nil
 }
 
-func (r *nodeResolver) Statistics(ctx context.Context, obj *model.Node, rangeArg *model.TimeRange, maxPoints *int) ([]model.NodeStatSample, error) {
+func (r *serverNodeResolver) Statistics(ctx context.Context, obj *model.ServerNode, rangeArg *model.TimeRange, maxPoints *int) ([]model.NodeStatSample, error) {
 	// Not batched: each node's series is downsampled on its own (buckets
 	// cut from that node's first and last sample in the range), so reading
 	// many nodes at once would mean a second implementation of the

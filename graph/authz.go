@@ -132,16 +132,19 @@ func (r *Resolver) waitConsistent(ctx context.Context, c *model.Cursor) error {
 }
 
 // pageSize checks a connection's first argument.
-func pageSize(first *int, def int) (int, error) {
-	if first == nil {
+func pageSize(first *int, def int) (int, error) { return pageSizeOf("first", first, def) }
+
+// pageSizeOf checks a connection's first or last argument.
+func pageSizeOf(arg string, n *int, def int) (int, error) {
+	if n == nil {
 		return def, nil
 	}
-	switch n := *first; {
-	case n < 0:
-		return 0, apierr.InvalidInput("first", "must not be negative")
-	case n > maxFirst:
-		return 0, apierr.InvalidInput("first", "is %d; at most %d per page: page with after", n, maxFirst)
+	switch {
+	case *n < 0:
+		return 0, apierr.InvalidInput(arg, "must not be negative")
+	case *n > maxFirst:
+		return 0, apierr.InvalidInput(arg, "is %d; at most %d per page: page with a cursor", *n, maxFirst)
 	default:
-		return n, nil
+		return *n, nil
 	}
 }

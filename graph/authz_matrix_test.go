@@ -568,6 +568,11 @@ func byIDMissing(doc string, action auth.Action, arg, missing string, entities m
 	return append(out, sample{name: "missing", doc: doc, vars: vars(arg, missing), rule: rule{read: action, act: action, hide: null, missing: true}})
 }
 
+// withoutMissing drops byID's sample of an id that names nothing.
+func withoutMissing(samples []sample) []sample {
+	return slices.DeleteFunc(samples, func(s sample) bool { return s.rule.missing })
+}
+
 // hasID checks that a query by id returned that entity.
 func hasID(key string) func(id string) func(mxCaller, json.RawMessage) error {
 	return func(id string) func(mxCaller, json.RawMessage) error {
@@ -797,7 +802,12 @@ func (f *mxFixture) rows() []row {
 			list("filter tenant B", `{ jobs(first: 200, filter: {tenantId: "tenant-b"}) { edges { node { id tenantId nodeId } } } }`, auth.JobRead, jobItem, f.jobs, inB),
 			withVars(list("filter node Y", `query($n: ID) { jobs(first: 200, filter: {nodeId: $n}) { edges { node { id tenantId nodeId } } } }`, auth.JobRead, jobItem, f.jobs, onY),
 				vars("n", f.nodeY))}},
-		{field: "Query.node", samples: byID(`query($id: ID!) { node(id: $id) { id } }`, auth.NodeRead, "id", pick(f.nodes, f.nodeX, f.nodeY), hasID("id"))},
+		{field: "Query.serverNode", samples: byID(`query($id: ID!) { serverNode(id: $id) { id } }`, auth.NodeRead, "id", pick(f.nodes, f.nodeX, f.nodeY), hasID("id"))},
+		// node(id:) answers as the query of the object's kind does.
+		// An id that names nothing is null to anyone signed in, whatever
+		// kind they may read.
+		{field: "Query.node", samples: append(withoutMissing(byID(`query($id: ID!) { node(id: $id) { id } }`, auth.NodeRead, "id", pick(f.nodes, f.nodeX, f.nodeY), hasID("id"))),
+			withoutMissing(byID(`query($id: ID!) { node(id: $id) { id ... on Job { tenantId } } }`, auth.JobRead, "id", pick(f.jobs, "job-a", "job-b"), hasID("id")))...)},
 		{field: "Query.nodes", samples: []sample{
 			list("all", `{ nodes(first: 500) { edges { node { id } } } }`, auth.NodeRead, nodeItem, f.nodes, nil)}},
 		{field: "Query.projections", samples: []sample{{name: "all", doc: `{ projections { name } }`, rule: rule{act: auth.ProjectionRead, own: true}}}},

@@ -58,7 +58,7 @@ func nodeScope(_ *mxFixture, id string, _ map[string]any) auth.Resource {
 func (f *mxFixture) relations() []relation {
 	jobs := func(sel string) string { return `{ jobs(first: 500) { edges { node { id ` + sel + ` } } } }` }
 	return []relation{
-		{field: "Node.location", doc: `{ nodes(first: 500) { edges { node { id locationId location { id } } } } }`,
+		{field: "ServerNode.location", doc: `{ nodes(first: 500) { edges { node { id locationId location { id } } } } }`,
 			relKey: "location", idKey: "locationId", action: auth.LocationRead, target: noScope},
 		{field: "JoinToken.location", doc: `mutation { createJoinToken(input: {locationId: "loc-1", ttlSeconds: 60}) { joinToken { id locationId location { id } } } }`,
 			relKey: "location", idKey: "locationId", action: auth.LocationRead, target: noScope},

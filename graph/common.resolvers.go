@@ -7,7 +7,13 @@ package graph
 
 import (
 	"cairn/graph/generated"
+	"cairn/graph/model"
+	"context"
 )
+
+func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
+	return r.object(ctx, id)
+}
 
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 

@@ -103,8 +103,8 @@ func joinTokenModel(t jointoken.JoinToken) *model.JoinToken {
 	}
 }
 
-func nodeModel(n node.Node, version int64) *model.Node {
-	out := &model.Node{
+func nodeModel(n node.Node, version int64) *model.ServerNode {
+	out := &model.ServerNode{
 		ID: n.ID, Hostname: n.Hostname, Status: model.NodeStatus(upper(n.Status)), Cordoned: n.Cordoned,
 		DrainReason: optional(n.DrainReason), Labels: labels(n.Labels), LocationID: optional(n.LocationID),
 		FactsAt: timePtr(n.FactsAt), EnrolledAt: n.EnrolledAt, ConnectedAt: timePtr(n.ConnectedAt),

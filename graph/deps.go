@@ -54,6 +54,8 @@ type ProjectionAdmin interface {
 type EventLog interface {
 	live.Log
 	ReadAll(ctx context.Context, after eventstore.Cursor, limit int, f eventstore.Filter) ([]eventstore.RecordedEvent, error)
+	ReadBefore(ctx context.Context, before eventstore.Cursor, limit int, f eventstore.Filter) ([]eventstore.RecordedEvent, error)
+	ExistingStreams(ctx context.Context, streamIDs []string) ([]string, error)
 	Event(ctx context.Context, c eventstore.Cursor) (*eventstore.RecordedEvent, error)
 	ReadStream(ctx context.Context, streamID string, o eventstore.ReadStreamOptions) ([]eventstore.RecordedEvent, error)
 	ReadStreams(ctx context.Context, streamIDs []string) (map[string][]eventstore.RecordedEvent, error)

@@ -15,12 +15,12 @@ import (
 	"fmt"
 )
 
-func (r *queryResolver) Events(ctx context.Context, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error) {
+func (r *queryResolver) Events(ctx context.Context, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.EventRead)
 	if err != nil {
 		return nil, err
 	}
-	return r.eventPage(ctx, first, after, visibleFilter(p, filter))
+	return r.eventPage(ctx, first, after, last, before, visibleFilter(p, filter))
 }
 
 func (r *queryResolver) Event(ctx context.Context, cursor model.Cursor) (*model.Event, error) {
@@ -68,7 +68,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, filter *model.EventFi
 		return nil, err
 	}
 	f := visibleFilter(p, filter)
-	return subscribe(ctx, r.events, after, f.Match, func(_ context.Context, e live.Event) (*model.Event, error) {
+	return subscribe(ctx, r.deps.Store, r.events, after, f.Match, func(_ context.Context, e live.Event) (*model.Event, error) {
 		return r.toEvent(e)
 	})
 }

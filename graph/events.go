@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"slices"
 
 	"cairn/eventstore"
+	"cairn/graph/apierr"
 	"cairn/graph/live"
 	"cairn/graph/model"
 	"cairn/graph/transport"
@@ -74,27 +76,51 @@ func visibleFilter(p Principal, f *model.EventFilter) eventstore.Filter {
 	return out
 }
 
-// eventPage reads one page of the history as a connection.
-func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Cursor, f eventstore.Filter) (*model.EventConnection, error) {
-	n, err := pageSize(first, 100)
+// eventPage reads one page of the history as a connection: forwards from
+// after, or backwards (last, before) from before or the head.
+func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Cursor, last *int, before *model.Cursor, f eventstore.Filter) (*model.EventConnection, error) {
+	if first != nil && (last != nil || before != nil) || last != nil && after != nil {
+		return nil, apierr.InvalidInput("last", "page forwards (first, after) or backwards (last, before), not both")
+	}
+	back := last != nil || before != nil
+	arg, size := "first", first
+	if back {
+		arg, size = "last", last
+	}
+	n, err := pageSizeOf(arg, size, 100)
 	if err != nil {
 		return nil, err
 	}
 	var from eventstore.Cursor
-	if after != nil {
+	switch {
+	case back && before != nil:
+		from = eventstore.Cursor(*before)
+	case !back && after != nil:
 		from = eventstore.Cursor(*after)
 	}
 	// Like every read of the log in global order, a page only holds events
 	// no running transaction can still precede, so a page boundary never
-	// skips a late commit.
-	evs, err := r.deps.Store.ReadAll(ctx, from, n+1, f)
+	// skips a late commit. A page of 0 still reads one event: it says
+	// whether there are any.
+	var evs []eventstore.RecordedEvent
+	if back {
+		evs, err = r.deps.Store.ReadBefore(ctx, from, n+1, f)
+	} else {
+		evs, err = r.deps.Store.ReadAll(ctx, from, n+1, f)
+	}
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.EventConnection{Edges: []model.EventEdge{}, PageInfo: &model.PageInfo{HasPreviousPage: !from.IsZero()}}
-	if len(evs) > n {
+	more := len(evs) > n
+	if more {
 		evs = evs[:n]
-		conn.PageInfo.HasNextPage = true
+	}
+	conn := &model.EventConnection{Edges: []model.EventEdge{}, PageInfo: &model.PageInfo{}}
+	if back {
+		slices.Reverse(evs)
+		conn.PageInfo.HasPreviousPage, conn.PageInfo.HasNextPage = more, !from.IsZero()
+	} else {
+		conn.PageInfo.HasNextPage, conn.PageInfo.HasPreviousPage = more, !from.IsZero()
 	}
 	for i := range evs {
 		ev, err := r.toEvent(&evs[i])
@@ -111,18 +137,27 @@ func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Curso
 }
 
 // subscribe runs one subscription over a hub: events after `after` (from
-// now when nil) that match, each turned into a result by render (which may
+// the log's head when nil) that match, each turned into a result by render (which may
 // skip an event by returning nil). It ends, with the reason delivered to the
 // client, when the subscriber falls behind, the session's token stops
 // working, or the server stops.
-func subscribe[T any](ctx context.Context, hub *live.Hub, after *model.Cursor, match live.Match,
+func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *model.Cursor, match live.Match,
 	render func(context.Context, live.Event) (*T, error)) (<-chan *T, error) {
-	var from *eventstore.Cursor
+	var from eventstore.Cursor
 	if after != nil {
-		c := eventstore.Cursor(*after)
-		from = &c
+		from = eventstore.Cursor(*after)
+	} else {
+		// Without after, a subscription starts strictly after the moment it
+		// was made: at the log's head, not at the hub's position, which
+		// trails the log while the read models apply a change made just
+		// before.
+		head, err := log.Head(ctx)
+		if err != nil {
+			return nil, err
+		}
+		from = head
 	}
-	sub, err := hub.Subscribe(ctx, from, match)
+	sub, err := hub.Subscribe(ctx, &from, match)
 	if err != nil {
 		return nil, err
 	}

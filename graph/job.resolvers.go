@@ -50,7 +50,7 @@ func (r *jobResolver) Children(ctx context.Context, obj *model.Job, first *int, 
 		}
 		start = i
 	}
-	conn := &model.JobConnection{Edges: []model.JobEdge{}, PageInfo: &model.PageInfo{HasPreviousPage: start > 0}, TotalCount: len(children)}
+	conn := &model.JobConnection{Edges: []model.JobEdge{}, PageInfo: &model.PageInfo{HasPreviousPage: start > 0}, TotalCount: ptr.To(len(children))}
 	end := min(start+n, len(children))
 	if start < end {
 		kids, err := r.loaders(ctx).jobs.LoadAll(ctx, children[start:end])
@@ -76,7 +76,7 @@ func (r *jobResolver) Tenant(ctx context.Context, obj *model.Job) (*model.Tenant
 	return r.relatedTenant(ctx, obj.TenantID)
 }
 
-func (r *jobResolver) Node(ctx context.Context, obj *model.Job) (*model.Node, error) {
+func (r *jobResolver) Node(ctx context.Context, obj *model.Job) (*model.ServerNode, error) {
 	return r.relatedNode(ctx, obj.NodeID)
 }
 
@@ -123,7 +123,7 @@ func (r *jobResolver) Log(ctx context.Context, obj *model.Job, first *int, after
 	return conn, nil
 }
 
-func (r *jobTargetResolver) Node(ctx context.Context, obj *model.JobTarget) (*model.Node, error) {
+func (r *jobTargetResolver) Node(ctx context.Context, obj *model.JobTarget) (*model.ServerNode, error) {
 	return r.relatedNode(ctx, obj.NodeID)
 }
 
@@ -178,12 +178,12 @@ func (r *queryResolver) Job(ctx context.Context, id string) (*model.Job, error) 
 	return jobModel(j), nil
 }
 
-func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) (*model.JobConnection, error) {
+func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.JobFilter, consistentWith *model.Cursor) (*model.JobConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.JobRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +209,10 @@ func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, fil
 	if err != nil {
 		return nil, err
 	}
-	out := &model.JobConnection{Edges: make([]model.JobEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.JobConnection{Edges: make([]model.JobEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.JobEdge{Cursor: e.Cursor, Node: jobRowModel(e.Node)})
 	}
-	out.TotalCount = len(out.Edges)
 	return out, nil
 }
 

@@ -207,7 +207,7 @@ func (r *Resolver) relatedTenant(ctx context.Context, id *string) (*model.Tenant
 	return related(ctx, r.loaders(ctx).tenants, id, tenantRowModel)
 }
 
-func (r *Resolver) relatedNode(ctx context.Context, id *string) (*model.Node, error) {
+func (r *Resolver) relatedNode(ctx context.Context, id *string) (*model.ServerNode, error) {
 	if id == nil || !mayRead(ctx, auth.NodeRead, auth.Resource{NodeID: *id}) {
 		return nil, nil
 	}

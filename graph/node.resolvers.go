@@ -108,11 +108,7 @@ func (r *mutationResolver) CreateJoinToken(ctx context.Context, input model.Crea
 		Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
 }
 
-func (r *nodeResolver) Location(ctx context.Context, obj *model.Node) (*model.Location, error) {
-	return r.relatedLocation(ctx, obj.LocationID)
-}
-
-func (r *queryResolver) Node(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Node, error) {
+func (r *queryResolver) ServerNode(ctx context.Context, id string, consistentWith *model.Cursor) (*model.ServerNode, error) {
 	p, err := r.authorizeOwn(ctx, auth.NodeRead)
 	if err != nil {
 		return nil, err
@@ -131,12 +127,12 @@ func (r *queryResolver) Node(ctx context.Context, id string, consistentWith *mod
 	return nodeRowModel(*n), nil
 }
 
-func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) (*model.NodeConnection, error) {
+func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.NodeFilter, consistentWith *model.Cursor) (*model.ServerNodeConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.NodeRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -146,23 +142,27 @@ func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, fi
 		if err != nil {
 			return nil, err
 		}
-		ok := n != nil && pg.After == "" && pg.First > 0 && nodeMatches(*n, f)
-		var e model.NodeEdge
+		ok := n != nil && pg.FirstPage() && nodeMatches(*n, f)
+		var e model.ServerNodeEdge
 		if ok {
-			e = model.NodeEdge{Cursor: n.ID, Node: nodeRowModel(*n)}
+			e = model.ServerNodeEdge{Cursor: n.ID, Node: nodeRowModel(*n)}
 		}
-		edges, info := single(e, ok, n.ID)
-		return &model.NodeConnection{Edges: edges, PageInfo: info}, nil
+		edges, info := single(e, ok, p.NodeID)
+		return &model.ServerNodeConnection{Edges: edges, PageInfo: info}, nil
 	}
 	c, err := r.reader.ListNodes(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}
-	out := &model.NodeConnection{Edges: make([]model.NodeEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.ServerNodeConnection{Edges: make([]model.ServerNodeEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
-		out.Edges = append(out.Edges, model.NodeEdge{Cursor: e.Cursor, Node: nodeRowModel(e.Node)})
+		out.Edges = append(out.Edges, model.ServerNodeEdge{Cursor: e.Cursor, Node: nodeRowModel(e.Node)})
 	}
 	return out, nil
+}
+
+func (r *serverNodeResolver) Location(ctx context.Context, obj *model.ServerNode) (*model.Location, error) {
+	return r.relatedLocation(ctx, obj.LocationID)
 }
 
 func (r *subscriptionResolver) NodeChanged(ctx context.Context, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
@@ -182,9 +182,9 @@ func (r *subscriptionResolver) NodeChanged(ctx context.Context, id *string, afte
 
 func (r *Resolver) JoinToken() generated.JoinTokenResolver { return &joinTokenResolver{r} }
 
-func (r *Resolver) Node() generated.NodeResolver { return &nodeResolver{r} }
+func (r *Resolver) ServerNode() generated.ServerNodeResolver { return &serverNodeResolver{r} }
 
 type (
-	joinTokenResolver struct{ *Resolver }
-	nodeResolver      struct{ *Resolver }
+	joinTokenResolver  struct{ *Resolver }
+	serverNodeResolver struct{ *Resolver }
 )

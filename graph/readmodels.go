@@ -17,6 +17,7 @@ import (
 	"cairn/domain/service"
 	"cairn/domain/template"
 	"cairn/domain/tenant"
+	"cairn/graph/apierr"
 	"cairn/graph/model"
 	"cairn/internal/ptr"
 	"cairn/projections/readmodel"
@@ -26,20 +27,26 @@ import (
 // lists are keyset pages, and what a list's rows need from other read models
 // (a service's resources) is fetched for the whole page in one query.
 
-// page turns a connection's arguments into a read-model page.
-func page(first *int, after *string) (readmodel.Page, error) {
-	n, err := pageSize(first, readmodel.DefaultFirst)
-	if err != nil {
-		return readmodel.Page{}, err
+// page turns a connection's Relay arguments into a read-model page: first
+// and after page forwards, last and before backwards; first or last 0 asks
+// only whether there are rows.
+func page(first *int, after *string, last *int, before *string) (readmodel.Page, error) {
+	if first != nil && (last != nil || before != nil) || last != nil && after != nil {
+		return readmodel.Page{}, apierr.InvalidInput("last", "page forwards (first, after) or backwards (last, before), not both")
 	}
-	return readmodel.Page{First: n, After: ptr.Value(after)}, nil
+	if last != nil || before != nil {
+		n, err := pageSizeOf("last", last, readmodel.DefaultFirst)
+		return readmodel.Page{Last: n, Before: ptr.Value(before), Empty: n == 0}, err
+	}
+	n, err := pageSize(first, readmodel.DefaultFirst)
+	return readmodel.Page{First: n, After: ptr.Value(after), Empty: n == 0}, err
 }
 
 // listPage reads a list query's page arguments, then waits until the read
 // models have reached consistentWith: what every list query does after its
 // access check.
-func (r *Resolver) listPage(ctx context.Context, first *int, after *string, consistentWith *model.Cursor) (readmodel.Page, error) {
-	pg, err := page(first, after)
+func (r *Resolver) listPage(ctx context.Context, first *int, after *string, last *int, before *string, consistentWith *model.Cursor) (readmodel.Page, error) {
+	pg, err := page(first, after, last, before)
 	if err != nil {
 		return readmodel.Page{}, err
 	}
@@ -47,8 +54,8 @@ func (r *Resolver) listPage(ctx context.Context, first *int, after *string, cons
 }
 
 // pageInfo converts a read-model page's information.
-func pageInfo(p readmodel.PageInfo, after *string) *model.PageInfo {
-	return &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: ptr.Value(after) != "",
+func pageInfo(p readmodel.PageInfo) *model.PageInfo {
+	return &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: p.HasPreviousPage,
 		StartCursor: optional(p.StartCursor), EndCursor: optional(p.EndCursor)}
 }
 
@@ -80,8 +87,8 @@ func lowerAll[T ~string, U ~string](in []U) []T {
 	return out
 }
 
-func nodeRowModel(n readmodel.Node) *model.Node {
-	out := &model.Node{
+func nodeRowModel(n readmodel.Node) *model.ServerNode {
+	out := &model.ServerNode{
 		ID: n.ID, Hostname: n.Hostname, Status: model.NodeStatus(upper(n.Status)), Cordoned: n.Cordoned,
 		DrainReason: optional(n.DrainReason), Labels: labels(n.Labels), LocationID: optional(n.LocationID),
 		FactsAt: timePtr(n.FactsAt), EnrolledAt: n.EnrolledAt, ConnectedAt: timePtr(n.ConnectedAt),

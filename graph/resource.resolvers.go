@@ -36,12 +36,12 @@ func (r *queryResolver) Resource(ctx context.Context, id string, consistentWith 
 	return resourceRowModel(*res), nil
 }
 
-func (r *queryResolver) Resources(ctx context.Context, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) (*model.ResourceConnection, error) {
+func (r *queryResolver) Resources(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ResourceFilter, consistentWith *model.Cursor) (*model.ResourceConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.ServiceRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (r *queryResolver) Resources(ctx context.Context, first *int, after *string
 	if err != nil {
 		return nil, err
 	}
-	out := &model.ResourceConnection{Edges: make([]model.ResourceEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.ResourceConnection{Edges: make([]model.ResourceEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.ResourceEdge{Cursor: e.Cursor, Node: resourceRowModel(e.Node)})
 	}

@@ -30,7 +30,7 @@ func TestAnswerCache(t *testing.T) {
 			Labels   []struct{ Key, Value string }
 		}
 	}
-	const q = `query($id: ID!) { node(id: $id) { hostname labels { key value } } }`
+	const q = `query($id: ID!) { node: serverNode(id: $id) { hostname labels { key value } } }`
 	read := func(who string, query string, vars map[string]any) nodeAnswer {
 		t.Helper()
 		var a nodeAnswer
@@ -39,13 +39,13 @@ func TestAnswerCache(t *testing.T) {
 	}
 	// Read our own write, then once more: that answer is kept.
 	var first nodeAnswer
-	e.must(admin, `query($id: ID!, $c: Cursor) { node(id: $id, consistentWith: $c) { hostname labels { key value } } }`,
+	e.must(admin, `query($id: ID!, $c: Cursor) { node: serverNode(id: $id, consistentWith: $c) { hostname labels { key value } } }`,
 		map[string]any{"id": id, "c": cursor}, &first)
 	if first.Node.Hostname != "cache-1" {
 		t.Fatalf("read own write: %+v", first)
 	}
-	mixed := `query($id: ID!) { node(id: $id) { hostname labels { key value } } viewer { role } }`
-	waiting := `query($id: ID!, $c: Cursor) { node(id: $id, consistentWith: $c) { hostname } }`
+	mixed := `query($id: ID!) { node: serverNode(id: $id) { hostname labels { key value } } viewer { role } }`
+	waiting := `query($id: ID!, $c: Cursor) { node: serverNode(id: $id, consistentWith: $c) { hostname } }`
 	edit := func(hostname string) {
 		t.Helper()
 		if _, err := e.pool.Exec(context.Background(), `UPDATE read.nodes SET hostname = $2 WHERE id = $1`, id, hostname); err != nil {
@@ -111,7 +111,7 @@ func TestAnswerCache(t *testing.T) {
 	var labelled struct{ SetNodeLabels struct{ Cursor string } }
 	e.must(op, `mutation($id: ID!) { setNodeLabels(input: {nodeId: $id, labels: [{key: "rack", value: "b"}]}) { cursor } }`,
 		map[string]any{"id": id}, &labelled)
-	e.must(admin, `query($id: ID!, $c: Cursor) { node(id: $id, consistentWith: $c) { id } }`, map[string]any{"id": id, "c": labelled.SetNodeLabels.Cursor}, nil)
+	e.must(admin, `query($id: ID!, $c: Cursor) { node: serverNode(id: $id, consistentWith: $c) { id } }`, map[string]any{"id": id, "c": labelled.SetNodeLabels.Cursor}, nil)
 	after := read("admin", kept, map[string]any{"id": id})
 	if len(after.Node.Labels) != 1 || after.Node.Labels[0].Value != "b" {
 		t.Errorf("after a change, the kept answer was served: %+v", after)

@@ -109,12 +109,12 @@ func (r *queryResolver) Service(ctx context.Context, id string, consistentWith *
 	return r.readService(ctx, p, id)
 }
 
-func (r *queryResolver) Services(ctx context.Context, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) (*model.ServiceConnection, error) {
+func (r *queryResolver) Services(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) (*model.ServiceConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.ServiceRead)
 	if err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (r *queryResolver) Services(ctx context.Context, first *int, after *string,
 	if err != nil {
 		return nil, err
 	}
-	out := &model.ServiceConnection{Edges: make([]model.ServiceEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.ServiceConnection{Edges: make([]model.ServiceEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for i, e := range c.Edges {
 		out.Edges = append(out.Edges, model.ServiceEdge{Cursor: e.Cursor, Node: svcs[i]})
 	}

@@ -70,11 +70,11 @@ func (r *queryResolver) Template(ctx context.Context, name string, version strin
 	return templateRowModel(*t), nil
 }
 
-func (r *queryResolver) Templates(ctx context.Context, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) (*model.TemplateVersionConnection, error) {
+func (r *queryResolver) Templates(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.TemplateFilter, consistentWith *model.Cursor) (*model.TemplateVersionConnection, error) {
 	if _, err := r.authorize(ctx, auth.TemplateRead, auth.Resource{}); err != nil {
 		return nil, err
 	}
-	pg, err := r.listPage(ctx, first, after, consistentWith)
+	pg, err := r.listPage(ctx, first, after, last, before, consistentWith)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (r *queryResolver) Templates(ctx context.Context, first *int, after *string
 	if err != nil {
 		return nil, err
 	}
-	out := &model.TemplateVersionConnection{Edges: make([]model.TemplateVersionEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo, after)}
+	out := &model.TemplateVersionConnection{Edges: make([]model.TemplateVersionEdge, 0, len(c.Edges)), PageInfo: pageInfo(c.PageInfo)}
 	for _, e := range c.Edges {
 		out.Edges = append(out.Edges, model.TemplateVersionEdge{Cursor: e.Cursor, Node: templateRowModel(e.Node)})
 	}

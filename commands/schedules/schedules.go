@@ -62,6 +62,9 @@ func (s *Handlers) Create(ctx context.Context, meta commands.Meta, in Create) (c
 			return commands.Outcome{}, err
 		}
 	}
+	if err := commands.IDFree(ctx, s.store, domain.ScheduleStream, in.ScheduleID); err != nil {
+		return commands.Outcome{}, err
+	}
 	return s.run(ctx, meta, in.ScheduleID, in, func(sc schedule.Schedule, at time.Time) ([]domain.Event, error) {
 		return sc.Create(schedule.Create{ScheduleID: in.ScheduleID, Job: in.Job, Every: in.Every, Cron: in.Cron, Submitter: meta.Actor, At: at})
 	})

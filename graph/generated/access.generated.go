@@ -2848,7 +2848,7 @@ func (ec *executionContext) _CreateApiTokenPayload(ctx context.Context, sel ast.
 	return out
 }
 
-var locationImplementors = []string{"Location"}
+var locationImplementors = []string{"Location", "Node"}
 
 func (ec *executionContext) _Location(ctx context.Context, sel ast.SelectionSet, obj *model.Location) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, locationImplementors)
@@ -3050,7 +3050,7 @@ func (ec *executionContext) _LocationPayload(ctx context.Context, sel ast.Select
 	return out
 }
 
-var tenantImplementors = []string{"Tenant"}
+var tenantImplementors = []string{"Tenant", "Node"}
 
 func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, obj *model.Tenant) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, tenantImplementors)
@@ -3257,7 +3257,7 @@ func (ec *executionContext) _TenantPayload(ctx context.Context, sel ast.Selectio
 	return out
 }
 
-var userImplementors = []string{"User"}
+var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *model.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)

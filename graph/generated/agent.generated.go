@@ -276,8 +276,8 @@ func (ec *executionContext) _EnrollAgentPayload_node(ctx context.Context, field 
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Node) graphql.Marshaler {
-			return ec.marshalNNode2ᚖcairnᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServerNode) graphql.Marshaler {
+			return ec.marshalNServerNode2ᚖcairnᚋgraphᚋmodelᚐServerNode(ctx, selections, v)
 		},
 		true,
 		true,
@@ -290,7 +290,7 @@ func (ec *executionContext) fieldContext_EnrollAgentPayload_node(_ context.Conte
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Node(ctx, field)
+			return ec.childFields_ServerNode(ctx, field)
 		},
 	}
 	return fc, nil
@@ -354,8 +354,8 @@ func (ec *executionContext) _HeartbeatPayload_node(ctx context.Context, field gr
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Node) graphql.Marshaler {
-			return ec.marshalNNode2ᚖcairnᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServerNode) graphql.Marshaler {
+			return ec.marshalNServerNode2ᚖcairnᚋgraphᚋmodelᚐServerNode(ctx, selections, v)
 		},
 		true,
 		true,
@@ -368,7 +368,7 @@ func (ec *executionContext) fieldContext_HeartbeatPayload_node(_ context.Context
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Node(ctx, field)
+			return ec.childFields_ServerNode(ctx, field)
 		},
 	}
 	return fc, nil

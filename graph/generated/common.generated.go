@@ -6,6 +6,7 @@ import (
 	"cairn/graph/model"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -64,31 +65,32 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Tenant(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Tenant, error)
-	Tenants(ctx context.Context, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) (*model.TenantConnection, error)
+	Tenants(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.TenantFilter, consistentWith *model.Cursor) (*model.TenantConnection, error)
 	User(ctx context.Context, id string, consistentWith *model.Cursor) (*model.User, error)
-	Users(ctx context.Context, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) (*model.UserConnection, error)
-	APITokens(ctx context.Context, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) (*model.APITokenConnection, error)
+	Users(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.UserFilter, consistentWith *model.Cursor) (*model.UserConnection, error)
+	APITokens(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.APITokenFilter, consistentWith *model.Cursor) (*model.APITokenConnection, error)
 	Location(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Location, error)
-	Locations(ctx context.Context, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) (*model.LocationConnection, error)
+	Locations(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.LocationFilter, consistentWith *model.Cursor) (*model.LocationConnection, error)
 	EntityAsOf(ctx context.Context, entity model.EntityRef, asOf model.AsOf) (*model.EntityState, error)
 	EntityDiff(ctx context.Context, entity model.EntityRef, from model.AsOf, to model.AsOf) (*model.EntityDiff, error)
 	VerifyChain(ctx context.Context, streamID *string) (*model.ChainVerification, error)
-	Events(ctx context.Context, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error)
+	Node(ctx context.Context, id string) (model.Node, error)
+	Events(ctx context.Context, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error)
 	Event(ctx context.Context, cursor model.Cursor) (*model.Event, error)
 	Head(ctx context.Context) (*model.Cursor, error)
 	ReadModelsCursor(ctx context.Context) (*model.Cursor, error)
 	Job(ctx context.Context, id string) (*model.Job, error)
-	Jobs(ctx context.Context, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) (*model.JobConnection, error)
-	Node(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Node, error)
-	Nodes(ctx context.Context, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) (*model.NodeConnection, error)
+	Jobs(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.JobFilter, consistentWith *model.Cursor) (*model.JobConnection, error)
+	ServerNode(ctx context.Context, id string, consistentWith *model.Cursor) (*model.ServerNode, error)
+	Nodes(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.NodeFilter, consistentWith *model.Cursor) (*model.ServerNodeConnection, error)
 	Projections(ctx context.Context) ([]model.Projection, error)
 	Resource(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Resource, error)
-	Resources(ctx context.Context, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) (*model.ResourceConnection, error)
+	Resources(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ResourceFilter, consistentWith *model.Cursor) (*model.ResourceConnection, error)
 	Schedule(ctx context.Context, id string) (*model.Schedule, error)
 	Service(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Service, error)
-	Services(ctx context.Context, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) (*model.ServiceConnection, error)
+	Services(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) (*model.ServiceConnection, error)
 	Template(ctx context.Context, name string, version string, consistentWith *model.Cursor) (*model.TemplateVersion, error)
-	Templates(ctx context.Context, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) (*model.TemplateVersionConnection, error)
+	Templates(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.TemplateFilter, consistentWith *model.Cursor) (*model.TemplateVersionConnection, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
 }
 type SubscriptionResolver interface {
@@ -725,22 +727,38 @@ func (ec *executionContext) field_Query_apiTokens_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.APITokenFilter, error) {
 			return ec.unmarshalOApiTokenFilter2ᚖcairnᚋgraphᚋmodelᚐAPITokenFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -829,22 +847,38 @@ func (ec *executionContext) field_Query_events_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
-		func(ctx context.Context, v any) (*model.EventFilter, error) {
-			return ec.unmarshalOEventFilter2ᚖcairnᚋgraphᚋmodelᚐEventFilter(ctx, v)
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.EventFilter, error) {
+			return ec.unmarshalOEventFilter2ᚖcairnᚋgraphᚋmodelᚐEventFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+		func(ctx context.Context, v any) (*model.Cursor, error) {
+			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -881,22 +915,38 @@ func (ec *executionContext) field_Query_jobs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.JobFilter, error) {
 			return ec.unmarshalOJobFilter2ᚖcairnᚋgraphᚋmodelᚐJobFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -941,22 +991,38 @@ func (ec *executionContext) field_Query_locations_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.LocationFilter, error) {
 			return ec.unmarshalOLocationFilter2ᚖcairnᚋgraphᚋmodelᚐLocationFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -971,14 +1037,6 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
-		func(ctx context.Context, v any) (*model.Cursor, error) {
-			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["consistentWith"] = arg1
 	return args, nil
 }
 
@@ -1001,22 +1059,38 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.NodeFilter, error) {
 			return ec.unmarshalONodeFilter2ᚖcairnᚋgraphᚋmodelᚐNodeFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -1061,22 +1135,38 @@ func (ec *executionContext) field_Query_resources_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.ResourceFilter, error) {
 			return ec.unmarshalOResourceFilter2ᚖcairnᚋgraphᚋmodelᚐResourceFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -1091,6 +1181,28 @@ func (ec *executionContext) field_Query_schedule_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_serverNode_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+		func(ctx context.Context, v any) (*model.Cursor, error) {
+			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["consistentWith"] = arg1
 	return args, nil
 }
 
@@ -1135,22 +1247,38 @@ func (ec *executionContext) field_Query_services_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.ServiceFilter, error) {
 			return ec.unmarshalOServiceFilter2ᚖcairnᚋgraphᚋmodelᚐServiceFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -1203,22 +1331,38 @@ func (ec *executionContext) field_Query_templates_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.TemplateFilter, error) {
 			return ec.unmarshalOTemplateFilter2ᚖcairnᚋgraphᚋmodelᚐTemplateFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -1263,22 +1407,38 @@ func (ec *executionContext) field_Query_tenants_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.TenantFilter, error) {
 			return ec.unmarshalOTenantFilter2ᚖcairnᚋgraphᚋmodelᚐTenantFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -1323,22 +1483,38 @@ func (ec *executionContext) field_Query_users_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.UserFilter, error) {
 			return ec.unmarshalOUserFilter2ᚖcairnᚋgraphᚋmodelᚐUserFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
+	args["filter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "consistentWith",
 		func(ctx context.Context, v any) (*model.Cursor, error) {
 			return ec.unmarshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["consistentWith"] = arg3
+	args["consistentWith"] = arg5
 	return args, nil
 }
 
@@ -3540,7 +3716,7 @@ func (ec *executionContext) _Query_tenants(ctx context.Context, field graphql.Co
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Tenants(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.TenantFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Tenants(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.TenantFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TenantConnection) graphql.Marshaler {
@@ -3628,7 +3804,7 @@ func (ec *executionContext) _Query_users(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Users(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.UserFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Users(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.UserFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
@@ -3672,7 +3848,7 @@ func (ec *executionContext) _Query_apiTokens(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().APITokens(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.APITokenFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().APITokens(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.APITokenFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.APITokenConnection) graphql.Marshaler {
@@ -3760,7 +3936,7 @@ func (ec *executionContext) _Query_locations(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Locations(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.LocationFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Locations(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.LocationFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.LocationConnection) graphql.Marshaler {
@@ -3926,6 +4102,50 @@ func (ec *executionContext) fieldContext_Query_verifyChain(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Node) graphql.Marshaler {
+			return ec.marshalONode2cairnᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_events(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3936,7 +4156,7 @@ func (ec *executionContext) _Query_events(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Events(ctx, fc.Args["first"].(*int), fc.Args["after"].(*model.Cursor), fc.Args["filter"].(*model.EventFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Events(ctx, fc.Args["first"].(*int), fc.Args["after"].(*model.Cursor), fc.Args["last"].(*int), fc.Args["before"].(*model.Cursor), fc.Args["filter"].(*model.EventFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
@@ -4114,7 +4334,7 @@ func (ec *executionContext) _Query_jobs(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Jobs(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.JobFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Jobs(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.JobFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.JobConnection) graphql.Marshaler {
@@ -4148,34 +4368,34 @@ func (ec *executionContext) fieldContext_Query_jobs(ctx context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Query_serverNode(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_node(ctx, field)
+			return ec.fieldContext_Query_serverNode(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().ServerNode(ctx, fc.Args["id"].(string), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Node) graphql.Marshaler {
-			return ec.marshalONode2ᚖcairnᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServerNode) graphql.Marshaler {
+			return ec.marshalOServerNode2ᚖcairnᚋgraphᚋmodelᚐServerNode(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_serverNode(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Node(ctx, field)
+			return ec.childFields_ServerNode(ctx, field)
 		},
 	}
 	defer func() {
@@ -4185,7 +4405,7 @@ func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field g
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Query_serverNode_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4202,11 +4422,11 @@ func (ec *executionContext) _Query_nodes(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Nodes(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.NodeFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Nodes(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.NodeFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.NodeConnection) graphql.Marshaler {
-			return ec.marshalNNodeConnection2ᚖcairnᚋgraphᚋmodelᚐNodeConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServerNodeConnection) graphql.Marshaler {
+			return ec.marshalNServerNodeConnection2ᚖcairnᚋgraphᚋmodelᚐServerNodeConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4219,7 +4439,7 @@ func (ec *executionContext) fieldContext_Query_nodes(ctx context.Context, field 
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NodeConnection(ctx, field)
+			return ec.childFields_ServerNodeConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -4322,7 +4542,7 @@ func (ec *executionContext) _Query_resources(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Resources(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.ResourceFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Resources(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.ResourceFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ResourceConnection) graphql.Marshaler {
@@ -4454,7 +4674,7 @@ func (ec *executionContext) _Query_services(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Services(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.ServiceFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Services(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.ServiceFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ServiceConnection) graphql.Marshaler {
@@ -4542,7 +4762,7 @@ func (ec *executionContext) _Query_templates(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Templates(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.TemplateFilter), fc.Args["consistentWith"].(*model.Cursor))
+			return ec.Resolvers.Query().Templates(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["filter"].(*model.TemplateFilter), fc.Args["consistentWith"].(*model.Cursor))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TemplateVersionConnection) graphql.Marshaler {
@@ -5066,6 +5286,82 @@ func (ec *executionContext) unmarshalInputTimeRange(ctx context.Context, obj any
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
+
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj model.Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case model.User:
+		return ec._User(ctx, sel, &obj)
+	case *model.User:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._User(ctx, sel, obj)
+	case model.Tenant:
+		return ec._Tenant(ctx, sel, &obj)
+	case *model.Tenant:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Tenant(ctx, sel, obj)
+	case model.TemplateVersion:
+		return ec._TemplateVersion(ctx, sel, &obj)
+	case *model.TemplateVersion:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._TemplateVersion(ctx, sel, obj)
+	case model.Service:
+		return ec._Service(ctx, sel, &obj)
+	case *model.Service:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Service(ctx, sel, obj)
+	case model.ServerNode:
+		return ec._ServerNode(ctx, sel, &obj)
+	case *model.ServerNode:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ServerNode(ctx, sel, obj)
+	case model.Schedule:
+		return ec._Schedule(ctx, sel, &obj)
+	case *model.Schedule:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Schedule(ctx, sel, obj)
+	case model.Resource:
+		return ec._Resource(ctx, sel, &obj)
+	case *model.Resource:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Resource(ctx, sel, obj)
+	case model.Location:
+		return ec._Location(ctx, sel, &obj)
+	case *model.Location:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Location(ctx, sel, obj)
+	case model.Job:
+		return ec._Job(ctx, sel, &obj)
+	case *model.Job:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Job(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
 
 // endregion ************************** interface.gotpl ***************************
 
@@ -5742,6 +6038,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "node":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_node(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "events":
 			field := field
 
@@ -5874,7 +6192,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
-		case "node":
+		case "serverNode":
 			field := field
 
 			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
@@ -5883,7 +6201,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 						ec.Error(ctx, ec.Recover(ctx, r))
 					}
 				}()
-				res = ec._Query_node(ctx, field)
+				res = ec._Query_serverNode(ctx, field)
 				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -6405,6 +6723,13 @@ func (ec *executionContext) unmarshalOLabelInput2ᚕcairnᚋgraphᚋmodelᚐLabe
 		}
 	}
 	return res, nil
+}
+
+func (ec *executionContext) marshalONode2cairnᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalORole2ᚕcairnᚋgraphᚋmodelᚐRoleᚄ(ctx context.Context, v any) ([]model.Role, error) {

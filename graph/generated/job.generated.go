@@ -23,12 +23,12 @@ type JobResolver interface {
 
 	Tenant(ctx context.Context, obj *model.Job) (*model.Tenant, error)
 
-	Node(ctx context.Context, obj *model.Job) (*model.Node, error)
+	Node(ctx context.Context, obj *model.Job) (*model.ServerNode, error)
 
 	Log(ctx context.Context, obj *model.Job, first *int, after *string) (*model.JobLogConnection, error)
 }
 type JobTargetResolver interface {
-	Node(ctx context.Context, obj *model.JobTarget) (*model.Node, error)
+	Node(ctx context.Context, obj *model.JobTarget) (*model.ServerNode, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -814,8 +814,8 @@ func (ec *executionContext) _Job_node(ctx context.Context, field graphql.Collect
 			return ec.Resolvers.Job().Node(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Node) graphql.Marshaler {
-			return ec.marshalONode2ᚖcairnᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServerNode) graphql.Marshaler {
+			return ec.marshalOServerNode2ᚖcairnᚋgraphᚋmodelᚐServerNode(ctx, selections, v)
 		},
 		true,
 		false,
@@ -828,7 +828,7 @@ func (ec *executionContext) fieldContext_Job_node(_ context.Context, field graph
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Node(ctx, field)
+			return ec.childFields_ServerNode(ctx, field)
 		},
 	}
 	return fc, nil
@@ -1312,11 +1312,11 @@ func (ec *executionContext) _JobConnection_totalCount(ctx context.Context, field
 			return obj.TotalCount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_JobConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -1996,8 +1996,8 @@ func (ec *executionContext) _JobTarget_node(ctx context.Context, field graphql.C
 			return ec.Resolvers.JobTarget().Node(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.Node) graphql.Marshaler {
-			return ec.marshalONode2ᚖcairnᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServerNode) graphql.Marshaler {
+			return ec.marshalOServerNode2ᚖcairnᚋgraphᚋmodelᚐServerNode(ctx, selections, v)
 		},
 		true,
 		false,
@@ -2010,7 +2010,7 @@ func (ec *executionContext) fieldContext_JobTarget_node(_ context.Context, field
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Node(ctx, field)
+			return ec.childFields_ServerNode(ctx, field)
 		},
 	}
 	return fc, nil
@@ -2830,7 +2830,7 @@ func (ec *executionContext) _FanOutCounts(ctx context.Context, sel ast.Selection
 	return out
 }
 
-var jobImplementors = []string{"Job"}
+var jobImplementors = []string{"Job", "Node"}
 
 func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj *model.Job) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobImplementors)
@@ -3245,7 +3245,7 @@ func (ec *executionContext) _JobConnection(ctx context.Context, sel ast.Selectio
 			}
 		case "totalCount":
 			out.Values[i] = ec._JobConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

@@ -542,7 +542,7 @@ func (ec *executionContext) unmarshalInputResourceFilter(ctx context.Context, ob
 
 // region    **************************** object.gotpl ****************************
 
-var resourceImplementors = []string{"Resource"}
+var resourceImplementors = []string{"Resource", "Node"}
 
 func (ec *executionContext) _Resource(ctx context.Context, sel ast.SelectionSet, obj *model.Resource) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourceImplementors)

@@ -27,9 +27,9 @@ type ResolverRoot interface {
 	JobTarget() JobTargetResolver
 	JoinToken() JoinTokenResolver
 	Mutation() MutationResolver
-	Node() NodeResolver
 	Query() QueryResolver
 	Resource() ResourceResolver
+	ServerNode() ServerNodeResolver
 	Service() ServiceResolver
 	Subscription() SubscriptionResolver
 	User() UserResolver
@@ -422,39 +422,9 @@ type ComplexityRoot struct {
 		Name      func(childComplexity int) int
 	}
 
-	Node struct {
-		AllowedActions func(childComplexity int) int
-		ConnectedAt    func(childComplexity int) int
-		Cordoned       func(childComplexity int) int
-		DisconnectedAt func(childComplexity int) int
-		DrainReason    func(childComplexity int) int
-		EnrolledAt     func(childComplexity int) int
-		Facts          func(childComplexity int) int
-		FactsAt        func(childComplexity int) int
-		Hostname       func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Labels         func(childComplexity int) int
-		Location       func(childComplexity int) int
-		LocationID     func(childComplexity int) int
-		Statistics     func(childComplexity int, rangeArg *model.TimeRange, maxPoints *int) int
-		Status         func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
-		Version        func(childComplexity int) int
-	}
-
 	NodeChange struct {
 		Event func(childComplexity int) int
 		Node  func(childComplexity int) int
-	}
-
-	NodeConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
-	}
-
-	NodeEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	NodeFacts struct {
@@ -523,31 +493,32 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APITokens        func(childComplexity int, first *int, after *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
+		APITokens        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
 		EntityAsOf       func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
 		EntityDiff       func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
 		Event            func(childComplexity int, cursor model.Cursor) int
-		Events           func(childComplexity int, first *int, after *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
+		Events           func(childComplexity int, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
 		Head             func(childComplexity int) int
 		Job              func(childComplexity int, id string) int
-		Jobs             func(childComplexity int, first *int, after *string, filter *model.JobFilter, consistentWith *model.Cursor) int
+		Jobs             func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.JobFilter, consistentWith *model.Cursor) int
 		Location         func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Locations        func(childComplexity int, first *int, after *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
-		Node             func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Nodes            func(childComplexity int, first *int, after *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
+		Locations        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
+		Node             func(childComplexity int, id string) int
+		Nodes            func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
 		Projections      func(childComplexity int) int
 		ReadModelsCursor func(childComplexity int) int
 		Resource         func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Resources        func(childComplexity int, first *int, after *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
+		Resources        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
 		Schedule         func(childComplexity int, id string) int
+		ServerNode       func(childComplexity int, id string, consistentWith *model.Cursor) int
 		Service          func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Services         func(childComplexity int, first *int, after *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
+		Services         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
 		Template         func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
-		Templates        func(childComplexity int, first *int, after *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
+		Templates        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
 		Tenant           func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Tenants          func(childComplexity int, first *int, after *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
+		Tenants          func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
 		User             func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Users            func(childComplexity int, first *int, after *string, filter *model.UserFilter, consistentWith *model.Cursor) int
+		Users            func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.UserFilter, consistentWith *model.Cursor) int
 		VerifyChain      func(childComplexity int, streamID *string) int
 		Viewer           func(childComplexity int) int
 	}
@@ -624,6 +595,36 @@ type ComplexityRoot struct {
 	ScriptSpec struct {
 		Body        func(childComplexity int) int
 		Interpreter func(childComplexity int) int
+	}
+
+	ServerNode struct {
+		AllowedActions func(childComplexity int) int
+		ConnectedAt    func(childComplexity int) int
+		Cordoned       func(childComplexity int) int
+		DisconnectedAt func(childComplexity int) int
+		DrainReason    func(childComplexity int) int
+		EnrolledAt     func(childComplexity int) int
+		Facts          func(childComplexity int) int
+		FactsAt        func(childComplexity int) int
+		Hostname       func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Labels         func(childComplexity int) int
+		Location       func(childComplexity int) int
+		LocationID     func(childComplexity int) int
+		Statistics     func(childComplexity int, rangeArg *model.TimeRange, maxPoints *int) int
+		Status         func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
+		Version        func(childComplexity int) int
+	}
+
+	ServerNodeConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ServerNodeEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Service struct {
@@ -2564,114 +2565,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NetworkInterface.Name(childComplexity), true
 
-	case "Node.allowedActions":
-		if e.ComplexityRoot.Node.AllowedActions == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.AllowedActions(childComplexity), true
-	case "Node.connectedAt":
-		if e.ComplexityRoot.Node.ConnectedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.ConnectedAt(childComplexity), true
-	case "Node.cordoned":
-		if e.ComplexityRoot.Node.Cordoned == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Cordoned(childComplexity), true
-	case "Node.disconnectedAt":
-		if e.ComplexityRoot.Node.DisconnectedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.DisconnectedAt(childComplexity), true
-	case "Node.drainReason":
-		if e.ComplexityRoot.Node.DrainReason == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.DrainReason(childComplexity), true
-	case "Node.enrolledAt":
-		if e.ComplexityRoot.Node.EnrolledAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.EnrolledAt(childComplexity), true
-	case "Node.facts":
-		if e.ComplexityRoot.Node.Facts == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Facts(childComplexity), true
-	case "Node.factsAt":
-		if e.ComplexityRoot.Node.FactsAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.FactsAt(childComplexity), true
-	case "Node.hostname":
-		if e.ComplexityRoot.Node.Hostname == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Hostname(childComplexity), true
-	case "Node.id":
-		if e.ComplexityRoot.Node.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.ID(childComplexity), true
-	case "Node.labels":
-		if e.ComplexityRoot.Node.Labels == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Labels(childComplexity), true
-	case "Node.location":
-		if e.ComplexityRoot.Node.Location == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Location(childComplexity), true
-	case "Node.locationId":
-		if e.ComplexityRoot.Node.LocationID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.LocationID(childComplexity), true
-	case "Node.statistics":
-		if e.ComplexityRoot.Node.Statistics == nil {
-			break
-		}
-
-		args, err := ec.field_Node_statistics_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Node.Statistics(childComplexity, args["range"].(*model.TimeRange), args["maxPoints"].(*int)), true
-	case "Node.status":
-		if e.ComplexityRoot.Node.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Status(childComplexity), true
-	case "Node.updatedAt":
-		if e.ComplexityRoot.Node.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.UpdatedAt(childComplexity), true
-	case "Node.version":
-		if e.ComplexityRoot.Node.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Node.Version(childComplexity), true
-
 	case "NodeChange.event":
 		if e.ComplexityRoot.NodeChange.Event == nil {
 			break
@@ -2684,32 +2577,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NodeChange.Node(childComplexity), true
-
-	case "NodeConnection.edges":
-		if e.ComplexityRoot.NodeConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeConnection.Edges(childComplexity), true
-	case "NodeConnection.pageInfo":
-		if e.ComplexityRoot.NodeConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeConnection.PageInfo(childComplexity), true
-
-	case "NodeEdge.cursor":
-		if e.ComplexityRoot.NodeEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeEdge.Cursor(childComplexity), true
-	case "NodeEdge.node":
-		if e.ComplexityRoot.NodeEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NodeEdge.Node(childComplexity), true
 
 	case "NodeFacts.cpu":
 		if e.ComplexityRoot.NodeFacts.CPU == nil {
@@ -2975,7 +2842,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.APITokens(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.APITokenFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.APITokens(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.APITokenFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.entityAsOf":
 		if e.ComplexityRoot.Query.EntityAsOf == nil {
 			break
@@ -3019,7 +2886,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Events(childComplexity, args["first"].(*int), args["after"].(*model.Cursor), args["filter"].(*model.EventFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Events(childComplexity, args["first"].(*int), args["after"].(*model.Cursor), args["last"].(*int), args["before"].(*model.Cursor), args["filter"].(*model.EventFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.head":
 		if e.ComplexityRoot.Query.Head == nil {
 			break
@@ -3048,7 +2915,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Jobs(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.JobFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Jobs(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.JobFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.location":
 		if e.ComplexityRoot.Query.Location == nil {
 			break
@@ -3070,7 +2937,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Locations(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.LocationFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Locations(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.LocationFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -3081,7 +2948,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
 	case "Query.nodes":
 		if e.ComplexityRoot.Query.Nodes == nil {
 			break
@@ -3092,7 +2959,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.NodeFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.NodeFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.projections":
 		if e.ComplexityRoot.Query.Projections == nil {
 			break
@@ -3126,7 +2993,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Resources(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ResourceFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Resources(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.ResourceFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.schedule":
 		if e.ComplexityRoot.Query.Schedule == nil {
 			break
@@ -3138,6 +3005,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Schedule(childComplexity, args["id"].(string)), true
+	case "Query.serverNode":
+		if e.ComplexityRoot.Query.ServerNode == nil {
+			break
+		}
+
+		args, err := ec.field_Query_serverNode_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ServerNode(childComplexity, args["id"].(string), args["consistentWith"].(*model.Cursor)), true
 	case "Query.service":
 		if e.ComplexityRoot.Query.Service == nil {
 			break
@@ -3159,7 +3037,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Services(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.ServiceFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Services(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.ServiceFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.template":
 		if e.ComplexityRoot.Query.Template == nil {
 			break
@@ -3181,7 +3059,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Templates(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TemplateFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Templates(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.TemplateFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.tenant":
 		if e.ComplexityRoot.Query.Tenant == nil {
 			break
@@ -3203,7 +3081,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Tenants(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.TenantFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Tenants(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.TenantFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.user":
 		if e.ComplexityRoot.Query.User == nil {
 			break
@@ -3225,7 +3103,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Users(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.UserFilter), args["consistentWith"].(*model.Cursor)), true
+		return e.ComplexityRoot.Query.Users(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.UserFilter), args["consistentWith"].(*model.Cursor)), true
 	case "Query.verifyChain":
 		if e.ComplexityRoot.Query.VerifyChain == nil {
 			break
@@ -3517,6 +3395,140 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ScriptSpec.Interpreter(childComplexity), true
+
+	case "ServerNode.allowedActions":
+		if e.ComplexityRoot.ServerNode.AllowedActions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.AllowedActions(childComplexity), true
+	case "ServerNode.connectedAt":
+		if e.ComplexityRoot.ServerNode.ConnectedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.ConnectedAt(childComplexity), true
+	case "ServerNode.cordoned":
+		if e.ComplexityRoot.ServerNode.Cordoned == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Cordoned(childComplexity), true
+	case "ServerNode.disconnectedAt":
+		if e.ComplexityRoot.ServerNode.DisconnectedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.DisconnectedAt(childComplexity), true
+	case "ServerNode.drainReason":
+		if e.ComplexityRoot.ServerNode.DrainReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.DrainReason(childComplexity), true
+	case "ServerNode.enrolledAt":
+		if e.ComplexityRoot.ServerNode.EnrolledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.EnrolledAt(childComplexity), true
+	case "ServerNode.facts":
+		if e.ComplexityRoot.ServerNode.Facts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Facts(childComplexity), true
+	case "ServerNode.factsAt":
+		if e.ComplexityRoot.ServerNode.FactsAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.FactsAt(childComplexity), true
+	case "ServerNode.hostname":
+		if e.ComplexityRoot.ServerNode.Hostname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Hostname(childComplexity), true
+	case "ServerNode.id":
+		if e.ComplexityRoot.ServerNode.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.ID(childComplexity), true
+	case "ServerNode.labels":
+		if e.ComplexityRoot.ServerNode.Labels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Labels(childComplexity), true
+	case "ServerNode.location":
+		if e.ComplexityRoot.ServerNode.Location == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Location(childComplexity), true
+	case "ServerNode.locationId":
+		if e.ComplexityRoot.ServerNode.LocationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.LocationID(childComplexity), true
+	case "ServerNode.statistics":
+		if e.ComplexityRoot.ServerNode.Statistics == nil {
+			break
+		}
+
+		args, err := ec.field_ServerNode_statistics_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.ServerNode.Statistics(childComplexity, args["range"].(*model.TimeRange), args["maxPoints"].(*int)), true
+	case "ServerNode.status":
+		if e.ComplexityRoot.ServerNode.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Status(childComplexity), true
+	case "ServerNode.updatedAt":
+		if e.ComplexityRoot.ServerNode.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.UpdatedAt(childComplexity), true
+	case "ServerNode.version":
+		if e.ComplexityRoot.ServerNode.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Version(childComplexity), true
+
+	case "ServerNodeConnection.edges":
+		if e.ComplexityRoot.ServerNodeConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNodeConnection.Edges(childComplexity), true
+	case "ServerNodeConnection.pageInfo":
+		if e.ComplexityRoot.ServerNodeConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNodeConnection.PageInfo(childComplexity), true
+
+	case "ServerNodeEdge.cursor":
+		if e.ComplexityRoot.ServerNodeEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNodeEdge.Cursor(childComplexity), true
+	case "ServerNodeEdge.node":
+		if e.ComplexityRoot.ServerNodeEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNodeEdge.Node(childComplexity), true
 
 	case "Service.allowedActions":
 		if e.ComplexityRoot.Service.AllowedActions == nil {
@@ -4417,46 +4429,73 @@ func newExecutionContext(
 var sources = []*ast.Source{
 	{Name: "../schema/access.graphqls", Input: `# Access control: tenants, users, API tokens and locations.
 
+"Whether a tenant's users may act."
 enum TenantStatus {
+  "Its users may act."
   ACTIVE
   "Its users may not act."
   SUSPENDED
 }
 
-type Tenant {
+"A customer of the cloud: its users and services are its own."
+type Tenant implements Node {
+  "The tenant's id, unique across every kind of object."
   id: ID!
+  "Its name as people read it."
   name: String!
+  "Whether its users may act."
   status: TenantStatus!
+  "Why it was suspended."
   suspendReason: String
+  "When the tenant was created."
   createdAt: Time!
+  "When the tenant last changed."
   updatedAt: Time!
+  "Version of the tenant's event stream: how many events it holds."
   version: Int!
+  "The commands the tenant accepts in its current state; the portal offers these."
   allowedActions: [String!]!
 }
 
+"Whether a user may act."
 enum UserStatus {
+  "They may act."
   ACTIVE
   "May not act; the user's tokens stop working."
   DISABLED
 }
 
-type User {
+"A person (or automation) that signs in with API tokens."
+type User implements Node {
+  "The user's id, unique across every kind of object."
   id: ID!
+  "Their name as people read it."
   name: String!
+  "What they may do."
   role: Role!
+  "Their tenant; null for roles of no tenant."
   tenantId: ID
   "The tenant of tenantId; null for roles of no tenant."
   tenant: Tenant
+  "Whether they may act."
   status: UserStatus!
+  "Why they were disabled."
   disableReason: String
+  "When the user was created."
   createdAt: Time!
+  "When the user last changed."
   updatedAt: Time!
+  "Version of the user's event stream: how many events it holds."
   version: Int!
+  "The commands the user accepts in its current state; the portal offers these."
   allowedActions: [String!]!
 }
 
+"Whether an API token works."
 enum TokenStatus {
+  "It works."
   ACTIVE
+  "Revoked; it does not work."
   REVOKED
   "Past its expiry; derived from expiresAt at the time of the query."
   EXPIRED
@@ -4464,35 +4503,53 @@ enum TokenStatus {
 
 "An API token. Its secret is shown once, when it is created; only a hash is kept."
 type ApiToken {
+  "The API token's id, unique across every kind of object."
   id: ID!
+  "The user the token acts for."
   userId: ID!
   "The user of userId; null when the caller may not read it."
   user: User
   "The token acts with its user's role."
   role: Role!
+  "The tenant of the token's user; null for roles of no tenant."
   tenantId: ID
   "The tenant of tenantId; null for roles of no tenant."
   tenant: Tenant
+  "Whether the token works: active, revoked or expired."
   status: TokenStatus!
+  "When the token stops working."
   expiresAt: Time!
+  "When the token was created."
   issuedAt: Time!
+  "When it was revoked; null while it works."
   revokedAt: Time
+  "Why it was revoked."
   revokeReason: String
 }
 
+"Whether a location takes new nodes and services."
 enum LocationStatus {
+  "Takes new nodes and services."
   ACTIVE
   "Takes no new nodes or services."
   RETIRED
 }
 
-type Location {
+"A site or region nodes and services are placed in."
+type Location implements Node {
+  "The location's id, unique across every kind of object."
   id: ID!
+  "The location's name as people read it."
   name: String!
+  "Free text for operators."
   description: String
+  "Whether it takes new nodes and services."
   status: LocationStatus!
+  "When the location was created."
   createdAt: Time!
+  "When the location last changed."
   updatedAt: Time!
+  "Version of the location's event stream: how many events it holds."
   version: Int!
 }
 
@@ -4509,222 +4566,448 @@ type Location {
 
 
 
+"A page of tenants (a Relay connection)."
 type TenantConnection {
+  "The page's tenants with their cursors."
   edges: [TenantEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One tenant of a page, with its cursor."
 type TenantEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The tenant."
   node: Tenant!
 }
 
+"A page of users (a Relay connection)."
 type UserConnection {
+  "The page's users with their cursors."
   edges: [UserEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One user of a page, with its cursor."
 type UserEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The user."
   node: User!
 }
 
+"A page of API tokens (a Relay connection)."
 type ApiTokenConnection {
+  "The page's API tokens with their cursors."
   edges: [ApiTokenEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One API token of a page, with its cursor."
 type ApiTokenEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The API token."
   node: ApiToken!
 }
 
+"A page of locations (a Relay connection)."
 type LocationConnection {
+  "The page's locations with their cursors."
   edges: [LocationEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One location of a page, with its cursor."
 type LocationEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The location."
   node: Location!
 }
 
+"Narrows a list of tenants; fields left out match every row, the fields given must all match."
 input TenantFilter {
+  "Only tenants in these states."
   status: [TenantStatus!]
   "Case-insensitive substring of the name."
   name: String
 }
 
+"Narrows a list of users; fields left out match every row, the fields given must all match."
 input UserFilter {
   "Ignored for tenant roles, which see their own tenant only."
   tenantId: ID
+  "Only users of these roles."
   role: [Role!]
+  "Only users in these states."
   status: [UserStatus!]
 }
 
+"Narrows a list of API tokens; fields left out match every row, the fields given must all match."
 input ApiTokenFilter {
+  "Only this user's tokens."
   userId: ID
   "Ignored for tenant roles, which see their own tenant only."
   tenantId: ID
+  "Also list revoked and expired tokens (left out by default)."
   includeRevoked: Boolean = false
 }
 
+"Narrows a list of locations; fields left out match every row, the fields given must all match."
 input LocationFilter {
+  "Only locations in these states."
   status: [LocationStatus!]
 }
 
 extend type Query {
-  tenant(id: ID!, consistentWith: Cursor): Tenant
-  "Tenants by id. A tenant role sees its own tenant only."
-  tenants(first: Int = 50, after: String, filter: TenantFilter, consistentWith: Cursor): TenantConnection!
-  user(id: ID!, consistentWith: Cursor): User
-  users(first: Int = 50, after: String, filter: UserFilter, consistentWith: Cursor): UserConnection!
-  apiTokens(first: Int = 50, after: String, filter: ApiTokenFilter, consistentWith: Cursor): ApiTokenConnection!
-  location(id: ID!, consistentWith: Cursor): Location
-  locations(first: Int = 50, after: String, filter: LocationFilter, consistentWith: Cursor): LocationConnection!
+  "A tenant by id; tenant roles see their own."
+  tenant(
+    "The id of the tenant to read."
+    id: ID!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): Tenant
+  "Tenants, ordered by id. A tenant role sees its own tenant only."
+  tenants(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: TenantFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): TenantConnection!
+  "A user by id."
+  user(
+    "The id of the user to read."
+    id: ID!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): User
+  "Users, ordered by id; tenant admins see their tenant's."
+  users(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: UserFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): UserConnection!
+  "API tokens, ordered by id; tenant admins see their tenant's, others their own."
+  apiTokens(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: ApiTokenFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): ApiTokenConnection!
+  "A location by id."
+  location(
+    "The id of the location to read."
+    id: ID!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): Location
+  "Locations, ordered by id."
+  locations(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: LocationFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): LocationConnection!
 }
 
+"Input of the ` + "`" + `createTenant` + "`" + ` mutation."
 input CreateTenantInput {
   "Optional caller-chosen id (lower-case letters, digits, dashes)."
   id: ID
+  "The tenant's name as people read it."
   name: String!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `renameTenant` + "`" + ` mutation."
 input RenameTenantInput {
+  "The tenant to rename."
   tenantId: ID!
+  "The new name."
   name: String!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `suspendTenant` + "`" + ` mutation."
 input SuspendTenantInput {
+  "The tenant to suspend."
   tenantId: ID!
+  "Why, shown to the tenant's users."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `resumeTenant` + "`" + ` mutation."
 input ResumeTenantInput {
+  "The suspended tenant to resume."
   tenantId: ID!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a tenant returns: the result, the cursor of its last event, and whether it was a retry."
 type TenantPayload {
+  "The tenant after the command."
   tenant: Tenant!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
+"Input of the ` + "`" + `createUser` + "`" + ` mutation."
 input CreateUserInput {
+  "An id of your choice (unique across every kind of object); generated when left out."
   id: ID
+  "The user's name as people read it."
   name: String!
+  "What the user may do."
   role: Role!
   "Required for TENANT_ADMIN and TENANT_MEMBER, absent otherwise."
   tenantId: ID
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `disableUser` + "`" + ` mutation."
 input DisableUserInput {
+  "The user to disable; their tokens stop working at once."
   userId: ID!
+  "Why, shown in the user's history."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `enableUser` + "`" + ` mutation."
 input EnableUserInput {
+  "The disabled user to enable again."
   userId: ID!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a user returns: the result, the cursor of its last event, and whether it was a retry."
 type UserPayload {
+  "The user after the command."
   user: User!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
+"Input of the ` + "`" + `createApiToken` + "`" + ` mutation."
 input CreateApiTokenInput {
   "The user the token acts as, with the user's role; default the caller's own user."
   userId: ID
   "Lifetime in seconds; default 90 days."
   ttlSeconds: Int
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `revokeApiToken` + "`" + ` mutation."
 input RevokeApiTokenInput {
+  "The token to revoke."
   tokenId: ID!
+  "Why, shown in the token's history."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on an API token returns: the result, the cursor of its last event, and whether it was a retry."
 type CreateApiTokenPayload {
+  "The token created; its secret is in ` + "`" + `token` + "`" + `, shown only here."
   apiToken: ApiToken!
   "The bearer token, cairn_<id>_<secret>. Shown once: only its hash is stored."
   token: String!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
+"What a mutation on an API token returns: the result, the cursor of its last event, and whether it was a retry."
 type ApiTokenPayload {
+  "The API token after the command."
   apiToken: ApiToken!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
+"Input of the ` + "`" + `createLocation` + "`" + ` mutation."
 input CreateLocationInput {
+  "An id of your choice (unique across every kind of object); generated when left out."
   id: ID
+  "The location's name as people read it."
   name: String!
+  "Free text for operators, e.g. the site's address."
   description: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `updateLocation` + "`" + ` mutation."
 input UpdateLocationInput {
+  "The location to change."
   locationId: ID!
+  "The new name; unchanged when left out."
   name: String!
+  "The new description; unchanged when left out."
   description: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `retireLocation` + "`" + ` mutation."
 input RetireLocationInput {
+  "The location to retire."
   locationId: ID!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a location returns: the result, the cursor of its last event, and whether it was a retry."
 type LocationPayload {
+  "The location after the command."
   location: Location!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
 extend type Mutation {
-  createTenant(input: CreateTenantInput!): TenantPayload!
-  renameTenant(input: RenameTenantInput!): TenantPayload!
-  suspendTenant(input: SuspendTenantInput!): TenantPayload!
-  resumeTenant(input: ResumeTenantInput!): TenantPayload!
-  createUser(input: CreateUserInput!): UserPayload!
-  disableUser(input: DisableUserInput!): UserPayload!
-  enableUser(input: EnableUserInput!): UserPayload!
-  createApiToken(input: CreateApiTokenInput!): CreateApiTokenPayload!
-  revokeApiToken(input: RevokeApiTokenInput!): ApiTokenPayload!
-  createLocation(input: CreateLocationInput!): LocationPayload!
-  updateLocation(input: UpdateLocationInput!): LocationPayload!
-  retireLocation(input: RetireLocationInput!): LocationPayload!
+  "Create a tenant."
+  createTenant(
+    "The command's input."
+    input: CreateTenantInput!
+  ): TenantPayload!
+  "Rename a tenant."
+  renameTenant(
+    "The command's input."
+    input: RenameTenantInput!
+  ): TenantPayload!
+  "Suspend a tenant: its users may not act."
+  suspendTenant(
+    "The command's input."
+    input: SuspendTenantInput!
+  ): TenantPayload!
+  "Resume a suspended tenant."
+  resumeTenant(
+    "The command's input."
+    input: ResumeTenantInput!
+  ): TenantPayload!
+  "Create a user."
+  createUser(
+    "The command's input."
+    input: CreateUserInput!
+  ): UserPayload!
+  "Disable a user; their tokens stop working at once."
+  disableUser(
+    "The command's input."
+    input: DisableUserInput!
+  ): UserPayload!
+  "Enable a disabled user again."
+  enableUser(
+    "The command's input."
+    input: EnableUserInput!
+  ): UserPayload!
+  "Create an API token for a user; its secret is returned once."
+  createApiToken(
+    "The command's input."
+    input: CreateApiTokenInput!
+  ): CreateApiTokenPayload!
+  "Revoke an API token; it stops working at once."
+  revokeApiToken(
+    "The command's input."
+    input: RevokeApiTokenInput!
+  ): ApiTokenPayload!
+  "Create a location."
+  createLocation(
+    "The command's input."
+    input: CreateLocationInput!
+  ): LocationPayload!
+  "Change a location's name or description."
+  updateLocation(
+    "The command's input."
+    input: UpdateLocationInput!
+  ): LocationPayload!
+  "Retire a location: it takes no new nodes or services."
+  retireLocation(
+    "The command's input."
+    input: RetireLocationInput!
+  ): LocationPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/agent.graphqls", Input: `# The agent-facing operations. An agent authenticates with the node credential
 # enrollAgent returned and acts only for its own node: every nodeId below must
 # be that node.
 
+"Input of the ` + "`" + `enrollAgent` + "`" + ` mutation."
 input EnrollAgentInput {
   "The single-use join token an operator issued (createJoinToken)."
   joinToken: String!
+  "The host's name as the agent sees it."
   hostname: String!
   "Labels the agent adds to those of the join token."
   labels: [LabelInput!]
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a enroll agent returns: the result, the cursor of its last event, and whether it was a retry."
 type EnrollAgentPayload {
-  node: Node!
+  "The node the agent enrolled as."
+  node: ServerNode!
   "The node credential (bearer token). Keep it secret (mode 0600): it is shown once."
   credential: String!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
 }
 
@@ -4732,6 +5015,7 @@ type EnrollAgentPayload {
 type AgentJob {
   "Cursor of the lease event; pass it as ` + "`" + `after` + "`" + ` to resume after a reconnect."
   cursor: Cursor!
+  "The job leased to the agent, with its spec (secrets opened for this agent only)."
   job: Job!
   "Lease number of this attempt; report it back with acknowledgeJob."
   attempt: Int!
@@ -4741,26 +5025,39 @@ type AgentJob {
   cancelRequested: Boolean!
 }
 
+"Input of the agent's job mutations (acknowledgeJob, startJob): its node and the job."
 input AgentJobInput {
+  "The agent's own node."
   nodeId: ID!
+  "The job leased to this agent."
   jobId: ID!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `jobLogChunk` + "`" + ` mutation."
 input JobLogChunkInput {
   "Numbers the job's chunks from 1; a chunk sent again with a known seq is ignored."
   seq: Int!
+  "Standard output or standard error."
   stream: LogStream!
+  "The text, as the job wrote it."
   data: String!
+  "When the agent read it."
   time: Time!
 }
 
+"Input of the ` + "`" + `appendJobLog` + "`" + ` mutation."
 input AppendJobLogInput {
+  "The agent's own node."
   nodeId: ID!
+  "The job whose output this is; it must be leased to this node."
   jobId: ID!
+  "Output chunks in the order the job wrote them."
   chunks: [JobLogChunkInput!]!
 }
 
+"What a mutation on a append job log returns: the result, the cursor of its last event, and whether it was a retry."
 type AppendJobLogPayload {
   "Chunks stored by this call (resent ones are not counted)."
   accepted: Int!
@@ -4768,38 +5065,59 @@ type AppendJobLogPayload {
   lastSeq: Int!
 }
 
+"How an attempt ended, as the agent reports it."
 enum JobOutcome {
+  "It ended with exit code 0."
   SUCCEEDED
+  "It ended with an error or a non-zero exit code."
   FAILED
+  "It ran past its timeout and was stopped."
   TIMED_OUT
   "Only after a cancel request."
   CANCELLED
 }
 
+"Input of the ` + "`" + `jobResult` + "`" + ` mutation."
 input JobResultInput {
+  "How it ended."
   outcome: JobOutcome!
+  "The process's exit code."
   exitCode: Int!
+  "The action's result as JSON, for actions that return one."
   output: JSON
+  "The error, when it failed before or instead of exiting."
   error: String
+  "CPU time it used, in milliseconds."
   cpuTimeMs: Int64!
+  "The most memory it held at once."
   peakMemoryBytes: Int64!
 }
 
+"Input of the ` + "`" + `finishJob` + "`" + ` mutation."
 input FinishJobInput {
+  "The agent's own node."
   nodeId: ID!
+  "The job that ended."
   jobId: ID!
+  "How the attempt ended."
   result: JobResultInput!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `heartbeat` + "`" + ` mutation."
 input HeartbeatInput {
+  "The agent's own node."
   nodeId: ID!
   "Jobs the agent is running now, so the control plane can spot strays."
   runningJobIds: [ID!]
 }
 
+"What a mutation on a heartbeat returns: the result, the cursor of its last event, and whether it was a retry."
 type HeartbeatPayload {
-  node: Node!
+  "The node as the heartbeat left it."
+  node: ServerNode!
+  "The server's clock, so the agent can tell its own drift."
   serverTime: Time!
   "Send the next heartbeat within this many seconds."
   intervalSeconds: Int!
@@ -4807,87 +5125,145 @@ type HeartbeatPayload {
   cancelJobIds: [ID!]!
 }
 
+"Input of the ` + "`" + `cPUFacts` + "`" + ` mutation."
 input CPUFactsInput {
+  "Model name as the CPU reports it."
   model: String!
+  "Physical cores."
   cores: Int!
+  "Hardware threads (logical CPUs)."
   threads: Int!
 }
 
+"Input of the ` + "`" + `diskFacts` + "`" + ` mutation."
 input DiskFactsInput {
+  "Device name, e.g. /dev/sda1."
   device: String!
+  "Where it is mounted."
   mountpoint: String!
+  "Filesystem type, e.g. ext4."
   filesystem: String!
+  "Its size in bytes."
   sizeBytes: Int64!
 }
 
+"Input of the ` + "`" + `networkInterface` + "`" + ` mutation."
 input NetworkInterfaceInput {
+  "Its name, e.g. eth0."
   name: String!
+  "Its hardware address."
   mac: String!
+  "Its IP addresses in CIDR form."
   addresses: [String!]!
+  "Its MTU in bytes."
   mtu: Int!
 }
 
+"Input of the ` + "`" + `oSFacts` + "`" + ` mutation."
 input OSFactsInput {
+  "Distribution or OS name."
   name: String!
+  "Its version."
   version: String!
+  "Kernel version."
   kernel: String!
+  "CPU architecture, e.g. amd64."
   arch: String!
 }
 
+"Input of the ` + "`" + `nodeFacts` + "`" + ` mutation."
 input NodeFactsInput {
+  "The processor."
   cpu: CPUFactsInput!
+  "Physical memory in bytes."
   memoryBytes: Int64!
+  "Disks and partitions."
   disks: [DiskFactsInput!]!
+  "Network interfaces."
   network: [NetworkInterfaceInput!]!
+  "Operating system."
   os: OSFactsInput!
 }
 
+"Input of the ` + "`" + `reportFacts` + "`" + ` mutation."
 input ReportFactsInput {
+  "The agent's own node."
   nodeId: ID!
+  "What the agent found."
   facts: NodeFactsInput!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `diskUsage` + "`" + ` mutation."
 input DiskUsageInput {
+  "Where the filesystem is mounted."
   mountpoint: String!
+  "Bytes used."
   usedBytes: Int64!
+  "Bytes free."
   freeBytes: Int64!
 }
 
+"Input of the ` + "`" + `networkCounters` + "`" + ` mutation."
 input NetworkCountersInput {
+  "The interface's name."
   name: String!
+  "Bytes received since boot."
   bytesReceived: Int64!
+  "Bytes sent since boot."
   bytesSent: Int64!
+  "Packets received since boot."
   packetsReceived: Int64!
+  "Packets sent since boot."
   packetsSent: Int64!
+  "Receive errors since boot."
   errorsIn: Int64!
+  "Send errors since boot."
   errorsOut: Int64!
 }
 
+"Input of the ` + "`" + `nodeStatSample` + "`" + ` mutation."
 input NodeStatSampleInput {
+  "When the agent took the sample."
   time: Time!
+  "CPU busy, percent of all CPUs."
   cpuPercent: Float!
+  "Memory in use, in bytes."
   memoryUsedBytes: Int64!
+  "Memory available to new work, in bytes."
   memoryAvailableBytes: Int64!
+  "Swap in use, in bytes."
   swapUsedBytes: Int64!
+  "Load average over 1 minute."
   load1: Float!
+  "Load average over 5 minutes."
   load5: Float!
+  "Load average over 15 minutes."
   load15: Float!
+  "Use of each mounted filesystem."
   disks: [DiskUsageInput!]
+  "Counters of each network interface."
   network: [NetworkCountersInput!]
 }
 
+"Input of the ` + "`" + `reportStats` + "`" + ` mutation."
 input ReportStatsInput {
+  "The agent's own node."
   nodeId: ID!
   "Samples in any order; a sample for a time already stored is ignored."
   samples: [NodeStatSampleInput!]!
 }
 
+"What a mutation on a report stats returns: the result, the cursor of its last event, and whether it was a retry."
 type ReportStatsPayload {
+  "Samples kept (duplicates of kept ones are skipped)."
   accepted: Int!
 }
 
+"Input of the ` + "`" + `pollAgentJobs` + "`" + ` mutation."
 input PollAgentJobsInput {
+  "The agent's own node."
   nodeId: ID!
   "Cursor of the last AgentJob received; null: from the oldest lease still open."
   after: Cursor
@@ -4895,6 +5271,7 @@ input PollAgentJobsInput {
   waitSeconds: Int
 }
 
+"What a mutation on a poll agent jobs returns: the result, the cursor of its last event, and whether it was a retry."
 type PollAgentJobsPayload {
   "Leased jobs after ` + "`" + `after` + "`" + `, oldest first; empty when waitSeconds passed without one."
   jobs: [AgentJob!]!
@@ -4904,81 +5281,156 @@ type PollAgentJobsPayload {
 
 extend type Mutation {
   "Trade a join token for a node credential. Needs no bearer token."
-  enrollAgent(input: EnrollAgentInput!): EnrollAgentPayload!
+  enrollAgent(
+    "The command's input."
+    input: EnrollAgentInput!
+  ): EnrollAgentPayload!
   "Confirm receipt of a leased job."
-  acknowledgeJob(input: AgentJobInput!): JobPayload!
+  acknowledgeJob(
+    "The command's input."
+    input: AgentJobInput!
+  ): JobPayload!
   "Report that the job began. Run it only once this succeeded: a cancelled or re-leased job is refused with CONFLICT."
-  startJob(input: AgentJobInput!): JobPayload!
-  appendJobLog(input: AppendJobLogInput!): AppendJobLogPayload!
-  finishJob(input: FinishJobInput!): JobPayload!
-  heartbeat(input: HeartbeatInput!): HeartbeatPayload!
-  reportFacts(input: ReportFactsInput!): NodePayload!
-  reportStats(input: ReportStatsInput!): ReportStatsPayload!
+  startJob(
+    "The command's input."
+    input: AgentJobInput!
+  ): JobPayload!
+  "Agent: append output of a job leased to this node."
+  appendJobLog(
+    "The command's input."
+    input: AppendJobLogInput!
+  ): AppendJobLogPayload!
+  "Agent: report how an attempt of a job leased to this node ended."
+  finishJob(
+    "The command's input."
+    input: FinishJobInput!
+  ): JobPayload!
+  "Agent: say the node is alive; renews its jobs' leases."
+  heartbeat(
+    "The command's input."
+    input: HeartbeatInput!
+  ): HeartbeatPayload!
+  "Agent: report the node's hardware and OS."
+  reportFacts(
+    "The command's input."
+    input: ReportFactsInput!
+  ): NodePayload!
+  "Agent: report samples of the node's resource use."
+  reportStats(
+    "The command's input."
+    input: ReportStatsInput!
+  ): ReportStatsPayload!
   """
   Long-poll alternative to the agentJobs subscription over plain HTTP: waits
   up to waitSeconds for jobs leased to the node after ` + "`" + `after` + "`" + `. Also counts as
   a heartbeat.
   """
-  pollAgentJobs(input: PollAgentJobsInput!): PollAgentJobsPayload!
+  pollAgentJobs(
+    "The command's input."
+    input: PollAgentJobsInput!
+  ): PollAgentJobsPayload!
 }
 
 extend type Subscription {
   "Jobs leased to the node, after ` + "`" + `after` + "`" + ` (null: every lease still open), then live. The connection counts as the node's heartbeat."
-  agentJobs(nodeId: ID!, after: Cursor): AgentJob!
+  agentJobs(
+    "The agent's own node."
+    nodeId: ID!
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: Cursor
+  ): AgentJob!
 }
 
 "One statistics sample of a node."
 type NodeStatSample {
+  "When the agent took the sample."
   time: Time!
+  "CPU busy, percent of all CPUs."
   cpuPercent: Float!
+  "Memory in use, in bytes."
   memoryUsedBytes: Int64!
+  "Memory available to new work, in bytes."
   memoryAvailableBytes: Int64!
+  "Swap in use, in bytes."
   swapUsedBytes: Int64!
+  "Load average over 1 minute."
   load1: Float!
+  "Load average over 5 minutes."
   load5: Float!
+  "Load average over 15 minutes."
   load15: Float!
+  "Use of each mounted filesystem."
   disks: [DiskUsage!]!
+  "Counters of each network interface."
   network: [NetworkCounters!]!
 }
 
+"How full one mounted filesystem was in a sample."
 type DiskUsage {
+  "Where the filesystem is mounted."
   mountpoint: String!
+  "Bytes used."
   usedBytes: Int64!
+  "Bytes free."
   freeBytes: Int64!
 }
 
 "An interface's counters since boot; rates come from consecutive samples."
 type NetworkCounters {
+  "The interface's name."
   name: String!
+  "Bytes received since boot."
   bytesReceived: Int64!
+  "Bytes sent since boot."
   bytesSent: Int64!
+  "Packets received since boot."
   packetsReceived: Int64!
+  "Packets sent since boot."
   packetsSent: Int64!
+  "Receive errors since boot."
   errorsIn: Int64!
+  "Send errors since boot."
   errorsOut: Int64!
 }
 
-extend type Node {
+extend type ServerNode {
   "Statistics the agent reported, oldest first, downsampled to at most maxPoints samples."
-  statistics(range: TimeRange, maxPoints: Int = 500): [NodeStatSample!]!
+  statistics(
+    "The time range; the last hour when left out."
+    range: TimeRange
+    "At most this many samples; longer ranges are averaged down."
+    maxPoints: Int = 500
+  ): [NodeStatSample!]!
 }
 `, BuiltIn: false},
 	{Name: "../schema/audit.graphqls", Input: `# Auditing: entities at any past moment, what changed between two moments,
 # and verification of the hash chains.
 
+"The kinds of entity whose history can be replayed."
 enum EntityType {
+  "A server node."
   NODE
+  "A job."
   JOB
+  "A template version (id name@version)."
   TEMPLATE
+  "A service."
   SERVICE
+  "A resource of a service."
   RESOURCE
+  "A tenant."
   TENANT
+  "A user."
   USER
+  "An API token."
   API_TOKEN
+  "A location."
   LOCATION
 }
 
+"An entity by kind and id."
 input EntityRef {
+  "The entity's kind."
   type: EntityType!
   "For templates: name@version."
   id: ID!
@@ -4986,42 +5438,61 @@ input EntityRef {
 
 "An entity's state computed by replaying its stream up to a moment."
 type EntityState {
+  "The entity's kind."
   type: EntityType!
+  "The entity's id."
   id: ID!
   "Stream version reached; 0 when the entity did not exist yet."
   version: Int!
   "Cursor of the last event applied (\"0\" when none)."
   cursor: Cursor!
+  "When the last event applied was recorded; null when none."
   time: Time
   "The folded state as JSON; null when the entity did not exist yet. Secrets are left out."
   state: JSON
 }
 
+"One field that differs between two moments."
 type FieldChange {
   "Dotted path of the field, e.g. labels.zone."
   path: String!
+  "Its value at the earlier moment; null when added."
   before: JSON
+  "Its value at the later moment; null when removed."
   after: JSON
 }
 
+"What changed in an entity between two moments."
 type EntityDiff {
+  "The entity at the earlier moment."
   from: EntityState!
+  "The entity at the later moment."
   to: EntityState!
+  "The fields that differ, by dotted path."
   changes: [FieldChange!]!
   "The events between the two moments, oldest first."
   events: [Event!]!
 }
 
+"A place where a stream's hash chain does not hold: an event changed, missing, or a stream's head removed."
 type ChainBreak {
+  "The stream whose chain breaks."
   streamId: String!
+  "Stream version where the chain breaks."
   version: Int!
+  "Global position of the event where the chain breaks."
   position: Int64!
+  "What is wrong there, e.g. a hash that does not match or events missing after a checkpoint."
   reason: String!
 }
 
+"The result of checking the hash chains of the log."
 type ChainVerification {
+  "True when every chain holds and nothing a checkpoint recorded is missing."
   ok: Boolean!
+  "Streams checked."
   streams: Int64!
+  "Events checked."
   events: Int64!
   "The earliest break in global order, when there is one."
   firstBreak: ChainBreak
@@ -5031,11 +5502,26 @@ type ChainVerification {
 
 extend type Query {
   "Any entity as of a time or cursor (auditors; tenants for their own services)."
-  entityAsOf(entity: EntityRef!, asOf: AsOf!): EntityState!
+  entityAsOf(
+    "The entity to replay."
+    entity: EntityRef!
+    "The moment: a time or a cursor."
+    asOf: AsOf!
+  ): EntityState!
   "What changed in an entity between two moments."
-  entityDiff(entity: EntityRef!, from: AsOf!, to: AsOf!): EntityDiff!
+  entityDiff(
+    "The entity to compare."
+    entity: EntityRef!
+    "The earlier moment."
+    from: AsOf!
+    "The later moment."
+    to: AsOf!
+  ): EntityDiff!
   "Check the hash chain of one stream, or of every stream (auditors, admins)."
-  verifyChain(streamId: String): ChainVerification!
+  verifyChain(
+    "One stream to check (\"<type>-<id>\"); every stream when left out. Costs a complexity point per 1,000 events it reads."
+    streamId: String
+  ): ChainVerification!
 }
 `, BuiltIn: false},
 	{Name: "../schema/common.graphqls", Input: `# Conventions shared by every area of the API. docs/api.md explains them in
@@ -5060,9 +5546,32 @@ is the start of the log.
 """
 scalar Cursor
 
+"""
+An object with an id unique across every kind of object, which
+` + "`" + `Query.node(id:)` + "`" + ` finds again (the Relay object identification convention).
+"""
+interface Node {
+  "The object's id: unique across kinds, stable for the object's life."
+  id: ID!
+}
+
+extend type Query {
+  """
+  The object with this id, whatever its kind, as its own query would return
+  it; null when there is none the caller may read. A template version's id is
+  ` + "`" + `name@version` + "`" + `.
+  """
+  node(
+    "Any object's id; a template version's is name@version."
+    id: ID!
+  ): Node
+}
+
 "Relay page information for a connection."
 type PageInfo {
+  "True when rows follow this page (paging forwards; when paging backwards, true if before was given)."
   hasNextPage: Boolean!
+  "True when rows precede this page (paging backwards; when paging forwards, true if after was given)."
   hasPreviousPage: Boolean!
   "Cursor of the first edge of this page; null on an empty page."
   startCursor: String
@@ -5072,12 +5581,17 @@ type PageInfo {
 
 "A label or label selector term: key=value."
 type Label {
+  "The label's key."
   key: String!
+  "The label's value."
   value: String!
 }
 
+"Input of the ` + "`" + `label` + "`" + ` mutation."
 input LabelInput {
+  "The label's key: letters, digits, '.', '-', '_' and '/'."
   key: String!
+  "The label's value."
   value: String!
 }
 
@@ -5086,7 +5600,9 @@ A past moment to read an entity at: exactly one of ` + "`" + `time` + "`" + ` (t
 recorded at or before it) or ` + "`" + `cursor` + "`" + ` (the last event at or before it).
 """
 input AsOf {
+  "The moment as a time: the state after the last event recorded at or before it."
   time: Time
+  "The moment as a cursor: the state after the event at it."
   cursor: Cursor
 }
 
@@ -5103,12 +5619,19 @@ What a token may do. Tenant roles act within one tenant; the agent role is a
 node credential that acts only for its own node.
 """
 enum Role {
+  "Everything, across tenants."
   ADMIN
+  "Runs the infrastructure: nodes, locations, jobs, every tenant's services."
   OPERATOR
+  "A tenant's administrator: its services, users and tokens."
   TENANT_ADMIN
+  "A tenant's member: its services."
   TENANT_MEMBER
+  "Publishes templates to the catalog."
   VENDOR
+  "Reads everything, history and verification included; changes nothing."
   AUDITOR
+  "An agent: its own node and the jobs leased to it."
   AGENT
 }
 
@@ -5154,8 +5677,11 @@ type Event {
   type: String!
   "Schema version the payload was stored at; payload is upcast to the current one."
   schemaVersion: Int!
+  "The event's data as JSON, upcast to the current schema version."
   payload: JSON!
+  "Who caused the event and in which command."
   metadata: EventMetadata!
+  "When the event was recorded."
   time: Time!
   "Hex SHA-256 of the previous event of the stream (zeros for the first)."
   prevHash: String!
@@ -5163,10 +5689,13 @@ type Event {
   hash: String!
 }
 
+"Who and what caused an event."
 type EventMetadata {
   "The command that appended the event, when the caller gave one."
   commandId: String
+  "Shared by every event of one request or process, across streams."
   correlationId: String
+  "The event or command that caused this one."
   causationId: String
   "User, token or node id that acted."
   actor: String
@@ -5174,22 +5703,33 @@ type EventMetadata {
   tenantId: ID
 }
 
+"A page of events (a Relay connection)."
 type EventConnection {
+  "The page's events with their cursors."
   edges: [EventEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One event of a page, with its cursor."
 type EventEdge {
   "The event's own cursor, as a string."
   cursor: String!
+  "The event."
   node: Event!
 }
 
+"Narrows a list of events; fields left out match every row, the fields given must all match."
 input EventFilter {
+  "Only events of these streams (\"<type>-<id>\")."
   streamIds: [String!]
+  "Only events of streams of these types (node, job, service, ...)."
   streamTypes: [String!]
+  "Only events of these types, e.g. node.drained."
   types: [String!]
+  "Only events caused by this user, token or process manager."
   actor: String
+  "Only events of this request or process."
   correlationId: String
   "Auditors and admins only; tenant roles always see their own tenant's events only."
   tenantId: ID
@@ -5199,9 +5739,25 @@ input EventFilter {
 
 extend type Query {
   "Events after a cursor in global order, oldest first. Tenant roles see their own tenant's events."
-  events(first: Int = 100, after: Cursor, filter: EventFilter, consistentWith: Cursor): EventConnection!
+  events(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: Cursor
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: Cursor
+    "Narrows the list; fields left out match every row."
+    filter: EventFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): EventConnection!
   "One event by its cursor."
-  event(cursor: Cursor!): Event
+  event(
+    "The event's cursor."
+    cursor: Cursor!
+  ): Event
   "The cursor of the newest event readers can see now."
   head: Cursor!
   """
@@ -5221,12 +5777,18 @@ extend type Subscription {
   reconnect, pass the cursor of the last event received: each event arrives
   exactly once.
   """
-  events(filter: EventFilter, after: Cursor): Event!
+  events(
+    "Narrows the list; fields left out match every row."
+    filter: EventFilter
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: Cursor
+  ): Event!
 }
 `, BuiltIn: false},
 	{Name: "../schema/job.graphqls", Input: `# Jobs: typed SAL actions, programs and scripts run by agents, their logs and
 # results.
 
+"Where a job is in its life."
 enum JobStatus {
   "Waiting for a lease."
   QUEUED
@@ -5236,14 +5798,19 @@ enum JobStatus {
   RUNNING
   "Running, asked to stop."
   CANCELLING
+  "It succeeded."
   SUCCEEDED
+  "Its last attempt failed and no retry is left."
   FAILED
+  "Its last attempt ran out of time and no retry is left."
   TIMED_OUT
+  "Cancelled before it ended."
   CANCELLED
   "Nobody will report how it ended (its node went away)."
   LOST
 }
 
+"How the agent runs a job."
 enum JobKind {
   "A typed SAL action with JSON arguments."
   ACTION
@@ -5253,6 +5820,7 @@ enum JobKind {
   SCRIPT
 }
 
+"With a selector: how many matching nodes run a job."
 enum TargetMode {
   "One matching node runs the job."
   ANY
@@ -5260,19 +5828,30 @@ enum TargetMode {
   ALL
 }
 
-type Job {
+"Work for an agent: a spec, a target, and the state of its attempts."
+type Job implements Node {
+  "The job's id, unique across every kind of object."
   id: ID!
   "Set on the child jobs of a fan-out."
   parentId: ID
   "The fan-out job this is a child of; null for a top-level job or when the caller may not read it."
   parent: Job
   "Child jobs of a fan-out (target mode ALL), one per node, in the order they were spawned."
-  children(first: Int = 50, after: String): JobConnection!
+  children(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int = 50
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+  ): JobConnection!
+  "What the job runs."
   spec: JobSpec!
+  "Where it may run."
   target: JobTarget!
+  "How long one attempt may run before it is stopped."
   timeoutSeconds: Int!
   "How long a process gets between the stop signal and the kill."
   graceSeconds: Int!
+  "How failed attempts are retried."
   retry: RetryPolicy!
   "Serial queue: jobs of one queue run one at a time per node."
   queue: String
@@ -5282,32 +5861,50 @@ type Job {
   tenantId: ID
   "The tenant of tenantId; null when none or when the caller may not read it."
   tenant: Tenant
+  "Where the job is in its life."
   status: JobStatus!
   "Leases so far."
   attempt: Int!
   "Node of the current or last lease."
   nodeId: ID
   "The node of nodeId; null before the first lease or when the caller may not read nodes (tenant roles)."
-  node: Node
+  node: ServerNode
+  "When the current lease runs out unless the agent renews it."
   leaseUntil: Time
+  "Whether the agent confirmed it received the current lease."
   acknowledged: Boolean!
   "How the last attempt ended, when an agent reported it."
   result: JobResult
+  "Why it was cancelled."
   cancelReason: String
+  "Why it was lost (its node went down)."
   lostReason: String
   "How a fan-out's children ended, once it completed."
   counts: FanOutCounts
+  "When it was submitted."
   submittedAt: Time!
+  "When an agent first started it."
   startedAt: Time
+  "When it reached a final state."
   finishedAt: Time
+  "When the job last changed."
   updatedAt: Time!
+  "Version of the job's event stream: how many events it holds."
   version: Int!
+  "The commands the job accepts in its current state; the portal offers these."
   allowedActions: [String!]!
   "Output lines in order. ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + ` of an earlier page."
-  log(first: Int = 500, after: String): JobLogConnection!
+  log(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int = 500
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+  ): JobLogConnection!
 }
 
+"What a job runs: an action, a command or a script."
 type JobSpec {
+  "How the agent runs it."
   kind: JobKind!
   "ACTION: the SAL action, e.g. files.write."
   action: String
@@ -5319,19 +5916,27 @@ type JobSpec {
   leased to receives them, merged into args.
   """
   sealedArgs: Boolean!
+  "The command, for kind EXEC."
   exec: ExecSpec
+  "The script, for kind SCRIPT."
   script: ScriptSpec
 }
 
+"A command run with its arguments and environment, no shell."
 type ExecSpec {
+  "The program and its arguments."
   argv: [String!]!
+  "Environment variables added to the agent's."
   env: [EnvVar!]!
+  "Text fed to the program's standard input."
   stdin: String
+  "Working directory; the agent's when empty."
   workdir: String
 }
 
 "An environment variable of an exec job."
 type EnvVar {
+  "The variable's name."
   name: String!
   "The value; empty when the variable is sealed."
   value: String!
@@ -5339,47 +5944,69 @@ type EnvVar {
   sealed: Boolean!
 }
 
+"An inline script run by an interpreter."
 type ScriptSpec {
   "sh, bash, python3, ..."
   interpreter: String!
+  "The script."
   body: String!
 }
 
+"Where a job may run: one node, or nodes matching a selector."
 type JobTarget {
+  "The one node it runs on."
   nodeId: ID
   "The node of nodeId; null for a selector or when the caller may not read nodes."
-  node: Node
+  node: ServerNode
+  "Labels a node must carry to run it."
   selector: [Label!]!
+  "With a selector: one matching node (ANY) or every one (ALL)."
   mode: TargetMode
   "ALL only: children running at once; 0 is no limit."
   maxParallel: Int!
 }
 
+"How failed attempts are retried."
 type RetryPolicy {
+  "Retries after the first attempt."
   max: Int!
   "Retry n waits backoffSeconds·2^(n-1)."
   backoffSeconds: Float!
 }
 
+"How an attempt ended."
 type JobResult {
+  "The process's exit code."
   exitCode: Int!
   "The action's structured output."
   output: JSON
+  "The error, when it failed before or instead of exiting."
   error: String
+  "CPU time it used, in milliseconds."
   cpuTimeMs: Int64!
+  "The most memory it held at once."
   peakMemoryBytes: Int64!
 }
 
+"How a fan-out's children have ended so far."
 type FanOutCounts {
+  "Children that succeeded."
   succeeded: Int!
+  "Children that failed."
   failed: Int!
+  "Children that ran out of time."
   timedOut: Int!
+  "Children cancelled."
   cancelled: Int!
+  "Children lost with their node."
   lost: Int!
 }
 
+"Which output of a job a chunk is from."
 enum LogStream {
+  "Standard output."
   STDOUT
+  "Standard error."
   STDERR
   "Lines the agent itself adds (start, kill, retry)."
   SYSTEM
@@ -5387,37 +6014,62 @@ enum LogStream {
 
 "A chunk of a job's output. seq numbers a job's chunks from 1 without gaps."
 type JobLogChunk {
+  "The job that wrote it."
   jobId: ID!
+  "Its place in the job's output, from 1."
   seq: Int!
+  "Standard output or standard error."
   stream: LogStream!
+  "The text, as the job wrote it."
   data: String!
+  "When the agent read it."
   time: Time!
 }
 
+"A page of job logs (a Relay connection)."
 type JobLogConnection {
+  "The page's job logs with their cursors."
   edges: [JobLogEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One job log of a page, with its cursor."
 type JobLogEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The job log."
   node: JobLogChunk!
 }
 
+"A page of jobs (a Relay connection)."
 type JobConnection {
+  "The page's jobs with their cursors."
   edges: [JobEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
-  totalCount: Int!
+  """
+  How many jobs the whole list holds: set for a fan-out's children, null for
+  the jobs query (counting every match would cost a scan; page instead).
+  """
+  totalCount: Int
 }
 
+"One job of a page, with its cursor."
 type JobEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The job."
   node: Job!
 }
 
+"Input of the ` + "`" + `jobSpec` + "`" + ` mutation."
 input JobSpecInput {
+  "How the agent runs it."
   kind: JobKind!
+  "The SAL action's name, for kind ACTION, e.g. files.write."
   action: String
+  "The action's arguments as JSON, checked against the action's schema."
   args: JSON
   """
   ACTION: arguments that are secrets, a JSON object merged over args when the
@@ -5425,74 +6077,111 @@ input JobSpecInput {
   models and this API never hold them in clear.
   """
   secretArgs: JSON
+  "The command, for kind EXEC."
   exec: ExecSpecInput
+  "The script, for kind SCRIPT."
   script: ScriptSpecInput
 }
 
+"Input of the ` + "`" + `execSpec` + "`" + ` mutation."
 input ExecSpecInput {
+  "The program and its arguments."
   argv: [String!]!
+  "Environment variables added to the agent's."
   env: [EnvVarInput!]
+  "Text fed to the program's standard input."
   stdin: String
+  "Working directory; the agent's when empty."
   workdir: String
 }
 
+"Input of the ` + "`" + `envVar` + "`" + ` mutation."
 input EnvVarInput {
+  "The variable's name."
   name: String!
+  "Its value; with secret, sealed before it is recorded."
   value: String!
   "A secret: sealed before anything is recorded, and given only to the agent that runs the job."
   secret: Boolean
 }
 
+"Input of the ` + "`" + `scriptSpec` + "`" + ` mutation."
 input ScriptSpecInput {
+  "The interpreter, e.g. /bin/sh."
   interpreter: String!
+  "The script."
   body: String!
 }
 
 "Exactly one of nodeId and selector."
 input JobTargetInput {
+  "Run on this node."
   nodeId: ID
+  "Run on nodes carrying every one of these labels."
   selector: [LabelInput!]
   "With a selector: ANY (default) or ALL."
   mode: TargetMode
+  "With mode ALL: how many children run at once; 0 is no limit."
   maxParallel: Int
 }
 
+"Input of the ` + "`" + `retryPolicy` + "`" + ` mutation."
 input RetryPolicyInput {
+  "Retries after the first attempt; 0 is none."
   max: Int!
+  "Wait before the first retry; doubles for each further one."
   backoffSeconds: Float
 }
 
+"Input of the ` + "`" + `submitJob` + "`" + ` mutation."
 input SubmitJobInput {
   "Optional caller-chosen id; a job id that exists already is reported as a duplicate, not run again."
   jobId: ID
+  "What the job runs."
   spec: JobSpecInput!
+  "Where it may run."
   target: JobTargetInput!
   "Default 3600."
   timeoutSeconds: Int
   "Default 10."
   graceSeconds: Int
+  "How failed attempts are retried; none when left out."
   retry: RetryPolicyInput
+  "Serial queue: jobs of one queue run one at a time per node."
   queue: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `cancelJob` + "`" + ` mutation."
 input CancelJobInput {
+  "The job to cancel; a fan-out cancels its children too."
   jobId: ID!
+  "Why, shown in the job's history."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a job returns: the result, the cursor of its last event, and whether it was a retry."
 type JobPayload {
+  "The job after the command."
   job: Job!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
+"Narrows a list of jobs; fields left out match every row, the fields given must all match."
 input JobFilter {
+  "Only jobs of this node: leased to it, or waiting for it (targeted at it, not leased yet)."
   nodeId: ID
+  "Only jobs in these states."
   status: [JobStatus!]
   "Submitted in this range."
   submitted: TimeRange
+  "Only the children of this fan-out."
   parentId: ID
   "Only jobs that are not children of a fan-out."
   topLevel: Boolean
@@ -5502,31 +6191,70 @@ input JobFilter {
 
 extend type Query {
   "A job as its own event stream shows it now (always current: no consistentWith needed)."
-  job(id: ID!): Job
+  job(
+    "The id of the job to read."
+    id: ID!
+  ): Job
   "Jobs from the read models, newest first. Tenant roles see their tenant's jobs, an agent its node's."
-  jobs(first: Int = 50, after: String, filter: JobFilter, consistentWith: Cursor): JobConnection!
+  jobs(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: JobFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): JobConnection!
 }
 
 extend type Mutation {
-  submitJob(input: SubmitJobInput!): JobPayload!
-  cancelJob(input: CancelJobInput!): JobPayload!
+  "Submit a job."
+  submitJob(
+    "The command's input."
+    input: SubmitJobInput!
+  ): JobPayload!
+  "Cancel a job that has not ended; a running attempt is stopped."
+  cancelJob(
+    "The command's input."
+    input: CancelJobInput!
+  ): JobPayload!
 }
 
 "A change to a job, delivered after the read models applied it."
 type JobChange {
+  "The event that changed the job; resume from its cursor."
   event: Event!
+  "The job as the read model shows it after the event."
   job: Job
 }
 
 extend type Subscription {
   "Changes to one job (id), or to the jobs of one node (nodeId), or to every job visible to the caller."
-  jobChanged(id: ID, nodeId: ID, after: Cursor): JobChange!
+  jobChanged(
+    "Only this job."
+    id: ID
+    "Only the jobs of this node, queued ones targeted at it included."
+    nodeId: ID
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: Cursor
+  ): JobChange!
   "A job's output as it arrives, after the chunk with seq afterSeq (0: from the start). Completes when the job has ended and all its output was sent."
-  jobLog(jobId: ID!, afterSeq: Int = 0): JobLogChunk!
+  jobLog(
+    "The job whose output to follow."
+    jobId: ID!
+    "Start after the chunk with this seq; 0 from the start."
+    afterSeq: Int = 0
+  ): JobLogChunk!
 }
 `, BuiltIn: false},
 	{Name: "../schema/node.graphqls", Input: `# Nodes: the machines agents run on, and their enrollment.
 
+"Where a node is in its life."
 enum NodeStatus {
   "Enrolled; its agent has not connected yet."
   ENROLLED
@@ -5544,23 +6272,35 @@ enum NodeStatus {
   DECOMMISSIONED
 }
 
-type Node {
+"A server node: a machine an agent runs on, enrolled with Cairn."
+type ServerNode implements Node {
+  "The node's id, unique across every kind of object (see Query.node)."
   id: ID!
+  "The host's name."
   hostname: String!
+  "Where the node is in its life."
   status: NodeStatus!
   "The operator's drain intent; it outlives a disconnect."
   cordoned: Boolean!
+  "Why it was drained."
   drainReason: String
+  "Labels jobs and placement select nodes by."
   labels: [Label!]!
+  "Its location; null when unassigned."
   locationId: ID
   "The location of locationId; null when unassigned or when the caller may not read locations."
   location: Location
   "What the agent last reported about its hardware and OS; null before the first report."
   facts: NodeFacts
+  "When the facts were reported."
   factsAt: Time
+  "When it enrolled."
   enrolledAt: Time!
+  "When its agent last connected."
   connectedAt: Time
+  "When its agent was last seen going silent."
   disconnectedAt: Time
+  "When the server node last changed."
   updatedAt: Time!
   "Version of the node's event stream."
   version: Int!
@@ -5568,38 +6308,63 @@ type Node {
   allowedActions: [String!]!
 }
 
+"What the agent reports about the node's hardware and OS."
 type NodeFacts {
+  "The processor."
   cpu: CPUFacts!
+  "Physical memory in bytes."
   memoryBytes: Int64!
+  "Disks and partitions."
   disks: [DiskFacts!]!
+  "Network interfaces."
   network: [NetworkInterface!]!
+  "Operating system."
   os: OSFacts!
 }
 
+"The node's processor."
 type CPUFacts {
+  "Model name as the CPU reports it."
   model: String!
+  "Physical cores."
   cores: Int!
+  "Hardware threads (logical CPUs)."
   threads: Int!
 }
 
+"A disk or partition the node has."
 type DiskFacts {
+  "Device name, e.g. /dev/sda1."
   device: String!
+  "Where it is mounted."
   mountpoint: String!
+  "Filesystem type, e.g. ext4."
   filesystem: String!
+  "Its size in bytes."
   sizeBytes: Int64!
 }
 
+"A network interface of the node."
 type NetworkInterface {
+  "Its name, e.g. eth0."
   name: String!
+  "Its hardware address."
   mac: String!
+  "Its IP addresses in CIDR form."
   addresses: [String!]!
+  "Its MTU in bytes."
   mtu: Int!
 }
 
+"The node's operating system."
 type OSFacts {
+  "Distribution or OS name."
   name: String!
+  "Its version."
   version: String!
+  "Kernel version."
   kernel: String!
+  "CPU architecture, e.g. amd64."
   arch: String!
 }
 
@@ -5614,60 +6379,86 @@ A short-lived, single-use secret an agent trades for a node credential
 (` + "`" + `enrollAgent` + "`" + `).
 """
 type JoinToken {
+  "The join token's id, unique across every kind of object."
   id: ID!
+  "The location the enrolled node joins."
   locationId: ID
   "The location the enrolled node joins; null when none."
   location: Location
+  "Labels the enrolled node gets."
   labels: [Label!]!
+  "When it stops being accepted."
   expiresAt: Time!
+  "When the join token was created."
   createdAt: Time!
   "Set once an agent used it."
   usedAt: Time
+  "The node that enrolled with it."
   usedByNodeId: ID
 }
 
 
 
 
+"What a mutation on a node returns: the result, the cursor of its last event, and whether it was a retry."
 type NodePayload {
-  node: Node!
+  "The node after the command."
+  node: ServerNode!
   "Cursor of the command's last event; empty-log cursor \"0\" when nothing changed."
   cursor: Cursor!
   "True when the commandId had been seen: nothing was appended."
   duplicate: Boolean!
 }
 
+"Input of the ` + "`" + `setNodeLabels` + "`" + ` mutation."
 input SetNodeLabelsInput {
+  "The node to label."
   nodeId: ID!
   "Replaces every label of the node."
   labels: [LabelInput!]!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `setNodeLocation` + "`" + ` mutation."
 input SetNodeLocationInput {
+  "The node to move."
   nodeId: ID!
   "Null or absent unassigns the node."
   locationId: ID
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `drainNode` + "`" + ` mutation."
 input DrainNodeInput {
+  "The node to drain: it takes no new work, running jobs finish."
   nodeId: ID!
+  "Why, shown with the node."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `undrainNode` + "`" + ` mutation."
 input UndrainNodeInput {
+  "The drained node to take work again."
   nodeId: ID!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `decommissionNode` + "`" + ` mutation."
 input DecommissionNodeInput {
+  "The node to retire for good."
   nodeId: ID!
+  "Why, shown in the node's history."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `createJoinToken` + "`" + ` mutation."
 input CreateJoinTokenInput {
   "Location the enrolled node joins."
   locationId: ID
@@ -5675,51 +6466,107 @@ input CreateJoinTokenInput {
   labels: [LabelInput!]
   "Lifetime in seconds; default 900, at most 86400."
   ttlSeconds: Int
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a join token returns: the result, the cursor of its last event, and whether it was a retry."
 type CreateJoinTokenPayload {
+  "The join token created; its secret is in ` + "`" + `token` + "`" + `, shown only here."
   joinToken: JoinToken!
   "The secret to hand to ` + "`" + `cairn-agent --join-token` + "`" + `. Shown once; only its hash is kept."
   token: String!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
 extend type Mutation {
-  setNodeLabels(input: SetNodeLabelsInput!): NodePayload!
-  setNodeLocation(input: SetNodeLocationInput!): NodePayload!
-  drainNode(input: DrainNodeInput!): NodePayload!
-  undrainNode(input: UndrainNodeInput!): NodePayload!
-  decommissionNode(input: DecommissionNodeInput!): NodePayload!
-  createJoinToken(input: CreateJoinTokenInput!): CreateJoinTokenPayload!
+  "Replace a node's labels."
+  setNodeLabels(
+    "The command's input."
+    input: SetNodeLabelsInput!
+  ): NodePayload!
+  "Move a node to a location, or out of any."
+  setNodeLocation(
+    "The command's input."
+    input: SetNodeLocationInput!
+  ): NodePayload!
+  "Drain a node: it takes no new work, running jobs finish."
+  drainNode(
+    "The command's input."
+    input: DrainNodeInput!
+  ): NodePayload!
+  "Undo a drain: the node takes work again."
+  undrainNode(
+    "The command's input."
+    input: UndrainNodeInput!
+  ): NodePayload!
+  "Retire a node for good; its id is never reused."
+  decommissionNode(
+    "The command's input."
+    input: DecommissionNodeInput!
+  ): NodePayload!
+  "Create a single-use token an agent enrolls with."
+  createJoinToken(
+    "The command's input."
+    input: CreateJoinTokenInput!
+  ): CreateJoinTokenPayload!
 }
 
 
-type NodeConnection {
-  edges: [NodeEdge!]!
+"A page of server nodes (a Relay connection)."
+type ServerNodeConnection {
+  "The page's server nodes with their cursors."
+  edges: [ServerNodeEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
-type NodeEdge {
+"One server node of a page, with its cursor."
+type ServerNodeEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
-  node: Node!
+  "The server node."
+  node: ServerNode!
 }
 
+"Narrows a list of nodes; fields left out match every row, the fields given must all match."
 input NodeFilter {
+  "Only nodes in these states."
   status: [NodeStatus!]
   "Nodes carrying every one of these labels."
   labels: [LabelInput!]
+  "Only nodes of this location."
   locationId: ID
   "Case-insensitive substring of the hostname."
   hostname: String
 }
 
 extend type Query {
-  "A node by id, as the read models show it."
-  node(id: ID!, consistentWith: Cursor): Node
-  "Nodes by id. An agent sees its own node only."
-  nodes(first: Int = 50, after: String, filter: NodeFilter, consistentWith: Cursor): NodeConnection!
+  "A server node by id, as the read models show it."
+  serverNode(
+    "The id of the server node to read."
+    id: ID!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): ServerNode
+  "Server nodes, ordered by id. An agent sees its own node only."
+  nodes(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: NodeFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): ServerNodeConnection!
 }
 
 "A change to a node, delivered after the read models applied it."
@@ -5727,16 +6574,22 @@ type NodeChange {
   "The event that changed the node; resume from its cursor."
   event: Event!
   "The node as the read model shows it after the event."
-  node: Node
+  node: ServerNode
 }
 
 extend type Subscription {
   "Changes to one node (id) or to every node visible to the caller."
-  nodeChanged(id: ID, after: Cursor): NodeChange!
+  nodeChanged(
+    "Only this node."
+    id: ID
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: Cursor
+  ): NodeChange!
 }
 `, BuiltIn: false},
 	{Name: "../schema/projection.graphqls", Input: `# Projections: the read models behind every query, their lag and rebuilds.
 
+"What a projection is doing."
 enum ProjectionState {
   "Applying events as they commit."
   RUNNING
@@ -5744,17 +6597,25 @@ enum ProjectionState {
   REBUILDING
   "Failing and retried with backoff; see lastError."
   FAILING
+  "Not running: the server is stopping."
   STOPPED
 }
 
+"A projection: the process that keeps one read model up to date from the log."
 type Projection {
+  "Its name."
   name: String!
+  "The version of its tables now serving."
   version: Int!
+  "What it is doing."
   state: ProjectionState!
   "Cursor of the last event the projection applied."
   position: Cursor!
+  "Events committed that it has not applied yet."
   eventsBehind: Int64!
+  "How old the oldest event it has not applied is, in seconds."
   secondsBehind: Float!
+  "The last error it met, while failing."
   lastError: String
   "Events that failed repeatedly and were set aside; the projection went on."
   parkedEvents: Int!
@@ -5762,18 +6623,27 @@ type Projection {
   rebuild: ProjectionRebuild
 }
 
+"A rebuild in progress."
 type ProjectionRebuild {
+  "The version being built."
   version: Int!
+  "Cursor of the last event the rebuild applied."
   position: Cursor!
+  "Events the rebuild has still to apply."
   eventsBehind: Int64!
+  "When it started."
   startedAt: Time!
 }
 
+"Input of the ` + "`" + `rebuildProjection` + "`" + ` mutation."
 input RebuildProjectionInput {
+  "The projection to rebuild."
   name: String!
 }
 
+"What a mutation on a rebuild projection returns: the result, the cursor of its last event, and whether it was a retry."
 type RebuildProjectionPayload {
+  "The projection after the command."
   projection: Projection!
 }
 
@@ -5784,81 +6654,143 @@ extend type Query {
 
 extend type Mutation {
   "Rebuild a projection from position zero without downtime (admins)."
-  rebuildProjection(input: RebuildProjectionInput!): RebuildProjectionPayload!
+  rebuildProjection(
+    "The command's input."
+    input: RebuildProjectionInput!
+  ): RebuildProjectionPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/resource.graphqls", Input: `# Resources: the parts of a service, created and destroyed by plugins.
 
+"Where a resource is in its life."
 enum ResourceStatus {
+  "Planned, not made yet."
   PENDING
+  "Being made."
   CREATING
+  "Made, not running."
   CREATED
+  "Being started."
   STARTING
+  "Running."
   RUNNING
+  "Being stopped."
   STOPPING
+  "Stopped."
   STOPPED
+  "Being removed."
   DESTROYING
+  "Removed."
   DESTROYED
+  "An action on it failed; see error."
   FAILED
 }
 
+"The step of a resource's life an action belongs to."
 enum ResourcePhase {
+  "Making it."
   CREATE
+  "Starting it."
   START
+  "Stopping it."
   STOP
+  "Removing it."
   DESTROY
 }
 
-type Resource {
+"One piece of a service, made and run by a plugin: a container, a VM, a process on a node."
+type Resource implements Node {
   "Deterministic: the same service and descriptor resource always get the same id."
   id: ID!
+  "The service it belongs to."
   serviceId: ID!
   "The service of serviceId; null when the caller may not read it."
   service: Service
   "agent, http, terraform, or an out-of-process plugin's name."
   plugin: String!
+  "Its type in the descriptor, e.g. container."
   type: String!
+  "Its properties as the descriptor declares them, variables resolved; sensitive values shown sealed."
   properties: JSON
   "Ids of resources of the same service this one depends on."
   dependsOn: [ID!]!
   "The plugin's latest outputs."
   outputs: JSON
+  "Where it is in its life."
   status: ResourceStatus!
+  "The phase it failed in."
   failedIn: ResourcePhase
+  "The last error its plugin reported."
   error: String
+  "When the orchestrator planned it."
   plannedAt: Time!
+  "When the resource last changed."
   updatedAt: Time!
+  "Version of the resource's event stream: how many events it holds."
   version: Int!
 }
 
+"A page of resources (a Relay connection)."
 type ResourceConnection {
+  "The page's resources with their cursors."
   edges: [ResourceEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One resource of a page, with its cursor."
 type ResourceEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The resource."
   node: Resource!
 }
 
+"Narrows a list of resources; fields left out match every row, the fields given must all match."
 input ResourceFilter {
+  "Only resources of this service."
   serviceId: ID
+  "Only resources in these states."
   status: [ResourceStatus!]
+  "Only resources of this plugin."
   plugin: String
   "Ignored for tenant roles, which see their own tenant only."
   tenantId: ID
 }
 
 extend type Query {
-  resource(id: ID!, consistentWith: Cursor): Resource
-  resources(first: Int = 50, after: String, filter: ResourceFilter, consistentWith: Cursor): ResourceConnection!
+  "A resource of a service by id."
+  resource(
+    "The id of the resource to read."
+    id: ID!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): Resource
+  "Resources of services, ordered by id; tenant roles see their tenant's."
+  resources(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: ResourceFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): ResourceConnection!
 }
 `, BuiltIn: false},
 	{Name: "../schema/schedule.graphqls", Input: `# Recurring schedules: a job the control plane submits at a fixed interval or
 # at the instants of a cron expression.
 
+"Whether a schedule fires."
 enum ScheduleStatus {
+  "It fires."
   ACTIVE
+  "It does not fire until resumed."
   PAUSED
   "Never fires again; its id is not reused."
   DELETED
@@ -5866,17 +6798,27 @@ enum ScheduleStatus {
 
 "What each firing of a schedule submits."
 type ScheduleJob {
+  "What the job runs."
   spec: JobSpec!
+  "Where it may run."
   target: JobTarget!
+  "How long one attempt may run."
   timeoutSeconds: Int!
+  "How long a process gets between the stop signal and the kill."
   graceSeconds: Int!
+  "How failed attempts are retried."
   retry: RetryPolicy!
+  "Serial queue: jobs of one queue run one at a time per node."
   queue: String
 }
 
-type Schedule {
+"A job the control plane submits at an interval or at the instants of a cron expression."
+type Schedule implements Node {
+  "The schedule's id, unique across every kind of object."
   id: ID!
+  "Whether it fires."
   status: ScheduleStatus!
+  "The job each firing submits."
   job: ScheduleJob!
   "Set for interval schedules: they fire at createdAt + k·everySeconds."
   everySeconds: Int
@@ -5886,20 +6828,29 @@ type Schedule {
   submitter: String!
   "The next firing; null unless active. Each firing's job id is <schedule id>.<instant, e.g. 20260302T090000Z>."
   nextRunAt: Time
+  "When the schedule was created."
   createdAt: Time!
+  "When the schedule last changed."
   updatedAt: Time!
+  "Version of the schedule's event stream: how many events it holds."
   version: Int!
+  "The commands the schedule accepts in its current state; the portal offers these."
   allowedActions: [String!]!
 }
 
+"Input of the ` + "`" + `scheduleJob` + "`" + ` mutation."
 input ScheduleJobInput {
+  "What the job runs."
   spec: JobSpecInput!
+  "Where it may run."
   target: JobTargetInput!
   "Default 3600."
   timeoutSeconds: Int
   "Default 10."
   graceSeconds: Int
+  "How failed attempts are retried."
   retry: RetryPolicyInput
+  "Serial queue: jobs of one queue run one at a time per node."
   queue: String
 }
 
@@ -5907,52 +6858,91 @@ input ScheduleJobInput {
 input CreateScheduleInput {
   "Up to 111 characters: firings append the instant to it for their job ids."
   scheduleId: ID!
+  "The job each firing submits."
   job: ScheduleJobInput!
   "1 to 31,622,400 (a year)."
   everySeconds: Int
   "e.g. \"*/15 * * * *\" or \"@daily\"; evaluated in UTC."
   cron: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of pauseSchedule, resumeSchedule and deleteSchedule: the schedule and why."
 input ScheduleInput {
+  "The schedule the command addresses."
   scheduleId: ID!
+  "Why, in words a person reads later in the history and the portal."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a schedule returns: the result, the cursor of its last event, and whether it was a retry."
 type SchedulePayload {
+  "The schedule after the command."
   schedule: Schedule!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
 extend type Query {
   "A schedule as its own event stream shows it now."
-  schedule(id: ID!): Schedule
+  schedule(
+    "The id of the schedule to read."
+    id: ID!
+  ): Schedule
 }
 
 extend type Mutation {
-  createSchedule(input: CreateScheduleInput!): SchedulePayload!
-  pauseSchedule(input: ScheduleInput!): SchedulePayload!
-  resumeSchedule(input: ScheduleInput!): SchedulePayload!
-  deleteSchedule(input: ScheduleInput!): SchedulePayload!
+  "Create a schedule that submits a job at an interval or cron instants."
+  createSchedule(
+    "The command's input."
+    input: CreateScheduleInput!
+  ): SchedulePayload!
+  "Pause a schedule until it is resumed."
+  pauseSchedule(
+    "The command's input."
+    input: ScheduleInput!
+  ): SchedulePayload!
+  "Resume a paused schedule."
+  resumeSchedule(
+    "The command's input."
+    input: ScheduleInput!
+  ): SchedulePayload!
+  "Delete a schedule; it fires no more."
+  deleteSchedule(
+    "The command's input."
+    input: ScheduleInput!
+  ): SchedulePayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/service.graphqls", Input: `# Services: deployments of catalog templates for tenants, driven through
 # register, start, stop and remove by the orchestrator.
 
+"Where a service is in its life."
 enum ServiceStatus {
+  "Its resources are being made."
   REGISTERING
+  "Its resources are made; not started."
   REGISTERED
+  "Being started."
   STARTING
+  "Running."
   RUNNING
+  "Being stopped."
   STOPPING
+  "Stopped."
   STOPPED
+  "Being removed."
   REMOVING
+  "Removed with all its resources."
   REMOVED
   "See failedIn and cause."
   FAILED
+  "A step failed; what it made is being undone."
   ROLLING_BACK
   "A failed registration left resources behind: see remaining."
   ROLLBACK_FAILED
@@ -5960,24 +6950,35 @@ enum ServiceStatus {
   MANUAL_CLEANUP_REQUIRED
 }
 
+"The step of a service's life something happened in."
 enum ServicePhase {
+  "Registering: resources made."
   REGISTER
+  "Starting."
   START
+  "Stopping."
   STOP
 }
 
-type Service {
+"A deployment of a catalog template for a tenant."
+type Service implements Node {
+  "The service's id, unique across every kind of object."
   id: ID!
+  "The tenant it belongs to."
   tenantId: ID!
   "The tenant of tenantId; null when the caller may not read it."
   tenant: Tenant
+  "Its name within its tenant."
   name: String!
+  "The template it deploys."
   templateName: String!
+  "The template version it deploys."
   templateVersion: String!
   "The catalog entry templateName@templateVersion; null when the caller may not read the catalog."
   template: TemplateVersion
   "The variables the service was deployed with; sensitive values are replaced by null."
   variables: JSON
+  "Where the service is in its life."
   status: ServiceStatus!
   "Set while FAILED: the lifecycle step that failed."
   failedIn: ServicePhase
@@ -5987,94 +6988,166 @@ type Service {
   remaining: [ID!]!
   "The service's outputs as of its last registration or start."
   outputs: JSON
+  "Its resources, in the descriptor's order."
   resources: [Resource!]!
+  "When it was created."
   requestedAt: Time!
+  "When the service last changed."
   updatedAt: Time!
+  "Version of the service's event stream: how many events it holds."
   version: Int!
   "The commands the service accepts in its current state (start, stop, remove)."
   allowedActions: [String!]!
 }
 
+"A page of services (a Relay connection)."
 type ServiceConnection {
+  "The page's services with their cursors."
   edges: [ServiceEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One service of a page, with its cursor."
 type ServiceEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The service."
   node: Service!
 }
 
+"Narrows a list of services; fields left out match every row, the fields given must all match."
 input ServiceFilter {
   "Ignored for tenant roles, which see their own tenant only."
   tenantId: ID
+  "Only services in these states."
   status: [ServiceStatus!]
+  "Only services of this template."
   templateName: String
   "Case-insensitive substring of the name."
   name: String
 }
 
+"Input of the ` + "`" + `createService` + "`" + ` mutation."
 input CreateServiceInput {
   "Tenant to deploy for; tenant roles may leave it out (their own tenant)."
   tenantId: ID
+  "The service's name within its tenant."
   name: String!
+  "The catalog template to deploy."
   templateName: String!
+  "The published version of that template."
   templateVersion: String!
   "Values for the template's variables, as a JSON object."
   variables: JSON
   "A flavor of the template whose values fill in the variables not given."
   flavor: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of startService, stopService and removeService: the service to act on."
 input ServiceCommandInput {
+  "The service to act on."
   serviceId: ID!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `markServiceCleanedUp` + "`" + ` mutation."
 input MarkServiceCleanedUpInput {
+  "The service whose leftovers an operator removed by hand."
   serviceId: ID!
   "What was removed by hand, for the record."
   note: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a service returns: the result, the cursor of its last event, and whether it was a retry."
 type ServicePayload {
+  "The service after the command."
   service: Service!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
 extend type Query {
   "A service by id, as the read models show it."
-  service(id: ID!, consistentWith: Cursor): Service
-  services(first: Int = 50, after: String, filter: ServiceFilter, consistentWith: Cursor): ServiceConnection!
+  service(
+    "The id of the service to read."
+    id: ID!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): Service
+  "Services, newest first; tenant roles see their tenant's."
+  services(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: ServiceFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): ServiceConnection!
 }
 
 extend type Mutation {
   "Deploy a published template version for a tenant: its resources are created (register)."
-  createService(input: CreateServiceInput!): ServicePayload!
-  startService(input: ServiceCommandInput!): ServicePayload!
-  stopService(input: ServiceCommandInput!): ServicePayload!
+  createService(
+    "The command's input."
+    input: CreateServiceInput!
+  ): ServicePayload!
+  "Start a registered or stopped service."
+  startService(
+    "The command's input."
+    input: ServiceCommandInput!
+  ): ServicePayload!
+  "Stop a running service."
+  stopService(
+    "The command's input."
+    input: ServiceCommandInput!
+  ): ServicePayload!
   "Destroy every resource of the service."
-  removeService(input: ServiceCommandInput!): ServicePayload!
+  removeService(
+    "The command's input."
+    input: ServiceCommandInput!
+  ): ServicePayload!
   "Record that the resources a failed rollback or removal left behind were removed by hand (operators)."
-  markServiceCleanedUp(input: MarkServiceCleanedUpInput!): ServicePayload!
+  markServiceCleanedUp(
+    "The command's input."
+    input: MarkServiceCleanedUpInput!
+  ): ServicePayload!
 }
 
 "A change to a service or one of its resources, delivered after the read models applied it."
 type ServiceChange {
+  "The event that changed the service or one of its resources; resume from its cursor."
   event: Event!
+  "The service as the read models show it after the event."
   service: Service
 }
 
 extend type Subscription {
   "Changes to one service (id) or to every service visible to the caller."
-  serviceChanged(id: ID, after: Cursor): ServiceChange!
+  serviceChanged(
+    "Only this service."
+    id: ID
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: Cursor
+  ): ServiceChange!
 }
 `, BuiltIn: false},
 	{Name: "../schema/template.graphqls", Input: `# The service catalog: versioned service descriptors published by vendors.
 
+"Where a template version is in its life."
 enum TemplateStatus {
   "Registered and validated; the vendor may still replace the descriptor."
   VALIDATED
@@ -6085,13 +7158,20 @@ enum TemplateStatus {
 }
 
 "One version of a service descriptor in the catalog. Its id is name@version."
-type TemplateVersion {
+type TemplateVersion implements Node {
+  "The template version's id, unique across every kind of object."
   id: ID!
+  "The template's name."
   name: String!
+  "Version of the template version's event stream: how many events it holds."
   version: String!
+  "Who publishes it."
   vendor: String!
+  "The catalog category, e.g. database."
   category: String
+  "What it deploys."
   description: String
+  "Where it is in its life."
   status: TemplateStatus!
   "The descriptor as JSON (YAML is converted on registration)."
   descriptor: JSON!
@@ -6101,100 +7181,187 @@ type TemplateVersion {
   variables: [TemplateVariable!]!
   "Named sets of variable values, such as small or ha."
   flavors: [TemplateFlavor!]!
+  "When it was registered."
   registeredAt: Time!
+  "When it was published."
   publishedAt: Time
+  "When it was deprecated."
   deprecatedAt: Time
+  "Why it was deprecated."
   deprecationReason: String
   "Version of the template version's event stream."
   streamVersion: Int!
+  "The commands the template version accepts in its current state; the portal offers these."
   allowedActions: [String!]!
 }
 
+"The type of a template variable's value."
 enum VariableType {
+  "A string."
   STRING
+  "Any number."
   NUMBER
+  "A whole number."
   INTEGER
+  "true or false."
   BOOLEAN
+  "A JSON object."
   OBJECT
+  "A JSON array."
   ARRAY
 }
 
+"A variable a template takes, with the rules its value must meet."
 type TemplateVariable {
+  "Its name."
   name: String!
+  "Its type."
   type: VariableType!
+  "What it is for."
   description: String
+  "Its value when none is given."
   default: JSON
+  "Whether a value must be given."
   required: Boolean!
   "Never returned by the API once set, never logged, stored encrypted."
   sensitive: Boolean!
+  "A regular expression a string must match."
   pattern: String
+  "Shortest string allowed."
   minLength: Int
+  "Longest string allowed."
   maxLength: Int
+  "Smallest number allowed."
   minimum: Float
+  "Largest number allowed."
   maximum: Float
+  "The values allowed, when only some are."
   enum: [JSON!]
 }
 
+"A named set of variable values a template offers, e.g. small or large."
 type TemplateFlavor {
+  "Its name."
   name: String!
+  "What it is for."
   description: String
+  "The values it sets."
   variables: JSON!
 }
 
+"A page of template versions (a Relay connection)."
 type TemplateVersionConnection {
+  "The page's template versions with their cursors."
   edges: [TemplateVersionEdge!]!
+  "Where this page is: its first and last cursors and whether there are more pages."
   pageInfo: PageInfo!
 }
 
+"One template version of a page, with its cursor."
 type TemplateVersionEdge {
+  "This row's cursor: pass it as ` + "`" + `after` + "`" + ` (or ` + "`" + `before` + "`" + `) to page from here."
   cursor: String!
+  "The template version."
   node: TemplateVersion!
 }
 
+"Narrows a list of templates; fields left out match every row, the fields given must all match."
 input TemplateFilter {
+  "Only versions of this template."
   name: String
+  "Only templates of this vendor."
   vendor: String
+  "Only templates of this category."
   category: String
+  "Only versions in these states."
   status: [TemplateStatus!]
   "Only the newest published version of each name."
   latestOnly: Boolean
 }
 
+"Input of the ` + "`" + `registerTemplate` + "`" + ` mutation."
 input RegisterTemplateInput {
   "The descriptor as JSON or YAML text. Validation errors name the offending path."
   descriptor: String!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `publishTemplate` + "`" + ` mutation."
 input PublishTemplateInput {
+  "The template's name."
   name: String!
+  "The registered version to publish."
   version: String!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"Input of the ` + "`" + `deprecateTemplate` + "`" + ` mutation."
 input DeprecateTemplateInput {
+  "The template's name."
   name: String!
+  "The version to deprecate; services already using it keep running."
   version: String!
+  "Why, shown to those who still use it."
   reason: String
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
   commandId: String
 }
 
+"What a mutation on a template returns: the result, the cursor of its last event, and whether it was a retry."
 type TemplatePayload {
+  "The template version after the command."
   template: TemplateVersion!
+  "Cursor of the command's last event: pass it as consistentWith to read your own write; \"0\" when nothing changed."
   cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
   duplicate: Boolean!
 }
 
 extend type Query {
-  template(name: String!, version: String!, consistentWith: Cursor): TemplateVersion
+  "A template version by name and version."
+  template(
+    "The template's name."
+    name: String!
+    "The version."
+    version: String!
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): TemplateVersion
   "Catalog entries by name, newest version first."
-  templates(first: Int = 50, after: String, filter: TemplateFilter, consistentWith: Cursor): TemplateVersionConnection!
+  templates(
+    "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
+    first: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    after: String
+    "How many rows to return from the end, or before ` + "`" + `before` + "`" + `, paging backwards; at most 500. Not with first or after."
+    last: Int
+    "A cursor this list returned (an edge's cursor or pageInfo.startCursor): the page ends before it."
+    before: String
+    "Narrows the list; fields left out match every row."
+    filter: TemplateFilter
+    "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
+    consistentWith: Cursor
+  ): TemplateVersionConnection!
 }
 
 extend type Mutation {
-  registerTemplate(input: RegisterTemplateInput!): TemplatePayload!
-  publishTemplate(input: PublishTemplateInput!): TemplatePayload!
-  deprecateTemplate(input: DeprecateTemplateInput!): TemplatePayload!
+  "Register a service descriptor as a new template version (vendors)."
+  registerTemplate(
+    "The command's input."
+    input: RegisterTemplateInput!
+  ): TemplatePayload!
+  "Publish a registered template version so tenants can deploy it."
+  publishTemplate(
+    "The command's input."
+    input: PublishTemplateInput!
+  ): TemplatePayload!
+  "Deprecate a template version: no new services use it."
+  deprecateTemplate(
+    "The command's input."
+    input: DeprecateTemplateInput!
+  ): TemplatePayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/viewer.graphqls", Input: `# Who is calling.
@@ -6203,18 +7370,24 @@ extend type Mutation {
 type Viewer {
   "Token id (or node id for an agent credential)."
   id: ID!
+  "The caller's user; null for agents."
   userId: ID
+  "The caller's name."
   name: String
+  "The caller's role."
   role: Role!
+  "The caller's tenant; null for roles of no tenant."
   tenantId: ID
   "Agent credentials: the node they act for."
   nodeId: ID
+  "When the caller's token expires."
   expiresAt: Time
   "The actions this caller may take, e.g. node.drain, service.create; the portals show what these allow."
   permissions: [String!]!
 }
 
 extend type Query {
+  "Who the caller is and what they may do."
   viewer: Viewer!
 }
 `, BuiltIn: false},
@@ -6899,46 +8072,6 @@ func (ec *executionContext) childFields_NetworkInterface(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type NetworkInterface", field.Name)
 }
 
-func (ec *executionContext) childFields_Node(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_Node_id(ctx, field)
-	case "hostname":
-		return ec.fieldContext_Node_hostname(ctx, field)
-	case "status":
-		return ec.fieldContext_Node_status(ctx, field)
-	case "cordoned":
-		return ec.fieldContext_Node_cordoned(ctx, field)
-	case "drainReason":
-		return ec.fieldContext_Node_drainReason(ctx, field)
-	case "labels":
-		return ec.fieldContext_Node_labels(ctx, field)
-	case "locationId":
-		return ec.fieldContext_Node_locationId(ctx, field)
-	case "location":
-		return ec.fieldContext_Node_location(ctx, field)
-	case "facts":
-		return ec.fieldContext_Node_facts(ctx, field)
-	case "factsAt":
-		return ec.fieldContext_Node_factsAt(ctx, field)
-	case "enrolledAt":
-		return ec.fieldContext_Node_enrolledAt(ctx, field)
-	case "connectedAt":
-		return ec.fieldContext_Node_connectedAt(ctx, field)
-	case "disconnectedAt":
-		return ec.fieldContext_Node_disconnectedAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_Node_updatedAt(ctx, field)
-	case "version":
-		return ec.fieldContext_Node_version(ctx, field)
-	case "allowedActions":
-		return ec.fieldContext_Node_allowedActions(ctx, field)
-	case "statistics":
-		return ec.fieldContext_Node_statistics(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type Node", field.Name)
-}
-
 func (ec *executionContext) childFields_NodeChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "event":
@@ -6947,26 +8080,6 @@ func (ec *executionContext) childFields_NodeChange(ctx context.Context, field gr
 		return ec.fieldContext_NodeChange_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NodeChange", field.Name)
-}
-
-func (ec *executionContext) childFields_NodeConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_NodeConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_NodeConnection_pageInfo(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NodeConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_NodeEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "cursor":
-		return ec.fieldContext_NodeEdge_cursor(ctx, field)
-	case "node":
-		return ec.fieldContext_NodeEdge_node(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NodeEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_NodeFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7245,6 +8358,66 @@ func (ec *executionContext) childFields_ScriptSpec(ctx context.Context, field gr
 		return ec.fieldContext_ScriptSpec_body(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ScriptSpec", field.Name)
+}
+
+func (ec *executionContext) childFields_ServerNode(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ServerNode_id(ctx, field)
+	case "hostname":
+		return ec.fieldContext_ServerNode_hostname(ctx, field)
+	case "status":
+		return ec.fieldContext_ServerNode_status(ctx, field)
+	case "cordoned":
+		return ec.fieldContext_ServerNode_cordoned(ctx, field)
+	case "drainReason":
+		return ec.fieldContext_ServerNode_drainReason(ctx, field)
+	case "labels":
+		return ec.fieldContext_ServerNode_labels(ctx, field)
+	case "locationId":
+		return ec.fieldContext_ServerNode_locationId(ctx, field)
+	case "location":
+		return ec.fieldContext_ServerNode_location(ctx, field)
+	case "facts":
+		return ec.fieldContext_ServerNode_facts(ctx, field)
+	case "factsAt":
+		return ec.fieldContext_ServerNode_factsAt(ctx, field)
+	case "enrolledAt":
+		return ec.fieldContext_ServerNode_enrolledAt(ctx, field)
+	case "connectedAt":
+		return ec.fieldContext_ServerNode_connectedAt(ctx, field)
+	case "disconnectedAt":
+		return ec.fieldContext_ServerNode_disconnectedAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_ServerNode_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_ServerNode_version(ctx, field)
+	case "allowedActions":
+		return ec.fieldContext_ServerNode_allowedActions(ctx, field)
+	case "statistics":
+		return ec.fieldContext_ServerNode_statistics(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServerNode", field.Name)
+}
+
+func (ec *executionContext) childFields_ServerNodeConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ServerNodeConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ServerNodeConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServerNodeConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ServerNodeEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ServerNodeEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ServerNodeEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServerNodeEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Service(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -709,7 +709,7 @@ func (ec *executionContext) unmarshalInputScheduleJobInput(ctx context.Context, 
 
 // region    **************************** object.gotpl ****************************
 
-var scheduleImplementors = []string{"Schedule"}
+var scheduleImplementors = []string{"Schedule", "Node"}
 
 func (ec *executionContext) _Schedule(ctx context.Context, sel ast.SelectionSet, obj *model.Schedule) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduleImplementors)

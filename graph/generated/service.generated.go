@@ -949,7 +949,7 @@ func (ec *executionContext) unmarshalInputServiceFilter(ctx context.Context, obj
 
 // region    **************************** object.gotpl ****************************
 
-var serviceImplementors = []string{"Service"}
+var serviceImplementors = []string{"Service", "Node"}
 
 func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, obj *model.Service) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceImplementors)

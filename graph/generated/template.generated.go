@@ -1367,7 +1367,7 @@ func (ec *executionContext) _TemplateVariable(ctx context.Context, sel ast.Selec
 	return out
 }
 
-var templateVersionImplementors = []string{"TemplateVersion"}
+var templateVersionImplementors = []string{"TemplateVersion", "Node"}
 
 func (ec *executionContext) _TemplateVersion(ctx context.Context, sel ast.SelectionSet, obj *model.TemplateVersion) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, templateVersionImplementors)

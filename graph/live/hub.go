@@ -286,7 +286,9 @@ func (s *Sub) offer(events []Event) bool {
 	}
 	added := false
 	for _, e := range events {
-		if !s.match(e) {
+		// A subscriber may start ahead of the hub (at the log's head while
+		// the hub trails it): what it started after is not news to it.
+		if !s.last.Less(e.Cursor()) || !s.match(e) {
 			continue
 		}
 		if len(s.queue) >= s.hub.opts.QueueSize {

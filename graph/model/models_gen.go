@@ -10,11 +10,18 @@ import (
 	"time"
 )
 
+// An object with an id unique across every kind of object, which
+// `Query.node(id:)` finds again (the Relay object identification convention).
+type Node interface {
+	IsNode()
+}
+
 // A job leased to the calling agent.
 type AgentJob struct {
 	// Cursor of the lease event; pass it as `after` to resume after a reconnect.
 	Cursor Cursor `json:"cursor"`
-	Job    *Job   `json:"job"`
+	// The job leased to the agent, with its spec (secrets opened for this agent only).
+	Job *Job `json:"job"`
 	// Lease number of this attempt; report it back with acknowledgeJob.
 	Attempt int `json:"attempt"`
 	// Acknowledge before this, or the job goes back to the queue.
@@ -23,59 +30,89 @@ type AgentJob struct {
 	CancelRequested bool `json:"cancelRequested"`
 }
 
+// Input of the agent's job mutations (acknowledgeJob, startJob): its node and the job.
 type AgentJobInput struct {
-	NodeID    string  `json:"nodeId"`
-	JobID     string  `json:"jobId"`
+	// The agent's own node.
+	NodeID string `json:"nodeId"`
+	// The job leased to this agent.
+	JobID string `json:"jobId"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
 // An API token. Its secret is shown once, when it is created; only a hash is kept.
 type APIToken struct {
-	ID     string `json:"id"`
+	// The API token's id, unique across every kind of object.
+	ID string `json:"id"`
+	// The user the token acts for.
 	UserID string `json:"userId"`
 	// The user of userId; null when the caller may not read it.
 	User *User `json:"user,omitempty"`
 	// The token acts with its user's role.
-	Role     Role    `json:"role"`
+	Role Role `json:"role"`
+	// The tenant of the token's user; null for roles of no tenant.
 	TenantID *string `json:"tenantId,omitempty"`
 	// The tenant of tenantId; null for roles of no tenant.
-	Tenant       *Tenant     `json:"tenant,omitempty"`
-	Status       TokenStatus `json:"status"`
-	ExpiresAt    time.Time   `json:"expiresAt"`
-	IssuedAt     time.Time   `json:"issuedAt"`
-	RevokedAt    *time.Time  `json:"revokedAt,omitempty"`
-	RevokeReason *string     `json:"revokeReason,omitempty"`
+	Tenant *Tenant `json:"tenant,omitempty"`
+	// Whether the token works: active, revoked or expired.
+	Status TokenStatus `json:"status"`
+	// When the token stops working.
+	ExpiresAt time.Time `json:"expiresAt"`
+	// When the token was created.
+	IssuedAt time.Time `json:"issuedAt"`
+	// When it was revoked; null while it works.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// Why it was revoked.
+	RevokeReason *string `json:"revokeReason,omitempty"`
 }
 
+// A page of API tokens (a Relay connection).
 type APITokenConnection struct {
-	Edges    []APITokenEdge `json:"edges"`
-	PageInfo *PageInfo      `json:"pageInfo"`
+	// The page's API tokens with their cursors.
+	Edges []APITokenEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One API token of a page, with its cursor.
 type APITokenEdge struct {
-	Cursor string    `json:"cursor"`
-	Node   *APIToken `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The API token.
+	Node *APIToken `json:"node"`
 }
 
+// Narrows a list of API tokens; fields left out match every row, the fields given must all match.
 type APITokenFilter struct {
+	// Only this user's tokens.
 	UserID *string `json:"userId,omitempty"`
 	// Ignored for tenant roles, which see their own tenant only.
-	TenantID       *string `json:"tenantId,omitempty"`
-	IncludeRevoked *bool   `json:"includeRevoked,omitempty"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Also list revoked and expired tokens (left out by default).
+	IncludeRevoked *bool `json:"includeRevoked,omitempty"`
 }
 
+// What a mutation on an API token returns: the result, the cursor of its last event, and whether it was a retry.
 type APITokenPayload struct {
-	APIToken  *APIToken `json:"apiToken"`
-	Cursor    Cursor    `json:"cursor"`
-	Duplicate bool      `json:"duplicate"`
+	// The API token after the command.
+	APIToken *APIToken `json:"apiToken"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// Input of the `appendJobLog` mutation.
 type AppendJobLogInput struct {
-	NodeID string             `json:"nodeId"`
-	JobID  string             `json:"jobId"`
+	// The agent's own node.
+	NodeID string `json:"nodeId"`
+	// The job whose output this is; it must be leased to this node.
+	JobID string `json:"jobId"`
+	// Output chunks in the order the job wrote them.
 	Chunks []JobLogChunkInput `json:"chunks"`
 }
 
+// What a mutation on a append job log returns: the result, the cursor of its last event, and whether it was a retry.
 type AppendJobLogPayload struct {
 	// Chunks stored by this call (resent ones are not counted).
 	Accepted int `json:"accepted"`
@@ -86,208 +123,313 @@ type AppendJobLogPayload struct {
 // A past moment to read an entity at: exactly one of `time` (the last event
 // recorded at or before it) or `cursor` (the last event at or before it).
 type AsOf struct {
-	Time   *time.Time `json:"time,omitempty"`
-	Cursor *Cursor    `json:"cursor,omitempty"`
+	// The moment as a time: the state after the last event recorded at or before it.
+	Time *time.Time `json:"time,omitempty"`
+	// The moment as a cursor: the state after the event at it.
+	Cursor *Cursor `json:"cursor,omitempty"`
 }
 
+// The node's processor.
 type CPUFacts struct {
-	Model   string `json:"model"`
-	Cores   int    `json:"cores"`
-	Threads int    `json:"threads"`
+	// Model name as the CPU reports it.
+	Model string `json:"model"`
+	// Physical cores.
+	Cores int `json:"cores"`
+	// Hardware threads (logical CPUs).
+	Threads int `json:"threads"`
 }
 
+// Input of the `cPUFacts` mutation.
 type CPUFactsInput struct {
-	Model   string `json:"model"`
-	Cores   int    `json:"cores"`
-	Threads int    `json:"threads"`
+	// Model name as the CPU reports it.
+	Model string `json:"model"`
+	// Physical cores.
+	Cores int `json:"cores"`
+	// Hardware threads (logical CPUs).
+	Threads int `json:"threads"`
 }
 
+// Input of the `cancelJob` mutation.
 type CancelJobInput struct {
-	JobID     string  `json:"jobId"`
-	Reason    *string `json:"reason,omitempty"`
+	// The job to cancel; a fan-out cancels its children too.
+	JobID string `json:"jobId"`
+	// Why, shown in the job's history.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// A place where a stream's hash chain does not hold: an event changed, missing, or a stream's head removed.
 type ChainBreak struct {
+	// The stream whose chain breaks.
 	StreamID string `json:"streamId"`
-	Version  int    `json:"version"`
-	Position int64  `json:"position"`
-	Reason   string `json:"reason"`
+	// Stream version where the chain breaks.
+	Version int `json:"version"`
+	// Global position of the event where the chain breaks.
+	Position int64 `json:"position"`
+	// What is wrong there, e.g. a hash that does not match or events missing after a checkpoint.
+	Reason string `json:"reason"`
 }
 
+// The result of checking the hash chains of the log.
 type ChainVerification struct {
-	Ok      bool  `json:"ok"`
+	// True when every chain holds and nothing a checkpoint recorded is missing.
+	Ok bool `json:"ok"`
+	// Streams checked.
 	Streams int64 `json:"streams"`
-	Events  int64 `json:"events"`
+	// Events checked.
+	Events int64 `json:"events"`
 	// The earliest break in global order, when there is one.
 	FirstBreak *ChainBreak `json:"firstBreak,omitempty"`
 	// The first break of each broken stream.
 	Breaks []ChainBreak `json:"breaks"`
 }
 
+// Input of the `createApiToken` mutation.
 type CreateAPITokenInput struct {
 	// The user the token acts as, with the user's role; default the caller's own user.
 	UserID *string `json:"userId,omitempty"`
 	// Lifetime in seconds; default 90 days.
-	TTLSeconds *int    `json:"ttlSeconds,omitempty"`
-	CommandID  *string `json:"commandId,omitempty"`
+	TTLSeconds *int `json:"ttlSeconds,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// What a mutation on an API token returns: the result, the cursor of its last event, and whether it was a retry.
 type CreateAPITokenPayload struct {
+	// The token created; its secret is in `token`, shown only here.
 	APIToken *APIToken `json:"apiToken"`
 	// The bearer token, cairn_<id>_<secret>. Shown once: only its hash is stored.
-	Token     string `json:"token"`
-	Cursor    Cursor `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
+	Token string `json:"token"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// Input of the `createJoinToken` mutation.
 type CreateJoinTokenInput struct {
 	// Location the enrolled node joins.
 	LocationID *string `json:"locationId,omitempty"`
 	// Labels the enrolled node starts with (the agent may add its own).
 	Labels []LabelInput `json:"labels,omitempty"`
 	// Lifetime in seconds; default 900, at most 86400.
-	TTLSeconds *int    `json:"ttlSeconds,omitempty"`
-	CommandID  *string `json:"commandId,omitempty"`
+	TTLSeconds *int `json:"ttlSeconds,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// What a mutation on a join token returns: the result, the cursor of its last event, and whether it was a retry.
 type CreateJoinTokenPayload struct {
+	// The join token created; its secret is in `token`, shown only here.
 	JoinToken *JoinToken `json:"joinToken"`
 	// The secret to hand to `cairn-agent --join-token`. Shown once; only its hash is kept.
-	Token     string `json:"token"`
-	Cursor    Cursor `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
+	Token string `json:"token"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// Input of the `createLocation` mutation.
 type CreateLocationInput struct {
-	ID          *string `json:"id,omitempty"`
-	Name        string  `json:"name"`
+	// An id of your choice (unique across every kind of object); generated when left out.
+	ID *string `json:"id,omitempty"`
+	// The location's name as people read it.
+	Name string `json:"name"`
+	// Free text for operators, e.g. the site's address.
 	Description *string `json:"description,omitempty"`
-	CommandID   *string `json:"commandId,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
 // Exactly one of everySeconds and cron.
 type CreateScheduleInput struct {
 	// Up to 111 characters: firings append the instant to it for their job ids.
-	ScheduleID string            `json:"scheduleId"`
-	Job        *ScheduleJobInput `json:"job"`
+	ScheduleID string `json:"scheduleId"`
+	// The job each firing submits.
+	Job *ScheduleJobInput `json:"job"`
 	// 1 to 31,622,400 (a year).
 	EverySeconds *int `json:"everySeconds,omitempty"`
 	// e.g. "*/15 * * * *" or "@daily"; evaluated in UTC.
-	Cron      *string `json:"cron,omitempty"`
+	Cron *string `json:"cron,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `createService` mutation.
 type CreateServiceInput struct {
 	// Tenant to deploy for; tenant roles may leave it out (their own tenant).
-	TenantID        *string `json:"tenantId,omitempty"`
-	Name            string  `json:"name"`
-	TemplateName    string  `json:"templateName"`
-	TemplateVersion string  `json:"templateVersion"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// The service's name within its tenant.
+	Name string `json:"name"`
+	// The catalog template to deploy.
+	TemplateName string `json:"templateName"`
+	// The published version of that template.
+	TemplateVersion string `json:"templateVersion"`
 	// Values for the template's variables, as a JSON object.
 	Variables JSON `json:"variables,omitempty"`
 	// A flavor of the template whose values fill in the variables not given.
-	Flavor    *string `json:"flavor,omitempty"`
+	Flavor *string `json:"flavor,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `createTenant` mutation.
 type CreateTenantInput struct {
 	// Optional caller-chosen id (lower-case letters, digits, dashes).
-	ID        *string `json:"id,omitempty"`
-	Name      string  `json:"name"`
+	ID *string `json:"id,omitempty"`
+	// The tenant's name as people read it.
+	Name string `json:"name"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `createUser` mutation.
 type CreateUserInput struct {
-	ID   *string `json:"id,omitempty"`
-	Name string  `json:"name"`
-	Role Role    `json:"role"`
+	// An id of your choice (unique across every kind of object); generated when left out.
+	ID *string `json:"id,omitempty"`
+	// The user's name as people read it.
+	Name string `json:"name"`
+	// What the user may do.
+	Role Role `json:"role"`
 	// Required for TENANT_ADMIN and TENANT_MEMBER, absent otherwise.
-	TenantID  *string `json:"tenantId,omitempty"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `decommissionNode` mutation.
 type DecommissionNodeInput struct {
-	NodeID    string  `json:"nodeId"`
-	Reason    *string `json:"reason,omitempty"`
+	// The node to retire for good.
+	NodeID string `json:"nodeId"`
+	// Why, shown in the node's history.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `deprecateTemplate` mutation.
 type DeprecateTemplateInput struct {
-	Name      string  `json:"name"`
-	Version   string  `json:"version"`
-	Reason    *string `json:"reason,omitempty"`
+	// The template's name.
+	Name string `json:"name"`
+	// The version to deprecate; services already using it keep running.
+	Version string `json:"version"`
+	// Why, shown to those who still use it.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `disableUser` mutation.
 type DisableUserInput struct {
-	UserID    string  `json:"userId"`
-	Reason    *string `json:"reason,omitempty"`
+	// The user to disable; their tokens stop working at once.
+	UserID string `json:"userId"`
+	// Why, shown in the user's history.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// A disk or partition the node has.
 type DiskFacts struct {
-	Device     string `json:"device"`
+	// Device name, e.g. /dev/sda1.
+	Device string `json:"device"`
+	// Where it is mounted.
 	Mountpoint string `json:"mountpoint"`
+	// Filesystem type, e.g. ext4.
 	Filesystem string `json:"filesystem"`
-	SizeBytes  int64  `json:"sizeBytes"`
+	// Its size in bytes.
+	SizeBytes int64 `json:"sizeBytes"`
 }
 
+// Input of the `diskFacts` mutation.
 type DiskFactsInput struct {
-	Device     string `json:"device"`
+	// Device name, e.g. /dev/sda1.
+	Device string `json:"device"`
+	// Where it is mounted.
 	Mountpoint string `json:"mountpoint"`
+	// Filesystem type, e.g. ext4.
 	Filesystem string `json:"filesystem"`
-	SizeBytes  int64  `json:"sizeBytes"`
+	// Its size in bytes.
+	SizeBytes int64 `json:"sizeBytes"`
 }
 
+// How full one mounted filesystem was in a sample.
 type DiskUsage struct {
+	// Where the filesystem is mounted.
 	Mountpoint string `json:"mountpoint"`
-	UsedBytes  int64  `json:"usedBytes"`
-	FreeBytes  int64  `json:"freeBytes"`
+	// Bytes used.
+	UsedBytes int64 `json:"usedBytes"`
+	// Bytes free.
+	FreeBytes int64 `json:"freeBytes"`
 }
 
+// Input of the `diskUsage` mutation.
 type DiskUsageInput struct {
+	// Where the filesystem is mounted.
 	Mountpoint string `json:"mountpoint"`
-	UsedBytes  int64  `json:"usedBytes"`
-	FreeBytes  int64  `json:"freeBytes"`
+	// Bytes used.
+	UsedBytes int64 `json:"usedBytes"`
+	// Bytes free.
+	FreeBytes int64 `json:"freeBytes"`
 }
 
+// Input of the `drainNode` mutation.
 type DrainNodeInput struct {
-	NodeID    string  `json:"nodeId"`
-	Reason    *string `json:"reason,omitempty"`
+	// The node to drain: it takes no new work, running jobs finish.
+	NodeID string `json:"nodeId"`
+	// Why, shown with the node.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `enableUser` mutation.
 type EnableUserInput struct {
-	UserID    string  `json:"userId"`
+	// The disabled user to enable again.
+	UserID string `json:"userId"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `enrollAgent` mutation.
 type EnrollAgentInput struct {
 	// The single-use join token an operator issued (createJoinToken).
 	JoinToken string `json:"joinToken"`
-	Hostname  string `json:"hostname"`
+	// The host's name as the agent sees it.
+	Hostname string `json:"hostname"`
 	// Labels the agent adds to those of the join token.
-	Labels    []LabelInput `json:"labels,omitempty"`
-	CommandID *string      `json:"commandId,omitempty"`
+	Labels []LabelInput `json:"labels,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// What a mutation on a enroll agent returns: the result, the cursor of its last event, and whether it was a retry.
 type EnrollAgentPayload struct {
-	Node *Node `json:"node"`
+	// The node the agent enrolled as.
+	Node *ServerNode `json:"node"`
 	// The node credential (bearer token). Keep it secret (mode 0600): it is shown once.
 	Credential string `json:"credential"`
-	Cursor     Cursor `json:"cursor"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
 }
 
+// What changed in an entity between two moments.
 type EntityDiff struct {
-	From    *EntityState  `json:"from"`
-	To      *EntityState  `json:"to"`
+	// The entity at the earlier moment.
+	From *EntityState `json:"from"`
+	// The entity at the later moment.
+	To *EntityState `json:"to"`
+	// The fields that differ, by dotted path.
 	Changes []FieldChange `json:"changes"`
 	// The events between the two moments, oldest first.
 	Events []Event `json:"events"`
 }
 
+// An entity by kind and id.
 type EntityRef struct {
+	// The entity's kind.
 	Type EntityType `json:"type"`
 	// For templates: name@version.
 	ID string `json:"id"`
@@ -295,19 +437,23 @@ type EntityRef struct {
 
 // An entity's state computed by replaying its stream up to a moment.
 type EntityState struct {
+	// The entity's kind.
 	Type EntityType `json:"type"`
-	ID   string     `json:"id"`
+	// The entity's id.
+	ID string `json:"id"`
 	// Stream version reached; 0 when the entity did not exist yet.
 	Version int `json:"version"`
 	// Cursor of the last event applied ("0" when none).
-	Cursor Cursor     `json:"cursor"`
-	Time   *time.Time `json:"time,omitempty"`
+	Cursor Cursor `json:"cursor"`
+	// When the last event applied was recorded; null when none.
+	Time *time.Time `json:"time,omitempty"`
 	// The folded state as JSON; null when the entity did not exist yet. Secrets are left out.
 	State JSON `json:"state,omitempty"`
 }
 
 // An environment variable of an exec job.
 type EnvVar struct {
+	// The variable's name.
 	Name string `json:"name"`
 	// The value; empty when the variable is sealed.
 	Value string `json:"value"`
@@ -315,8 +461,11 @@ type EnvVar struct {
 	Sealed bool `json:"sealed"`
 }
 
+// Input of the `envVar` mutation.
 type EnvVarInput struct {
-	Name  string `json:"name"`
+	// The variable's name.
+	Name string `json:"name"`
+	// Its value; with secret, sealed before it is recorded.
 	Value string `json:"value"`
 	// A secret: sealed before anything is recorded, and given only to the agent that runs the job.
 	Secret *bool `json:"secret,omitempty"`
@@ -337,94 +486,140 @@ type Event struct {
 	// e.g. node.enrolled, job.finished, service.started.
 	Type string `json:"type"`
 	// Schema version the payload was stored at; payload is upcast to the current one.
-	SchemaVersion int            `json:"schemaVersion"`
-	Payload       JSON           `json:"payload"`
-	Metadata      *EventMetadata `json:"metadata"`
-	Time          time.Time      `json:"time"`
+	SchemaVersion int `json:"schemaVersion"`
+	// The event's data as JSON, upcast to the current schema version.
+	Payload JSON `json:"payload"`
+	// Who caused the event and in which command.
+	Metadata *EventMetadata `json:"metadata"`
+	// When the event was recorded.
+	Time time.Time `json:"time"`
 	// Hex SHA-256 of the previous event of the stream (zeros for the first).
 	PrevHash string `json:"prevHash"`
 	// Hex SHA-256 chaining this event to prevHash.
 	Hash string `json:"hash"`
 }
 
+// A page of events (a Relay connection).
 type EventConnection struct {
-	Edges    []EventEdge `json:"edges"`
-	PageInfo *PageInfo   `json:"pageInfo"`
+	// The page's events with their cursors.
+	Edges []EventEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One event of a page, with its cursor.
 type EventEdge struct {
 	// The event's own cursor, as a string.
 	Cursor string `json:"cursor"`
-	Node   *Event `json:"node"`
+	// The event.
+	Node *Event `json:"node"`
 }
 
+// Narrows a list of events; fields left out match every row, the fields given must all match.
 type EventFilter struct {
-	StreamIds     []string `json:"streamIds,omitempty"`
-	StreamTypes   []string `json:"streamTypes,omitempty"`
-	Types         []string `json:"types,omitempty"`
-	Actor         *string  `json:"actor,omitempty"`
-	CorrelationID *string  `json:"correlationId,omitempty"`
+	// Only events of these streams ("<type>-<id>").
+	StreamIds []string `json:"streamIds,omitempty"`
+	// Only events of streams of these types (node, job, service, ...).
+	StreamTypes []string `json:"streamTypes,omitempty"`
+	// Only events of these types, e.g. node.drained.
+	Types []string `json:"types,omitempty"`
+	// Only events caused by this user, token or process manager.
+	Actor *string `json:"actor,omitempty"`
+	// Only events of this request or process.
+	CorrelationID *string `json:"correlationId,omitempty"`
 	// Auditors and admins only; tenant roles always see their own tenant's events only.
 	TenantID *string `json:"tenantId,omitempty"`
 	// Recorded in this range.
 	Time *TimeRange `json:"time,omitempty"`
 }
 
+// Who and what caused an event.
 type EventMetadata struct {
 	// The command that appended the event, when the caller gave one.
-	CommandID     *string `json:"commandId,omitempty"`
+	CommandID *string `json:"commandId,omitempty"`
+	// Shared by every event of one request or process, across streams.
 	CorrelationID *string `json:"correlationId,omitempty"`
-	CausationID   *string `json:"causationId,omitempty"`
+	// The event or command that caused this one.
+	CausationID *string `json:"causationId,omitempty"`
 	// User, token or node id that acted.
 	Actor *string `json:"actor,omitempty"`
 	// Tenant the command acted within.
 	TenantID *string `json:"tenantId,omitempty"`
 }
 
+// A command run with its arguments and environment, no shell.
 type ExecSpec struct {
-	Argv    []string `json:"argv"`
-	Env     []EnvVar `json:"env"`
-	Stdin   *string  `json:"stdin,omitempty"`
-	Workdir *string  `json:"workdir,omitempty"`
+	// The program and its arguments.
+	Argv []string `json:"argv"`
+	// Environment variables added to the agent's.
+	Env []EnvVar `json:"env"`
+	// Text fed to the program's standard input.
+	Stdin *string `json:"stdin,omitempty"`
+	// Working directory; the agent's when empty.
+	Workdir *string `json:"workdir,omitempty"`
 }
 
+// Input of the `execSpec` mutation.
 type ExecSpecInput struct {
-	Argv    []string      `json:"argv"`
-	Env     []EnvVarInput `json:"env,omitempty"`
-	Stdin   *string       `json:"stdin,omitempty"`
-	Workdir *string       `json:"workdir,omitempty"`
+	// The program and its arguments.
+	Argv []string `json:"argv"`
+	// Environment variables added to the agent's.
+	Env []EnvVarInput `json:"env,omitempty"`
+	// Text fed to the program's standard input.
+	Stdin *string `json:"stdin,omitempty"`
+	// Working directory; the agent's when empty.
+	Workdir *string `json:"workdir,omitempty"`
 }
 
+// How a fan-out's children have ended so far.
 type FanOutCounts struct {
+	// Children that succeeded.
 	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	TimedOut  int `json:"timedOut"`
+	// Children that failed.
+	Failed int `json:"failed"`
+	// Children that ran out of time.
+	TimedOut int `json:"timedOut"`
+	// Children cancelled.
 	Cancelled int `json:"cancelled"`
-	Lost      int `json:"lost"`
+	// Children lost with their node.
+	Lost int `json:"lost"`
 }
 
+// One field that differs between two moments.
 type FieldChange struct {
 	// Dotted path of the field, e.g. labels.zone.
-	Path   string `json:"path"`
-	Before JSON   `json:"before,omitempty"`
-	After  JSON   `json:"after,omitempty"`
+	Path string `json:"path"`
+	// Its value at the earlier moment; null when added.
+	Before JSON `json:"before,omitempty"`
+	// Its value at the later moment; null when removed.
+	After JSON `json:"after,omitempty"`
 }
 
+// Input of the `finishJob` mutation.
 type FinishJobInput struct {
-	NodeID    string          `json:"nodeId"`
-	JobID     string          `json:"jobId"`
-	Result    *JobResultInput `json:"result"`
-	CommandID *string         `json:"commandId,omitempty"`
+	// The agent's own node.
+	NodeID string `json:"nodeId"`
+	// The job that ended.
+	JobID string `json:"jobId"`
+	// How the attempt ended.
+	Result *JobResultInput `json:"result"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `heartbeat` mutation.
 type HeartbeatInput struct {
+	// The agent's own node.
 	NodeID string `json:"nodeId"`
 	// Jobs the agent is running now, so the control plane can spot strays.
 	RunningJobIds []string `json:"runningJobIds,omitempty"`
 }
 
+// What a mutation on a heartbeat returns: the result, the cursor of its last event, and whether it was a retry.
 type HeartbeatPayload struct {
-	Node       *Node     `json:"node"`
+	// The node as the heartbeat left it.
+	Node *ServerNode `json:"node"`
+	// The server's clock, so the agent can tell its own drift.
 	ServerTime time.Time `json:"serverTime"`
 	// Send the next heartbeat within this many seconds.
 	IntervalSeconds int `json:"intervalSeconds"`
@@ -432,20 +627,26 @@ type HeartbeatPayload struct {
 	CancelJobIds []string `json:"cancelJobIds"`
 }
 
+// Work for an agent: a spec, a target, and the state of its attempts.
 type Job struct {
+	// The job's id, unique across every kind of object.
 	ID string `json:"id"`
 	// Set on the child jobs of a fan-out.
 	ParentID *string `json:"parentId,omitempty"`
 	// The fan-out job this is a child of; null for a top-level job or when the caller may not read it.
 	Parent *Job `json:"parent,omitempty"`
 	// Child jobs of a fan-out (target mode ALL), one per node, in the order they were spawned.
-	Children       *JobConnection `json:"children"`
-	Spec           *JobSpec       `json:"spec"`
-	Target         *JobTarget     `json:"target"`
-	TimeoutSeconds int            `json:"timeoutSeconds"`
+	Children *JobConnection `json:"children"`
+	// What the job runs.
+	Spec *JobSpec `json:"spec"`
+	// Where it may run.
+	Target *JobTarget `json:"target"`
+	// How long one attempt may run before it is stopped.
+	TimeoutSeconds int `json:"timeoutSeconds"`
 	// How long a process gets between the stop signal and the kill.
-	GraceSeconds int          `json:"graceSeconds"`
-	Retry        *RetryPolicy `json:"retry"`
+	GraceSeconds int `json:"graceSeconds"`
+	// How failed attempts are retried.
+	Retry *RetryPolicy `json:"retry"`
 	// Serial queue: jobs of one queue run one at a time per node.
 	Queue *string `json:"queue,omitempty"`
 	// Who submitted the job: a user or token id, or a process manager.
@@ -453,57 +654,84 @@ type Job struct {
 	// The tenant the job was submitted for, when a tenant's service submitted it.
 	TenantID *string `json:"tenantId,omitempty"`
 	// The tenant of tenantId; null when none or when the caller may not read it.
-	Tenant *Tenant   `json:"tenant,omitempty"`
+	Tenant *Tenant `json:"tenant,omitempty"`
+	// Where the job is in its life.
 	Status JobStatus `json:"status"`
 	// Leases so far.
 	Attempt int `json:"attempt"`
 	// Node of the current or last lease.
 	NodeID *string `json:"nodeId,omitempty"`
 	// The node of nodeId; null before the first lease or when the caller may not read nodes (tenant roles).
-	Node         *Node      `json:"node,omitempty"`
-	LeaseUntil   *time.Time `json:"leaseUntil,omitempty"`
-	Acknowledged bool       `json:"acknowledged"`
+	Node *ServerNode `json:"node,omitempty"`
+	// When the current lease runs out unless the agent renews it.
+	LeaseUntil *time.Time `json:"leaseUntil,omitempty"`
+	// Whether the agent confirmed it received the current lease.
+	Acknowledged bool `json:"acknowledged"`
 	// How the last attempt ended, when an agent reported it.
-	Result       *JobResult `json:"result,omitempty"`
-	CancelReason *string    `json:"cancelReason,omitempty"`
-	LostReason   *string    `json:"lostReason,omitempty"`
+	Result *JobResult `json:"result,omitempty"`
+	// Why it was cancelled.
+	CancelReason *string `json:"cancelReason,omitempty"`
+	// Why it was lost (its node went down).
+	LostReason *string `json:"lostReason,omitempty"`
 	// How a fan-out's children ended, once it completed.
-	Counts         *FanOutCounts `json:"counts,omitempty"`
-	SubmittedAt    time.Time     `json:"submittedAt"`
-	StartedAt      *time.Time    `json:"startedAt,omitempty"`
-	FinishedAt     *time.Time    `json:"finishedAt,omitempty"`
-	UpdatedAt      time.Time     `json:"updatedAt"`
-	Version        int           `json:"version"`
-	AllowedActions []string      `json:"allowedActions"`
+	Counts *FanOutCounts `json:"counts,omitempty"`
+	// When it was submitted.
+	SubmittedAt time.Time `json:"submittedAt"`
+	// When an agent first started it.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// When it reached a final state.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// When the job last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the job's event stream: how many events it holds.
+	Version int `json:"version"`
+	// The commands the job accepts in its current state; the portal offers these.
+	AllowedActions []string `json:"allowedActions"`
 	// Output lines in order. `after` is an `endCursor` of an earlier page.
 	Log *JobLogConnection `json:"log"`
 	// Ids of the fan-out's children, in spawn order, for the children field.
 	ChildIDs []string `json:"-"`
 }
 
+func (Job) IsNode() {}
+
 // A change to a job, delivered after the read models applied it.
 type JobChange struct {
+	// The event that changed the job; resume from its cursor.
 	Event *Event `json:"event"`
-	Job   *Job   `json:"job,omitempty"`
+	// The job as the read model shows it after the event.
+	Job *Job `json:"job,omitempty"`
 }
 
+// A page of jobs (a Relay connection).
 type JobConnection struct {
-	Edges      []JobEdge `json:"edges"`
-	PageInfo   *PageInfo `json:"pageInfo"`
-	TotalCount int       `json:"totalCount"`
+	// The page's jobs with their cursors.
+	Edges []JobEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
+	// How many jobs the whole list holds: set for a fan-out's children, null for
+	// the jobs query (counting every match would cost a scan; page instead).
+	TotalCount *int `json:"totalCount,omitempty"`
 }
 
+// One job of a page, with its cursor.
 type JobEdge struct {
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
 	Cursor string `json:"cursor"`
-	Node   *Job   `json:"node"`
+	// The job.
+	Node *Job `json:"node"`
 }
 
+// Narrows a list of jobs; fields left out match every row, the fields given must all match.
 type JobFilter struct {
-	NodeID *string     `json:"nodeId,omitempty"`
+	// Only jobs of this node: leased to it, or waiting for it (targeted at it, not leased yet).
+	NodeID *string `json:"nodeId,omitempty"`
+	// Only jobs in these states.
 	Status []JobStatus `json:"status,omitempty"`
 	// Submitted in this range.
 	Submitted *TimeRange `json:"submitted,omitempty"`
-	ParentID  *string    `json:"parentId,omitempty"`
+	// Only the children of this fan-out.
+	ParentID *string `json:"parentId,omitempty"`
 	// Only jobs that are not children of a fan-out.
 	TopLevel *bool `json:"topLevel,omitempty"`
 	// Ignored for tenant roles, which see their own tenant only.
@@ -512,56 +740,89 @@ type JobFilter struct {
 
 // A chunk of a job's output. seq numbers a job's chunks from 1 without gaps.
 type JobLogChunk struct {
-	JobID  string    `json:"jobId"`
-	Seq    int       `json:"seq"`
+	// The job that wrote it.
+	JobID string `json:"jobId"`
+	// Its place in the job's output, from 1.
+	Seq int `json:"seq"`
+	// Standard output or standard error.
 	Stream LogStream `json:"stream"`
-	Data   string    `json:"data"`
-	Time   time.Time `json:"time"`
+	// The text, as the job wrote it.
+	Data string `json:"data"`
+	// When the agent read it.
+	Time time.Time `json:"time"`
 }
 
+// Input of the `jobLogChunk` mutation.
 type JobLogChunkInput struct {
 	// Numbers the job's chunks from 1; a chunk sent again with a known seq is ignored.
-	Seq    int       `json:"seq"`
+	Seq int `json:"seq"`
+	// Standard output or standard error.
 	Stream LogStream `json:"stream"`
-	Data   string    `json:"data"`
-	Time   time.Time `json:"time"`
+	// The text, as the job wrote it.
+	Data string `json:"data"`
+	// When the agent read it.
+	Time time.Time `json:"time"`
 }
 
+// A page of job logs (a Relay connection).
 type JobLogConnection struct {
-	Edges    []JobLogEdge `json:"edges"`
-	PageInfo *PageInfo    `json:"pageInfo"`
+	// The page's job logs with their cursors.
+	Edges []JobLogEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One job log of a page, with its cursor.
 type JobLogEdge struct {
-	Cursor string       `json:"cursor"`
-	Node   *JobLogChunk `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The job log.
+	Node *JobLogChunk `json:"node"`
 }
 
+// What a mutation on a job returns: the result, the cursor of its last event, and whether it was a retry.
 type JobPayload struct {
-	Job       *Job   `json:"job"`
-	Cursor    Cursor `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
+	// The job after the command.
+	Job *Job `json:"job"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// How an attempt ended.
 type JobResult struct {
+	// The process's exit code.
 	ExitCode int `json:"exitCode"`
 	// The action's structured output.
-	Output          JSON    `json:"output,omitempty"`
-	Error           *string `json:"error,omitempty"`
-	CPUTimeMs       int64   `json:"cpuTimeMs"`
-	PeakMemoryBytes int64   `json:"peakMemoryBytes"`
+	Output JSON `json:"output,omitempty"`
+	// The error, when it failed before or instead of exiting.
+	Error *string `json:"error,omitempty"`
+	// CPU time it used, in milliseconds.
+	CPUTimeMs int64 `json:"cpuTimeMs"`
+	// The most memory it held at once.
+	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
 }
 
+// Input of the `jobResult` mutation.
 type JobResultInput struct {
-	Outcome         JobOutcome `json:"outcome"`
-	ExitCode        int        `json:"exitCode"`
-	Output          JSON       `json:"output,omitempty"`
-	Error           *string    `json:"error,omitempty"`
-	CPUTimeMs       int64      `json:"cpuTimeMs"`
-	PeakMemoryBytes int64      `json:"peakMemoryBytes"`
+	// How it ended.
+	Outcome JobOutcome `json:"outcome"`
+	// The process's exit code.
+	ExitCode int `json:"exitCode"`
+	// The action's result as JSON, for actions that return one.
+	Output JSON `json:"output,omitempty"`
+	// The error, when it failed before or instead of exiting.
+	Error *string `json:"error,omitempty"`
+	// CPU time it used, in milliseconds.
+	CPUTimeMs int64 `json:"cpuTimeMs"`
+	// The most memory it held at once.
+	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
 }
 
+// What a job runs: an action, a command or a script.
 type JobSpec struct {
+	// How the agent runs it.
 	Kind JobKind `json:"kind"`
 	// ACTION: the SAL action, e.g. files.write.
 	Action *string `json:"action,omitempty"`
@@ -570,102 +831,153 @@ type JobSpec struct {
 	// ACTION: true when some arguments were given as secrets. They are sealed:
 	// the log and this API hold only ciphertext, and only the agent the job is
 	// leased to receives them, merged into args.
-	SealedArgs bool        `json:"sealedArgs"`
-	Exec       *ExecSpec   `json:"exec,omitempty"`
-	Script     *ScriptSpec `json:"script,omitempty"`
+	SealedArgs bool `json:"sealedArgs"`
+	// The command, for kind EXEC.
+	Exec *ExecSpec `json:"exec,omitempty"`
+	// The script, for kind SCRIPT.
+	Script *ScriptSpec `json:"script,omitempty"`
 }
 
+// Input of the `jobSpec` mutation.
 type JobSpecInput struct {
-	Kind   JobKind `json:"kind"`
+	// How the agent runs it.
+	Kind JobKind `json:"kind"`
+	// The SAL action's name, for kind ACTION, e.g. files.write.
 	Action *string `json:"action,omitempty"`
-	Args   JSON    `json:"args,omitempty"`
+	// The action's arguments as JSON, checked against the action's schema.
+	Args JSON `json:"args,omitempty"`
 	// ACTION: arguments that are secrets, a JSON object merged over args when the
 	// job runs. They are sealed before anything is recorded: the log, the read
 	// models and this API never hold them in clear.
-	SecretArgs JSON             `json:"secretArgs,omitempty"`
-	Exec       *ExecSpecInput   `json:"exec,omitempty"`
-	Script     *ScriptSpecInput `json:"script,omitempty"`
+	SecretArgs JSON `json:"secretArgs,omitempty"`
+	// The command, for kind EXEC.
+	Exec *ExecSpecInput `json:"exec,omitempty"`
+	// The script, for kind SCRIPT.
+	Script *ScriptSpecInput `json:"script,omitempty"`
 }
 
+// Where a job may run: one node, or nodes matching a selector.
 type JobTarget struct {
+	// The one node it runs on.
 	NodeID *string `json:"nodeId,omitempty"`
 	// The node of nodeId; null for a selector or when the caller may not read nodes.
-	Node     *Node       `json:"node,omitempty"`
-	Selector []Label     `json:"selector"`
-	Mode     *TargetMode `json:"mode,omitempty"`
+	Node *ServerNode `json:"node,omitempty"`
+	// Labels a node must carry to run it.
+	Selector []Label `json:"selector"`
+	// With a selector: one matching node (ANY) or every one (ALL).
+	Mode *TargetMode `json:"mode,omitempty"`
 	// ALL only: children running at once; 0 is no limit.
 	MaxParallel int `json:"maxParallel"`
 }
 
 // Exactly one of nodeId and selector.
 type JobTargetInput struct {
-	NodeID   *string      `json:"nodeId,omitempty"`
+	// Run on this node.
+	NodeID *string `json:"nodeId,omitempty"`
+	// Run on nodes carrying every one of these labels.
 	Selector []LabelInput `json:"selector,omitempty"`
 	// With a selector: ANY (default) or ALL.
-	Mode        *TargetMode `json:"mode,omitempty"`
-	MaxParallel *int        `json:"maxParallel,omitempty"`
+	Mode *TargetMode `json:"mode,omitempty"`
+	// With mode ALL: how many children run at once; 0 is no limit.
+	MaxParallel *int `json:"maxParallel,omitempty"`
 }
 
 // A short-lived, single-use secret an agent trades for a node credential
 // (`enrollAgent`).
 type JoinToken struct {
-	ID         string  `json:"id"`
+	// The join token's id, unique across every kind of object.
+	ID string `json:"id"`
+	// The location the enrolled node joins.
 	LocationID *string `json:"locationId,omitempty"`
 	// The location the enrolled node joins; null when none.
-	Location  *Location `json:"location,omitempty"`
-	Labels    []Label   `json:"labels"`
+	Location *Location `json:"location,omitempty"`
+	// Labels the enrolled node gets.
+	Labels []Label `json:"labels"`
+	// When it stops being accepted.
 	ExpiresAt time.Time `json:"expiresAt"`
+	// When the join token was created.
 	CreatedAt time.Time `json:"createdAt"`
 	// Set once an agent used it.
-	UsedAt       *time.Time `json:"usedAt,omitempty"`
-	UsedByNodeID *string    `json:"usedByNodeId,omitempty"`
+	UsedAt *time.Time `json:"usedAt,omitempty"`
+	// The node that enrolled with it.
+	UsedByNodeID *string `json:"usedByNodeId,omitempty"`
 }
 
 // A label or label selector term: key=value.
 type Label struct {
-	Key   string `json:"key"`
+	// The label's key.
+	Key string `json:"key"`
+	// The label's value.
 	Value string `json:"value"`
 }
 
+// Input of the `label` mutation.
 type LabelInput struct {
-	Key   string `json:"key"`
+	// The label's key: letters, digits, '.', '-', '_' and '/'.
+	Key string `json:"key"`
+	// The label's value.
 	Value string `json:"value"`
 }
 
+// A site or region nodes and services are placed in.
 type Location struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Description *string        `json:"description,omitempty"`
-	Status      LocationStatus `json:"status"`
-	CreatedAt   time.Time      `json:"createdAt"`
-	UpdatedAt   time.Time      `json:"updatedAt"`
-	Version     int            `json:"version"`
+	// The location's id, unique across every kind of object.
+	ID string `json:"id"`
+	// The location's name as people read it.
+	Name string `json:"name"`
+	// Free text for operators.
+	Description *string `json:"description,omitempty"`
+	// Whether it takes new nodes and services.
+	Status LocationStatus `json:"status"`
+	// When the location was created.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the location last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the location's event stream: how many events it holds.
+	Version int `json:"version"`
 }
 
+func (Location) IsNode() {}
+
+// A page of locations (a Relay connection).
 type LocationConnection struct {
-	Edges    []LocationEdge `json:"edges"`
-	PageInfo *PageInfo      `json:"pageInfo"`
+	// The page's locations with their cursors.
+	Edges []LocationEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One location of a page, with its cursor.
 type LocationEdge struct {
-	Cursor string    `json:"cursor"`
-	Node   *Location `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The location.
+	Node *Location `json:"node"`
 }
 
+// Narrows a list of locations; fields left out match every row, the fields given must all match.
 type LocationFilter struct {
+	// Only locations in these states.
 	Status []LocationStatus `json:"status,omitempty"`
 }
 
+// What a mutation on a location returns: the result, the cursor of its last event, and whether it was a retry.
 type LocationPayload struct {
-	Location  *Location `json:"location"`
-	Cursor    Cursor    `json:"cursor"`
-	Duplicate bool      `json:"duplicate"`
+	// The location after the command.
+	Location *Location `json:"location"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// Input of the `markServiceCleanedUp` mutation.
 type MarkServiceCleanedUpInput struct {
+	// The service whose leftovers an operator removed by hand.
 	ServiceID string `json:"serviceId"`
 	// What was removed by hand, for the record.
-	Note      *string `json:"note,omitempty"`
+	Note *string `json:"note,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
@@ -678,63 +990,62 @@ type Mutation struct {
 
 // An interface's counters since boot; rates come from consecutive samples.
 type NetworkCounters struct {
-	Name            string `json:"name"`
-	BytesReceived   int64  `json:"bytesReceived"`
-	BytesSent       int64  `json:"bytesSent"`
-	PacketsReceived int64  `json:"packetsReceived"`
-	PacketsSent     int64  `json:"packetsSent"`
-	ErrorsIn        int64  `json:"errorsIn"`
-	ErrorsOut       int64  `json:"errorsOut"`
+	// The interface's name.
+	Name string `json:"name"`
+	// Bytes received since boot.
+	BytesReceived int64 `json:"bytesReceived"`
+	// Bytes sent since boot.
+	BytesSent int64 `json:"bytesSent"`
+	// Packets received since boot.
+	PacketsReceived int64 `json:"packetsReceived"`
+	// Packets sent since boot.
+	PacketsSent int64 `json:"packetsSent"`
+	// Receive errors since boot.
+	ErrorsIn int64 `json:"errorsIn"`
+	// Send errors since boot.
+	ErrorsOut int64 `json:"errorsOut"`
 }
 
+// Input of the `networkCounters` mutation.
 type NetworkCountersInput struct {
-	Name            string `json:"name"`
-	BytesReceived   int64  `json:"bytesReceived"`
-	BytesSent       int64  `json:"bytesSent"`
-	PacketsReceived int64  `json:"packetsReceived"`
-	PacketsSent     int64  `json:"packetsSent"`
-	ErrorsIn        int64  `json:"errorsIn"`
-	ErrorsOut       int64  `json:"errorsOut"`
+	// The interface's name.
+	Name string `json:"name"`
+	// Bytes received since boot.
+	BytesReceived int64 `json:"bytesReceived"`
+	// Bytes sent since boot.
+	BytesSent int64 `json:"bytesSent"`
+	// Packets received since boot.
+	PacketsReceived int64 `json:"packetsReceived"`
+	// Packets sent since boot.
+	PacketsSent int64 `json:"packetsSent"`
+	// Receive errors since boot.
+	ErrorsIn int64 `json:"errorsIn"`
+	// Send errors since boot.
+	ErrorsOut int64 `json:"errorsOut"`
 }
 
+// A network interface of the node.
 type NetworkInterface struct {
-	Name      string   `json:"name"`
-	Mac       string   `json:"mac"`
+	// Its name, e.g. eth0.
+	Name string `json:"name"`
+	// Its hardware address.
+	Mac string `json:"mac"`
+	// Its IP addresses in CIDR form.
 	Addresses []string `json:"addresses"`
-	Mtu       int      `json:"mtu"`
+	// Its MTU in bytes.
+	Mtu int `json:"mtu"`
 }
 
+// Input of the `networkInterface` mutation.
 type NetworkInterfaceInput struct {
-	Name      string   `json:"name"`
-	Mac       string   `json:"mac"`
+	// Its name, e.g. eth0.
+	Name string `json:"name"`
+	// Its hardware address.
+	Mac string `json:"mac"`
+	// Its IP addresses in CIDR form.
 	Addresses []string `json:"addresses"`
-	Mtu       int      `json:"mtu"`
-}
-
-type Node struct {
-	ID       string     `json:"id"`
-	Hostname string     `json:"hostname"`
-	Status   NodeStatus `json:"status"`
-	// The operator's drain intent; it outlives a disconnect.
-	Cordoned    bool    `json:"cordoned"`
-	DrainReason *string `json:"drainReason,omitempty"`
-	Labels      []Label `json:"labels"`
-	LocationID  *string `json:"locationId,omitempty"`
-	// The location of locationId; null when unassigned or when the caller may not read locations.
-	Location *Location `json:"location,omitempty"`
-	// What the agent last reported about its hardware and OS; null before the first report.
-	Facts          *NodeFacts `json:"facts,omitempty"`
-	FactsAt        *time.Time `json:"factsAt,omitempty"`
-	EnrolledAt     time.Time  `json:"enrolledAt"`
-	ConnectedAt    *time.Time `json:"connectedAt,omitempty"`
-	DisconnectedAt *time.Time `json:"disconnectedAt,omitempty"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
-	// Version of the node's event stream.
-	Version int `json:"version"`
-	// The commands the node accepts in its current state (drain, undrain, decommission, ...).
-	AllowedActions []string `json:"allowedActions"`
-	// Statistics the agent reported, oldest first, downsampled to at most maxPoints samples.
-	Statistics []NodeStatSample `json:"statistics"`
+	// Its MTU in bytes.
+	Mtu int `json:"mtu"`
 }
 
 // A change to a node, delivered after the read models applied it.
@@ -742,46 +1053,53 @@ type NodeChange struct {
 	// The event that changed the node; resume from its cursor.
 	Event *Event `json:"event"`
 	// The node as the read model shows it after the event.
-	Node *Node `json:"node,omitempty"`
+	Node *ServerNode `json:"node,omitempty"`
 }
 
-type NodeConnection struct {
-	Edges    []NodeEdge `json:"edges"`
-	PageInfo *PageInfo  `json:"pageInfo"`
-}
-
-type NodeEdge struct {
-	Cursor string `json:"cursor"`
-	Node   *Node  `json:"node"`
-}
-
+// What the agent reports about the node's hardware and OS.
 type NodeFacts struct {
-	CPU         *CPUFacts          `json:"cpu"`
-	MemoryBytes int64              `json:"memoryBytes"`
-	Disks       []DiskFacts        `json:"disks"`
-	Network     []NetworkInterface `json:"network"`
-	Os          *OSFacts           `json:"os"`
+	// The processor.
+	CPU *CPUFacts `json:"cpu"`
+	// Physical memory in bytes.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// Disks and partitions.
+	Disks []DiskFacts `json:"disks"`
+	// Network interfaces.
+	Network []NetworkInterface `json:"network"`
+	// Operating system.
+	Os *OSFacts `json:"os"`
 }
 
+// Input of the `nodeFacts` mutation.
 type NodeFactsInput struct {
-	CPU         *CPUFactsInput          `json:"cpu"`
-	MemoryBytes int64                   `json:"memoryBytes"`
-	Disks       []DiskFactsInput        `json:"disks"`
-	Network     []NetworkInterfaceInput `json:"network"`
-	Os          *OSFactsInput           `json:"os"`
+	// The processor.
+	CPU *CPUFactsInput `json:"cpu"`
+	// Physical memory in bytes.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// Disks and partitions.
+	Disks []DiskFactsInput `json:"disks"`
+	// Network interfaces.
+	Network []NetworkInterfaceInput `json:"network"`
+	// Operating system.
+	Os *OSFactsInput `json:"os"`
 }
 
+// Narrows a list of nodes; fields left out match every row, the fields given must all match.
 type NodeFilter struct {
+	// Only nodes in these states.
 	Status []NodeStatus `json:"status,omitempty"`
 	// Nodes carrying every one of these labels.
-	Labels     []LabelInput `json:"labels,omitempty"`
-	LocationID *string      `json:"locationId,omitempty"`
+	Labels []LabelInput `json:"labels,omitempty"`
+	// Only nodes of this location.
+	LocationID *string `json:"locationId,omitempty"`
 	// Case-insensitive substring of the hostname.
 	Hostname *string `json:"hostname,omitempty"`
 }
 
+// What a mutation on a node returns: the result, the cursor of its last event, and whether it was a retry.
 type NodePayload struct {
-	Node *Node `json:"node"`
+	// The node after the command.
+	Node *ServerNode `json:"node"`
 	// Cursor of the command's last event; empty-log cursor "0" when nothing changed.
 	Cursor Cursor `json:"cursor"`
 	// True when the commandId had been seen: nothing was appended.
@@ -790,48 +1108,81 @@ type NodePayload struct {
 
 // One statistics sample of a node.
 type NodeStatSample struct {
-	Time                 time.Time         `json:"time"`
-	CPUPercent           float64           `json:"cpuPercent"`
-	MemoryUsedBytes      int64             `json:"memoryUsedBytes"`
-	MemoryAvailableBytes int64             `json:"memoryAvailableBytes"`
-	SwapUsedBytes        int64             `json:"swapUsedBytes"`
-	Load1                float64           `json:"load1"`
-	Load5                float64           `json:"load5"`
-	Load15               float64           `json:"load15"`
-	Disks                []DiskUsage       `json:"disks"`
-	Network              []NetworkCounters `json:"network"`
+	// When the agent took the sample.
+	Time time.Time `json:"time"`
+	// CPU busy, percent of all CPUs.
+	CPUPercent float64 `json:"cpuPercent"`
+	// Memory in use, in bytes.
+	MemoryUsedBytes int64 `json:"memoryUsedBytes"`
+	// Memory available to new work, in bytes.
+	MemoryAvailableBytes int64 `json:"memoryAvailableBytes"`
+	// Swap in use, in bytes.
+	SwapUsedBytes int64 `json:"swapUsedBytes"`
+	// Load average over 1 minute.
+	Load1 float64 `json:"load1"`
+	// Load average over 5 minutes.
+	Load5 float64 `json:"load5"`
+	// Load average over 15 minutes.
+	Load15 float64 `json:"load15"`
+	// Use of each mounted filesystem.
+	Disks []DiskUsage `json:"disks"`
+	// Counters of each network interface.
+	Network []NetworkCounters `json:"network"`
 }
 
+// Input of the `nodeStatSample` mutation.
 type NodeStatSampleInput struct {
-	Time                 time.Time              `json:"time"`
-	CPUPercent           float64                `json:"cpuPercent"`
-	MemoryUsedBytes      int64                  `json:"memoryUsedBytes"`
-	MemoryAvailableBytes int64                  `json:"memoryAvailableBytes"`
-	SwapUsedBytes        int64                  `json:"swapUsedBytes"`
-	Load1                float64                `json:"load1"`
-	Load5                float64                `json:"load5"`
-	Load15               float64                `json:"load15"`
-	Disks                []DiskUsageInput       `json:"disks,omitempty"`
-	Network              []NetworkCountersInput `json:"network,omitempty"`
+	// When the agent took the sample.
+	Time time.Time `json:"time"`
+	// CPU busy, percent of all CPUs.
+	CPUPercent float64 `json:"cpuPercent"`
+	// Memory in use, in bytes.
+	MemoryUsedBytes int64 `json:"memoryUsedBytes"`
+	// Memory available to new work, in bytes.
+	MemoryAvailableBytes int64 `json:"memoryAvailableBytes"`
+	// Swap in use, in bytes.
+	SwapUsedBytes int64 `json:"swapUsedBytes"`
+	// Load average over 1 minute.
+	Load1 float64 `json:"load1"`
+	// Load average over 5 minutes.
+	Load5 float64 `json:"load5"`
+	// Load average over 15 minutes.
+	Load15 float64 `json:"load15"`
+	// Use of each mounted filesystem.
+	Disks []DiskUsageInput `json:"disks,omitempty"`
+	// Counters of each network interface.
+	Network []NetworkCountersInput `json:"network,omitempty"`
 }
 
+// The node's operating system.
 type OSFacts struct {
-	Name    string `json:"name"`
+	// Distribution or OS name.
+	Name string `json:"name"`
+	// Its version.
 	Version string `json:"version"`
-	Kernel  string `json:"kernel"`
-	Arch    string `json:"arch"`
+	// Kernel version.
+	Kernel string `json:"kernel"`
+	// CPU architecture, e.g. amd64.
+	Arch string `json:"arch"`
 }
 
+// Input of the `oSFacts` mutation.
 type OSFactsInput struct {
-	Name    string `json:"name"`
+	// Distribution or OS name.
+	Name string `json:"name"`
+	// Its version.
 	Version string `json:"version"`
-	Kernel  string `json:"kernel"`
-	Arch    string `json:"arch"`
+	// Kernel version.
+	Kernel string `json:"kernel"`
+	// CPU architecture, e.g. amd64.
+	Arch string `json:"arch"`
 }
 
 // Relay page information for a connection.
 type PageInfo struct {
-	HasNextPage     bool `json:"hasNextPage"`
+	// True when rows follow this page (paging forwards; when paging backwards, true if before was given).
+	HasNextPage bool `json:"hasNextPage"`
+	// True when rows precede this page (paging backwards; when paging forwards, true if after was given).
 	HasPreviousPage bool `json:"hasPreviousPage"`
 	// Cursor of the first edge of this page; null on an empty page.
 	StartCursor *string `json:"startCursor,omitempty"`
@@ -839,7 +1190,9 @@ type PageInfo struct {
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
+// Input of the `pollAgentJobs` mutation.
 type PollAgentJobsInput struct {
+	// The agent's own node.
 	NodeID string `json:"nodeId"`
 	// Cursor of the last AgentJob received; null: from the oldest lease still open.
 	After *Cursor `json:"after,omitempty"`
@@ -847,6 +1200,7 @@ type PollAgentJobsInput struct {
 	WaitSeconds *int `json:"waitSeconds,omitempty"`
 }
 
+// What a mutation on a poll agent jobs returns: the result, the cursor of its last event, and whether it was a retry.
 type PollAgentJobsPayload struct {
 	// Leased jobs after `after`, oldest first; empty when waitSeconds passed without one.
 	Jobs []AgentJob `json:"jobs"`
@@ -854,31 +1208,47 @@ type PollAgentJobsPayload struct {
 	Cursor Cursor `json:"cursor"`
 }
 
+// A projection: the process that keeps one read model up to date from the log.
 type Projection struct {
-	Name    string          `json:"name"`
-	Version int             `json:"version"`
-	State   ProjectionState `json:"state"`
+	// Its name.
+	Name string `json:"name"`
+	// The version of its tables now serving.
+	Version int `json:"version"`
+	// What it is doing.
+	State ProjectionState `json:"state"`
 	// Cursor of the last event the projection applied.
-	Position      Cursor  `json:"position"`
-	EventsBehind  int64   `json:"eventsBehind"`
+	Position Cursor `json:"position"`
+	// Events committed that it has not applied yet.
+	EventsBehind int64 `json:"eventsBehind"`
+	// How old the oldest event it has not applied is, in seconds.
 	SecondsBehind float64 `json:"secondsBehind"`
-	LastError     *string `json:"lastError,omitempty"`
+	// The last error it met, while failing.
+	LastError *string `json:"lastError,omitempty"`
 	// Events that failed repeatedly and were set aside; the projection went on.
 	ParkedEvents int `json:"parkedEvents"`
 	// Set while a rebuild runs: the version being built and how far it got.
 	Rebuild *ProjectionRebuild `json:"rebuild,omitempty"`
 }
 
+// A rebuild in progress.
 type ProjectionRebuild struct {
-	Version      int       `json:"version"`
-	Position     Cursor    `json:"position"`
-	EventsBehind int64     `json:"eventsBehind"`
-	StartedAt    time.Time `json:"startedAt"`
+	// The version being built.
+	Version int `json:"version"`
+	// Cursor of the last event the rebuild applied.
+	Position Cursor `json:"position"`
+	// Events the rebuild has still to apply.
+	EventsBehind int64 `json:"eventsBehind"`
+	// When it started.
+	StartedAt time.Time `json:"startedAt"`
 }
 
+// Input of the `publishTemplate` mutation.
 type PublishTemplateInput struct {
-	Name      string  `json:"name"`
-	Version   string  `json:"version"`
+	// The template's name.
+	Name string `json:"name"`
+	// The registered version to publish.
+	Version string `json:"version"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
@@ -889,113 +1259,172 @@ type PublishTemplateInput struct {
 type Query struct {
 }
 
+// Input of the `rebuildProjection` mutation.
 type RebuildProjectionInput struct {
+	// The projection to rebuild.
 	Name string `json:"name"`
 }
 
+// What a mutation on a rebuild projection returns: the result, the cursor of its last event, and whether it was a retry.
 type RebuildProjectionPayload struct {
+	// The projection after the command.
 	Projection *Projection `json:"projection"`
 }
 
+// Input of the `registerTemplate` mutation.
 type RegisterTemplateInput struct {
 	// The descriptor as JSON or YAML text. Validation errors name the offending path.
-	Descriptor string  `json:"descriptor"`
-	CommandID  *string `json:"commandId,omitempty"`
-}
-
-type RenameTenantInput struct {
-	TenantID  string  `json:"tenantId"`
-	Name      string  `json:"name"`
+	Descriptor string `json:"descriptor"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
-type ReportFactsInput struct {
-	NodeID    string          `json:"nodeId"`
-	Facts     *NodeFactsInput `json:"facts"`
-	CommandID *string         `json:"commandId,omitempty"`
+// Input of the `renameTenant` mutation.
+type RenameTenantInput struct {
+	// The tenant to rename.
+	TenantID string `json:"tenantId"`
+	// The new name.
+	Name string `json:"name"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `reportFacts` mutation.
+type ReportFactsInput struct {
+	// The agent's own node.
+	NodeID string `json:"nodeId"`
+	// What the agent found.
+	Facts *NodeFactsInput `json:"facts"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
+}
+
+// Input of the `reportStats` mutation.
 type ReportStatsInput struct {
+	// The agent's own node.
 	NodeID string `json:"nodeId"`
 	// Samples in any order; a sample for a time already stored is ignored.
 	Samples []NodeStatSampleInput `json:"samples"`
 }
 
+// What a mutation on a report stats returns: the result, the cursor of its last event, and whether it was a retry.
 type ReportStatsPayload struct {
+	// Samples kept (duplicates of kept ones are skipped).
 	Accepted int `json:"accepted"`
 }
 
+// One piece of a service, made and run by a plugin: a container, a VM, a process on a node.
 type Resource struct {
 	// Deterministic: the same service and descriptor resource always get the same id.
-	ID        string `json:"id"`
+	ID string `json:"id"`
+	// The service it belongs to.
 	ServiceID string `json:"serviceId"`
 	// The service of serviceId; null when the caller may not read it.
 	Service *Service `json:"service,omitempty"`
 	// agent, http, terraform, or an out-of-process plugin's name.
-	Plugin     string `json:"plugin"`
-	Type       string `json:"type"`
-	Properties JSON   `json:"properties,omitempty"`
+	Plugin string `json:"plugin"`
+	// Its type in the descriptor, e.g. container.
+	Type string `json:"type"`
+	// Its properties as the descriptor declares them, variables resolved; sensitive values shown sealed.
+	Properties JSON `json:"properties,omitempty"`
 	// Ids of resources of the same service this one depends on.
 	DependsOn []string `json:"dependsOn"`
 	// The plugin's latest outputs.
-	Outputs   JSON           `json:"outputs,omitempty"`
-	Status    ResourceStatus `json:"status"`
-	FailedIn  *ResourcePhase `json:"failedIn,omitempty"`
-	Error     *string        `json:"error,omitempty"`
-	PlannedAt time.Time      `json:"plannedAt"`
-	UpdatedAt time.Time      `json:"updatedAt"`
-	Version   int            `json:"version"`
+	Outputs JSON `json:"outputs,omitempty"`
+	// Where it is in its life.
+	Status ResourceStatus `json:"status"`
+	// The phase it failed in.
+	FailedIn *ResourcePhase `json:"failedIn,omitempty"`
+	// The last error its plugin reported.
+	Error *string `json:"error,omitempty"`
+	// When the orchestrator planned it.
+	PlannedAt time.Time `json:"plannedAt"`
+	// When the resource last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the resource's event stream: how many events it holds.
+	Version int `json:"version"`
 }
 
+func (Resource) IsNode() {}
+
+// A page of resources (a Relay connection).
 type ResourceConnection struct {
-	Edges    []ResourceEdge `json:"edges"`
-	PageInfo *PageInfo      `json:"pageInfo"`
+	// The page's resources with their cursors.
+	Edges []ResourceEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One resource of a page, with its cursor.
 type ResourceEdge struct {
-	Cursor string    `json:"cursor"`
-	Node   *Resource `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The resource.
+	Node *Resource `json:"node"`
 }
 
+// Narrows a list of resources; fields left out match every row, the fields given must all match.
 type ResourceFilter struct {
-	ServiceID *string          `json:"serviceId,omitempty"`
-	Status    []ResourceStatus `json:"status,omitempty"`
-	Plugin    *string          `json:"plugin,omitempty"`
+	// Only resources of this service.
+	ServiceID *string `json:"serviceId,omitempty"`
+	// Only resources in these states.
+	Status []ResourceStatus `json:"status,omitempty"`
+	// Only resources of this plugin.
+	Plugin *string `json:"plugin,omitempty"`
 	// Ignored for tenant roles, which see their own tenant only.
 	TenantID *string `json:"tenantId,omitempty"`
 }
 
+// Input of the `resumeTenant` mutation.
 type ResumeTenantInput struct {
-	TenantID  string  `json:"tenantId"`
+	// The suspended tenant to resume.
+	TenantID string `json:"tenantId"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `retireLocation` mutation.
 type RetireLocationInput struct {
-	LocationID string  `json:"locationId"`
-	CommandID  *string `json:"commandId,omitempty"`
+	// The location to retire.
+	LocationID string `json:"locationId"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// How failed attempts are retried.
 type RetryPolicy struct {
+	// Retries after the first attempt.
 	Max int `json:"max"`
 	// Retry n waits backoffSeconds·2^(n-1).
 	BackoffSeconds float64 `json:"backoffSeconds"`
 }
 
+// Input of the `retryPolicy` mutation.
 type RetryPolicyInput struct {
-	Max            int      `json:"max"`
+	// Retries after the first attempt; 0 is none.
+	Max int `json:"max"`
+	// Wait before the first retry; doubles for each further one.
 	BackoffSeconds *float64 `json:"backoffSeconds,omitempty"`
 }
 
+// Input of the `revokeApiToken` mutation.
 type RevokeAPITokenInput struct {
-	TokenID   string  `json:"tokenId"`
-	Reason    *string `json:"reason,omitempty"`
+	// The token to revoke.
+	TokenID string `json:"tokenId"`
+	// Why, shown in the token's history.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// A job the control plane submits at an interval or at the instants of a cron expression.
 type Schedule struct {
-	ID     string         `json:"id"`
+	// The schedule's id, unique across every kind of object.
+	ID string `json:"id"`
+	// Whether it fires.
 	Status ScheduleStatus `json:"status"`
-	Job    *ScheduleJob   `json:"job"`
+	// The job each firing submits.
+	Job *ScheduleJob `json:"job"`
 	// Set for interval schedules: they fire at createdAt + k·everySeconds.
 	EverySeconds *int `json:"everySeconds,omitempty"`
 	// Set for cron schedules: five fields (minute hour day-of-month month day-of-week), in UTC.
@@ -1003,70 +1432,163 @@ type Schedule struct {
 	// Who created it; each firing is submitted on their behalf.
 	Submitter string `json:"submitter"`
 	// The next firing; null unless active. Each firing's job id is <schedule id>.<instant, e.g. 20260302T090000Z>.
-	NextRunAt      *time.Time `json:"nextRunAt,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
-	Version        int        `json:"version"`
-	AllowedActions []string   `json:"allowedActions"`
+	NextRunAt *time.Time `json:"nextRunAt,omitempty"`
+	// When the schedule was created.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the schedule last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the schedule's event stream: how many events it holds.
+	Version int `json:"version"`
+	// The commands the schedule accepts in its current state; the portal offers these.
+	AllowedActions []string `json:"allowedActions"`
 }
 
+func (Schedule) IsNode() {}
+
+// Input of pauseSchedule, resumeSchedule and deleteSchedule: the schedule and why.
 type ScheduleInput struct {
-	ScheduleID string  `json:"scheduleId"`
-	Reason     *string `json:"reason,omitempty"`
-	CommandID  *string `json:"commandId,omitempty"`
+	// The schedule the command addresses.
+	ScheduleID string `json:"scheduleId"`
+	// Why, in words a person reads later in the history and the portal.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
 // What each firing of a schedule submits.
 type ScheduleJob struct {
-	Spec           *JobSpec     `json:"spec"`
-	Target         *JobTarget   `json:"target"`
-	TimeoutSeconds int          `json:"timeoutSeconds"`
-	GraceSeconds   int          `json:"graceSeconds"`
-	Retry          *RetryPolicy `json:"retry"`
-	Queue          *string      `json:"queue,omitempty"`
+	// What the job runs.
+	Spec *JobSpec `json:"spec"`
+	// Where it may run.
+	Target *JobTarget `json:"target"`
+	// How long one attempt may run.
+	TimeoutSeconds int `json:"timeoutSeconds"`
+	// How long a process gets between the stop signal and the kill.
+	GraceSeconds int `json:"graceSeconds"`
+	// How failed attempts are retried.
+	Retry *RetryPolicy `json:"retry"`
+	// Serial queue: jobs of one queue run one at a time per node.
+	Queue *string `json:"queue,omitempty"`
 }
 
+// Input of the `scheduleJob` mutation.
 type ScheduleJobInput struct {
-	Spec   *JobSpecInput   `json:"spec"`
+	// What the job runs.
+	Spec *JobSpecInput `json:"spec"`
+	// Where it may run.
 	Target *JobTargetInput `json:"target"`
 	// Default 3600.
 	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 	// Default 10.
-	GraceSeconds *int              `json:"graceSeconds,omitempty"`
-	Retry        *RetryPolicyInput `json:"retry,omitempty"`
-	Queue        *string           `json:"queue,omitempty"`
+	GraceSeconds *int `json:"graceSeconds,omitempty"`
+	// How failed attempts are retried.
+	Retry *RetryPolicyInput `json:"retry,omitempty"`
+	// Serial queue: jobs of one queue run one at a time per node.
+	Queue *string `json:"queue,omitempty"`
 }
 
+// What a mutation on a schedule returns: the result, the cursor of its last event, and whether it was a retry.
 type SchedulePayload struct {
-	Schedule  *Schedule `json:"schedule"`
-	Cursor    Cursor    `json:"cursor"`
-	Duplicate bool      `json:"duplicate"`
+	// The schedule after the command.
+	Schedule *Schedule `json:"schedule"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// An inline script run by an interpreter.
 type ScriptSpec struct {
 	// sh, bash, python3, ...
 	Interpreter string `json:"interpreter"`
-	Body        string `json:"body"`
+	// The script.
+	Body string `json:"body"`
 }
 
+// Input of the `scriptSpec` mutation.
 type ScriptSpecInput struct {
+	// The interpreter, e.g. /bin/sh.
 	Interpreter string `json:"interpreter"`
-	Body        string `json:"body"`
+	// The script.
+	Body string `json:"body"`
 }
 
+// A server node: a machine an agent runs on, enrolled with Cairn.
+type ServerNode struct {
+	// The node's id, unique across every kind of object (see Query.node).
+	ID string `json:"id"`
+	// The host's name.
+	Hostname string `json:"hostname"`
+	// Where the node is in its life.
+	Status NodeStatus `json:"status"`
+	// The operator's drain intent; it outlives a disconnect.
+	Cordoned bool `json:"cordoned"`
+	// Why it was drained.
+	DrainReason *string `json:"drainReason,omitempty"`
+	// Labels jobs and placement select nodes by.
+	Labels []Label `json:"labels"`
+	// Its location; null when unassigned.
+	LocationID *string `json:"locationId,omitempty"`
+	// The location of locationId; null when unassigned or when the caller may not read locations.
+	Location *Location `json:"location,omitempty"`
+	// What the agent last reported about its hardware and OS; null before the first report.
+	Facts *NodeFacts `json:"facts,omitempty"`
+	// When the facts were reported.
+	FactsAt *time.Time `json:"factsAt,omitempty"`
+	// When it enrolled.
+	EnrolledAt time.Time `json:"enrolledAt"`
+	// When its agent last connected.
+	ConnectedAt *time.Time `json:"connectedAt,omitempty"`
+	// When its agent was last seen going silent.
+	DisconnectedAt *time.Time `json:"disconnectedAt,omitempty"`
+	// When the server node last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the node's event stream.
+	Version int `json:"version"`
+	// The commands the node accepts in its current state (drain, undrain, decommission, ...).
+	AllowedActions []string `json:"allowedActions"`
+	// Statistics the agent reported, oldest first, downsampled to at most maxPoints samples.
+	Statistics []NodeStatSample `json:"statistics"`
+}
+
+func (ServerNode) IsNode() {}
+
+// A page of server nodes (a Relay connection).
+type ServerNodeConnection struct {
+	// The page's server nodes with their cursors.
+	Edges []ServerNodeEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// One server node of a page, with its cursor.
+type ServerNodeEdge struct {
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The server node.
+	Node *ServerNode `json:"node"`
+}
+
+// A deployment of a catalog template for a tenant.
 type Service struct {
-	ID       string `json:"id"`
+	// The service's id, unique across every kind of object.
+	ID string `json:"id"`
+	// The tenant it belongs to.
 	TenantID string `json:"tenantId"`
 	// The tenant of tenantId; null when the caller may not read it.
-	Tenant          *Tenant `json:"tenant,omitempty"`
-	Name            string  `json:"name"`
-	TemplateName    string  `json:"templateName"`
-	TemplateVersion string  `json:"templateVersion"`
+	Tenant *Tenant `json:"tenant,omitempty"`
+	// Its name within its tenant.
+	Name string `json:"name"`
+	// The template it deploys.
+	TemplateName string `json:"templateName"`
+	// The template version it deploys.
+	TemplateVersion string `json:"templateVersion"`
 	// The catalog entry templateName@templateVersion; null when the caller may not read the catalog.
 	Template *TemplateVersion `json:"template,omitempty"`
 	// The variables the service was deployed with; sensitive values are replaced by null.
-	Variables JSON          `json:"variables,omitempty"`
-	Status    ServiceStatus `json:"status"`
+	Variables JSON `json:"variables,omitempty"`
+	// Where the service is in its life.
+	Status ServiceStatus `json:"status"`
 	// Set while FAILED: the lifecycle step that failed.
 	FailedIn *ServicePhase `json:"failedIn,omitempty"`
 	// Why the last step failed.
@@ -1074,77 +1596,113 @@ type Service struct {
 	// Resources a failed rollback or removal left behind.
 	Remaining []string `json:"remaining"`
 	// The service's outputs as of its last registration or start.
-	Outputs     JSON       `json:"outputs,omitempty"`
-	Resources   []Resource `json:"resources"`
-	RequestedAt time.Time  `json:"requestedAt"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
-	Version     int        `json:"version"`
+	Outputs JSON `json:"outputs,omitempty"`
+	// Its resources, in the descriptor's order.
+	Resources []Resource `json:"resources"`
+	// When it was created.
+	RequestedAt time.Time `json:"requestedAt"`
+	// When the service last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the service's event stream: how many events it holds.
+	Version int `json:"version"`
 	// The commands the service accepts in its current state (start, stop, remove).
 	AllowedActions []string `json:"allowedActions"`
 }
 
+func (Service) IsNode() {}
+
 // A change to a service or one of its resources, delivered after the read models applied it.
 type ServiceChange struct {
-	Event   *Event   `json:"event"`
+	// The event that changed the service or one of its resources; resume from its cursor.
+	Event *Event `json:"event"`
+	// The service as the read models show it after the event.
 	Service *Service `json:"service,omitempty"`
 }
 
+// Input of startService, stopService and removeService: the service to act on.
 type ServiceCommandInput struct {
-	ServiceID string  `json:"serviceId"`
+	// The service to act on.
+	ServiceID string `json:"serviceId"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// A page of services (a Relay connection).
 type ServiceConnection struct {
-	Edges    []ServiceEdge `json:"edges"`
-	PageInfo *PageInfo     `json:"pageInfo"`
+	// The page's services with their cursors.
+	Edges []ServiceEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One service of a page, with its cursor.
 type ServiceEdge struct {
-	Cursor string   `json:"cursor"`
-	Node   *Service `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The service.
+	Node *Service `json:"node"`
 }
 
+// Narrows a list of services; fields left out match every row, the fields given must all match.
 type ServiceFilter struct {
 	// Ignored for tenant roles, which see their own tenant only.
-	TenantID     *string         `json:"tenantId,omitempty"`
-	Status       []ServiceStatus `json:"status,omitempty"`
-	TemplateName *string         `json:"templateName,omitempty"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Only services in these states.
+	Status []ServiceStatus `json:"status,omitempty"`
+	// Only services of this template.
+	TemplateName *string `json:"templateName,omitempty"`
 	// Case-insensitive substring of the name.
 	Name *string `json:"name,omitempty"`
 }
 
+// What a mutation on a service returns: the result, the cursor of its last event, and whether it was a retry.
 type ServicePayload struct {
-	Service   *Service `json:"service"`
-	Cursor    Cursor   `json:"cursor"`
-	Duplicate bool     `json:"duplicate"`
+	// The service after the command.
+	Service *Service `json:"service"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// Input of the `setNodeLabels` mutation.
 type SetNodeLabelsInput struct {
+	// The node to label.
 	NodeID string `json:"nodeId"`
 	// Replaces every label of the node.
-	Labels    []LabelInput `json:"labels"`
-	CommandID *string      `json:"commandId,omitempty"`
+	Labels []LabelInput `json:"labels"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `setNodeLocation` mutation.
 type SetNodeLocationInput struct {
+	// The node to move.
 	NodeID string `json:"nodeId"`
 	// Null or absent unassigns the node.
 	LocationID *string `json:"locationId,omitempty"`
-	CommandID  *string `json:"commandId,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `submitJob` mutation.
 type SubmitJobInput struct {
 	// Optional caller-chosen id; a job id that exists already is reported as a duplicate, not run again.
-	JobID  *string         `json:"jobId,omitempty"`
-	Spec   *JobSpecInput   `json:"spec"`
+	JobID *string `json:"jobId,omitempty"`
+	// What the job runs.
+	Spec *JobSpecInput `json:"spec"`
+	// Where it may run.
 	Target *JobTargetInput `json:"target"`
 	// Default 3600.
 	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 	// Default 10.
-	GraceSeconds *int              `json:"graceSeconds,omitempty"`
-	Retry        *RetryPolicyInput `json:"retry,omitempty"`
-	Queue        *string           `json:"queue,omitempty"`
-	CommandID    *string           `json:"commandId,omitempty"`
+	GraceSeconds *int `json:"graceSeconds,omitempty"`
+	// How failed attempts are retried; none when left out.
+	Retry *RetryPolicyInput `json:"retry,omitempty"`
+	// Serial queue: jobs of one queue run one at a time per node.
+	Queue *string `json:"queue,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
 // Live updates over WebSocket (graphql-transport-ws or graphql-ws) or SSE.
@@ -1154,58 +1712,94 @@ type SubmitJobInput struct {
 type Subscription struct {
 }
 
+// Input of the `suspendTenant` mutation.
 type SuspendTenantInput struct {
-	TenantID  string  `json:"tenantId"`
-	Reason    *string `json:"reason,omitempty"`
+	// The tenant to suspend.
+	TenantID string `json:"tenantId"`
+	// Why, shown to the tenant's users.
+	Reason *string `json:"reason,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Narrows a list of templates; fields left out match every row, the fields given must all match.
 type TemplateFilter struct {
-	Name     *string          `json:"name,omitempty"`
-	Vendor   *string          `json:"vendor,omitempty"`
-	Category *string          `json:"category,omitempty"`
-	Status   []TemplateStatus `json:"status,omitempty"`
+	// Only versions of this template.
+	Name *string `json:"name,omitempty"`
+	// Only templates of this vendor.
+	Vendor *string `json:"vendor,omitempty"`
+	// Only templates of this category.
+	Category *string `json:"category,omitempty"`
+	// Only versions in these states.
+	Status []TemplateStatus `json:"status,omitempty"`
 	// Only the newest published version of each name.
 	LatestOnly *bool `json:"latestOnly,omitempty"`
 }
 
+// A named set of variable values a template offers, e.g. small or large.
 type TemplateFlavor struct {
-	Name        string  `json:"name"`
+	// Its name.
+	Name string `json:"name"`
+	// What it is for.
 	Description *string `json:"description,omitempty"`
-	Variables   JSON    `json:"variables"`
+	// The values it sets.
+	Variables JSON `json:"variables"`
 }
 
+// What a mutation on a template returns: the result, the cursor of its last event, and whether it was a retry.
 type TemplatePayload struct {
-	Template  *TemplateVersion `json:"template"`
-	Cursor    Cursor           `json:"cursor"`
-	Duplicate bool             `json:"duplicate"`
+	// The template version after the command.
+	Template *TemplateVersion `json:"template"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
+// A variable a template takes, with the rules its value must meet.
 type TemplateVariable struct {
-	Name        string       `json:"name"`
-	Type        VariableType `json:"type"`
-	Description *string      `json:"description,omitempty"`
-	Default     JSON         `json:"default,omitempty"`
-	Required    bool         `json:"required"`
+	// Its name.
+	Name string `json:"name"`
+	// Its type.
+	Type VariableType `json:"type"`
+	// What it is for.
+	Description *string `json:"description,omitempty"`
+	// Its value when none is given.
+	Default JSON `json:"default,omitempty"`
+	// Whether a value must be given.
+	Required bool `json:"required"`
 	// Never returned by the API once set, never logged, stored encrypted.
-	Sensitive bool     `json:"sensitive"`
-	Pattern   *string  `json:"pattern,omitempty"`
-	MinLength *int     `json:"minLength,omitempty"`
-	MaxLength *int     `json:"maxLength,omitempty"`
-	Minimum   *float64 `json:"minimum,omitempty"`
-	Maximum   *float64 `json:"maximum,omitempty"`
-	Enum      []JSON   `json:"enum,omitempty"`
+	Sensitive bool `json:"sensitive"`
+	// A regular expression a string must match.
+	Pattern *string `json:"pattern,omitempty"`
+	// Shortest string allowed.
+	MinLength *int `json:"minLength,omitempty"`
+	// Longest string allowed.
+	MaxLength *int `json:"maxLength,omitempty"`
+	// Smallest number allowed.
+	Minimum *float64 `json:"minimum,omitempty"`
+	// Largest number allowed.
+	Maximum *float64 `json:"maximum,omitempty"`
+	// The values allowed, when only some are.
+	Enum []JSON `json:"enum,omitempty"`
 }
 
 // One version of a service descriptor in the catalog. Its id is name@version.
 type TemplateVersion struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Version     string         `json:"version"`
-	Vendor      string         `json:"vendor"`
-	Category    *string        `json:"category,omitempty"`
-	Description *string        `json:"description,omitempty"`
-	Status      TemplateStatus `json:"status"`
+	// The template version's id, unique across every kind of object.
+	ID string `json:"id"`
+	// The template's name.
+	Name string `json:"name"`
+	// Version of the template version's event stream: how many events it holds.
+	Version string `json:"version"`
+	// Who publishes it.
+	Vendor string `json:"vendor"`
+	// The catalog category, e.g. database.
+	Category *string `json:"category,omitempty"`
+	// What it deploys.
+	Description *string `json:"description,omitempty"`
+	// Where it is in its life.
+	Status TemplateStatus `json:"status"`
 	// The descriptor as JSON (YAML is converted on registration).
 	Descriptor JSON `json:"descriptor"`
 	// sha256:<hex> over the canonical descriptor.
@@ -1213,57 +1807,93 @@ type TemplateVersion struct {
 	// The descriptor's input variables, for forms.
 	Variables []TemplateVariable `json:"variables"`
 	// Named sets of variable values, such as small or ha.
-	Flavors           []TemplateFlavor `json:"flavors"`
-	RegisteredAt      time.Time        `json:"registeredAt"`
-	PublishedAt       *time.Time       `json:"publishedAt,omitempty"`
-	DeprecatedAt      *time.Time       `json:"deprecatedAt,omitempty"`
-	DeprecationReason *string          `json:"deprecationReason,omitempty"`
+	Flavors []TemplateFlavor `json:"flavors"`
+	// When it was registered.
+	RegisteredAt time.Time `json:"registeredAt"`
+	// When it was published.
+	PublishedAt *time.Time `json:"publishedAt,omitempty"`
+	// When it was deprecated.
+	DeprecatedAt *time.Time `json:"deprecatedAt,omitempty"`
+	// Why it was deprecated.
+	DeprecationReason *string `json:"deprecationReason,omitempty"`
 	// Version of the template version's event stream.
-	StreamVersion  int      `json:"streamVersion"`
+	StreamVersion int `json:"streamVersion"`
+	// The commands the template version accepts in its current state; the portal offers these.
 	AllowedActions []string `json:"allowedActions"`
 }
 
+func (TemplateVersion) IsNode() {}
+
+// A page of template versions (a Relay connection).
 type TemplateVersionConnection struct {
-	Edges    []TemplateVersionEdge `json:"edges"`
-	PageInfo *PageInfo             `json:"pageInfo"`
+	// The page's template versions with their cursors.
+	Edges []TemplateVersionEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One template version of a page, with its cursor.
 type TemplateVersionEdge struct {
-	Cursor string           `json:"cursor"`
-	Node   *TemplateVersion `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The template version.
+	Node *TemplateVersion `json:"node"`
 }
 
+// A customer of the cloud: its users and services are its own.
 type Tenant struct {
-	ID             string       `json:"id"`
-	Name           string       `json:"name"`
-	Status         TenantStatus `json:"status"`
-	SuspendReason  *string      `json:"suspendReason,omitempty"`
-	CreatedAt      time.Time    `json:"createdAt"`
-	UpdatedAt      time.Time    `json:"updatedAt"`
-	Version        int          `json:"version"`
-	AllowedActions []string     `json:"allowedActions"`
+	// The tenant's id, unique across every kind of object.
+	ID string `json:"id"`
+	// Its name as people read it.
+	Name string `json:"name"`
+	// Whether its users may act.
+	Status TenantStatus `json:"status"`
+	// Why it was suspended.
+	SuspendReason *string `json:"suspendReason,omitempty"`
+	// When the tenant was created.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the tenant last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the tenant's event stream: how many events it holds.
+	Version int `json:"version"`
+	// The commands the tenant accepts in its current state; the portal offers these.
+	AllowedActions []string `json:"allowedActions"`
 }
 
+func (Tenant) IsNode() {}
+
+// A page of tenants (a Relay connection).
 type TenantConnection struct {
-	Edges    []TenantEdge `json:"edges"`
-	PageInfo *PageInfo    `json:"pageInfo"`
+	// The page's tenants with their cursors.
+	Edges []TenantEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One tenant of a page, with its cursor.
 type TenantEdge struct {
-	Cursor string  `json:"cursor"`
-	Node   *Tenant `json:"node"`
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
+	Cursor string `json:"cursor"`
+	// The tenant.
+	Node *Tenant `json:"node"`
 }
 
+// Narrows a list of tenants; fields left out match every row, the fields given must all match.
 type TenantFilter struct {
+	// Only tenants in these states.
 	Status []TenantStatus `json:"status,omitempty"`
 	// Case-insensitive substring of the name.
 	Name *string `json:"name,omitempty"`
 }
 
+// What a mutation on a tenant returns: the result, the cursor of its last event, and whether it was a retry.
 type TenantPayload struct {
-	Tenant    *Tenant `json:"tenant"`
-	Cursor    Cursor  `json:"cursor"`
-	Duplicate bool    `json:"duplicate"`
+	// The tenant after the command.
+	Tenant *Tenant `json:"tenant"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
 // A time interval; either end may be open.
@@ -1274,82 +1904,131 @@ type TimeRange struct {
 	To *time.Time `json:"to,omitempty"`
 }
 
+// Input of the `undrainNode` mutation.
 type UndrainNodeInput struct {
-	NodeID    string  `json:"nodeId"`
+	// The drained node to take work again.
+	NodeID string `json:"nodeId"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of the `updateLocation` mutation.
 type UpdateLocationInput struct {
-	LocationID  string  `json:"locationId"`
-	Name        string  `json:"name"`
+	// The location to change.
+	LocationID string `json:"locationId"`
+	// The new name; unchanged when left out.
+	Name string `json:"name"`
+	// The new description; unchanged when left out.
 	Description *string `json:"description,omitempty"`
-	CommandID   *string `json:"commandId,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
 }
 
+// A person (or automation) that signs in with API tokens.
 type User struct {
-	ID       string  `json:"id"`
-	Name     string  `json:"name"`
-	Role     Role    `json:"role"`
+	// The user's id, unique across every kind of object.
+	ID string `json:"id"`
+	// Their name as people read it.
+	Name string `json:"name"`
+	// What they may do.
+	Role Role `json:"role"`
+	// Their tenant; null for roles of no tenant.
 	TenantID *string `json:"tenantId,omitempty"`
 	// The tenant of tenantId; null for roles of no tenant.
-	Tenant         *Tenant    `json:"tenant,omitempty"`
-	Status         UserStatus `json:"status"`
-	DisableReason  *string    `json:"disableReason,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
-	Version        int        `json:"version"`
-	AllowedActions []string   `json:"allowedActions"`
+	Tenant *Tenant `json:"tenant,omitempty"`
+	// Whether they may act.
+	Status UserStatus `json:"status"`
+	// Why they were disabled.
+	DisableReason *string `json:"disableReason,omitempty"`
+	// When the user was created.
+	CreatedAt time.Time `json:"createdAt"`
+	// When the user last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version of the user's event stream: how many events it holds.
+	Version int `json:"version"`
+	// The commands the user accepts in its current state; the portal offers these.
+	AllowedActions []string `json:"allowedActions"`
 }
 
+func (User) IsNode() {}
+
+// A page of users (a Relay connection).
 type UserConnection struct {
-	Edges    []UserEdge `json:"edges"`
-	PageInfo *PageInfo  `json:"pageInfo"`
+	// The page's users with their cursors.
+	Edges []UserEdge `json:"edges"`
+	// Where this page is: its first and last cursors and whether there are more pages.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// One user of a page, with its cursor.
 type UserEdge struct {
+	// This row's cursor: pass it as `after` (or `before`) to page from here.
 	Cursor string `json:"cursor"`
-	Node   *User  `json:"node"`
+	// The user.
+	Node *User `json:"node"`
 }
 
+// Narrows a list of users; fields left out match every row, the fields given must all match.
 type UserFilter struct {
 	// Ignored for tenant roles, which see their own tenant only.
-	TenantID *string      `json:"tenantId,omitempty"`
-	Role     []Role       `json:"role,omitempty"`
-	Status   []UserStatus `json:"status,omitempty"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Only users of these roles.
+	Role []Role `json:"role,omitempty"`
+	// Only users in these states.
+	Status []UserStatus `json:"status,omitempty"`
 }
 
+// What a mutation on a user returns: the result, the cursor of its last event, and whether it was a retry.
 type UserPayload struct {
-	User      *User  `json:"user"`
-	Cursor    Cursor `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
+	// The user after the command.
+	User *User `json:"user"`
+	// Cursor of the command's last event: pass it as consistentWith to read your own write; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
 }
 
 // The caller, as its bearer token authenticates it.
 type Viewer struct {
 	// Token id (or node id for an agent credential).
-	ID       string  `json:"id"`
-	UserID   *string `json:"userId,omitempty"`
-	Name     *string `json:"name,omitempty"`
-	Role     Role    `json:"role"`
+	ID string `json:"id"`
+	// The caller's user; null for agents.
+	UserID *string `json:"userId,omitempty"`
+	// The caller's name.
+	Name *string `json:"name,omitempty"`
+	// The caller's role.
+	Role Role `json:"role"`
+	// The caller's tenant; null for roles of no tenant.
 	TenantID *string `json:"tenantId,omitempty"`
 	// Agent credentials: the node they act for.
-	NodeID    *string    `json:"nodeId,omitempty"`
+	NodeID *string `json:"nodeId,omitempty"`
+	// When the caller's token expires.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// The actions this caller may take, e.g. node.drain, service.create; the portals show what these allow.
 	Permissions []string `json:"permissions"`
 }
 
+// The kinds of entity whose history can be replayed.
 type EntityType string
 
 const (
-	EntityTypeNode     EntityType = "NODE"
-	EntityTypeJob      EntityType = "JOB"
+	// A server node.
+	EntityTypeNode EntityType = "NODE"
+	// A job.
+	EntityTypeJob EntityType = "JOB"
+	// A template version (id name@version).
 	EntityTypeTemplate EntityType = "TEMPLATE"
-	EntityTypeService  EntityType = "SERVICE"
+	// A service.
+	EntityTypeService EntityType = "SERVICE"
+	// A resource of a service.
 	EntityTypeResource EntityType = "RESOURCE"
-	EntityTypeTenant   EntityType = "TENANT"
-	EntityTypeUser     EntityType = "USER"
+	// A tenant.
+	EntityTypeTenant EntityType = "TENANT"
+	// A user.
+	EntityTypeUser EntityType = "USER"
+	// An API token.
 	EntityTypeAPIToken EntityType = "API_TOKEN"
+	// A location.
 	EntityTypeLocation EntityType = "LOCATION"
 )
 
@@ -1408,6 +2087,7 @@ func (e EntityType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// How the agent runs a job.
 type JobKind string
 
 const (
@@ -1468,12 +2148,16 @@ func (e JobKind) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// How an attempt ended, as the agent reports it.
 type JobOutcome string
 
 const (
+	// It ended with exit code 0.
 	JobOutcomeSucceeded JobOutcome = "SUCCEEDED"
-	JobOutcomeFailed    JobOutcome = "FAILED"
-	JobOutcomeTimedOut  JobOutcome = "TIMED_OUT"
+	// It ended with an error or a non-zero exit code.
+	JobOutcomeFailed JobOutcome = "FAILED"
+	// It ran past its timeout and was stopped.
+	JobOutcomeTimedOut JobOutcome = "TIMED_OUT"
 	// Only after a cancel request.
 	JobOutcomeCancelled JobOutcome = "CANCELLED"
 )
@@ -1528,6 +2212,7 @@ func (e JobOutcome) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a job is in its life.
 type JobStatus string
 
 const (
@@ -1539,10 +2224,14 @@ const (
 	JobStatusRunning JobStatus = "RUNNING"
 	// Running, asked to stop.
 	JobStatusCancelling JobStatus = "CANCELLING"
-	JobStatusSucceeded  JobStatus = "SUCCEEDED"
-	JobStatusFailed     JobStatus = "FAILED"
-	JobStatusTimedOut   JobStatus = "TIMED_OUT"
-	JobStatusCancelled  JobStatus = "CANCELLED"
+	// It succeeded.
+	JobStatusSucceeded JobStatus = "SUCCEEDED"
+	// Its last attempt failed and no retry is left.
+	JobStatusFailed JobStatus = "FAILED"
+	// Its last attempt ran out of time and no retry is left.
+	JobStatusTimedOut JobStatus = "TIMED_OUT"
+	// Cancelled before it ended.
+	JobStatusCancelled JobStatus = "CANCELLED"
 	// Nobody will report how it ended (its node went away).
 	JobStatusLost JobStatus = "LOST"
 )
@@ -1602,9 +2291,11 @@ func (e JobStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Whether a location takes new nodes and services.
 type LocationStatus string
 
 const (
+	// Takes new nodes and services.
 	LocationStatusActive LocationStatus = "ACTIVE"
 	// Takes no new nodes or services.
 	LocationStatusRetired LocationStatus = "RETIRED"
@@ -1658,10 +2349,13 @@ func (e LocationStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Which output of a job a chunk is from.
 type LogStream string
 
 const (
+	// Standard output.
 	LogStreamStdout LogStream = "STDOUT"
+	// Standard error.
 	LogStreamStderr LogStream = "STDERR"
 	// Lines the agent itself adds (start, kill, retry).
 	LogStreamSystem LogStream = "SYSTEM"
@@ -1716,6 +2410,7 @@ func (e LogStream) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a node is in its life.
 type NodeStatus string
 
 const (
@@ -1788,6 +2483,7 @@ func (e NodeStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What a projection is doing.
 type ProjectionState string
 
 const (
@@ -1797,6 +2493,7 @@ const (
 	ProjectionStateRebuilding ProjectionState = "REBUILDING"
 	// Failing and retried with backoff; see lastError.
 	ProjectionStateFailing ProjectionState = "FAILING"
+	// Not running: the server is stopping.
 	ProjectionStateStopped ProjectionState = "STOPPED"
 )
 
@@ -1850,12 +2547,17 @@ func (e ProjectionState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The step of a resource's life an action belongs to.
 type ResourcePhase string
 
 const (
-	ResourcePhaseCreate  ResourcePhase = "CREATE"
-	ResourcePhaseStart   ResourcePhase = "START"
-	ResourcePhaseStop    ResourcePhase = "STOP"
+	// Making it.
+	ResourcePhaseCreate ResourcePhase = "CREATE"
+	// Starting it.
+	ResourcePhaseStart ResourcePhase = "START"
+	// Stopping it.
+	ResourcePhaseStop ResourcePhase = "STOP"
+	// Removing it.
 	ResourcePhaseDestroy ResourcePhase = "DESTROY"
 )
 
@@ -1909,19 +2611,30 @@ func (e ResourcePhase) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a resource is in its life.
 type ResourceStatus string
 
 const (
-	ResourceStatusPending    ResourceStatus = "PENDING"
-	ResourceStatusCreating   ResourceStatus = "CREATING"
-	ResourceStatusCreated    ResourceStatus = "CREATED"
-	ResourceStatusStarting   ResourceStatus = "STARTING"
-	ResourceStatusRunning    ResourceStatus = "RUNNING"
-	ResourceStatusStopping   ResourceStatus = "STOPPING"
-	ResourceStatusStopped    ResourceStatus = "STOPPED"
+	// Planned, not made yet.
+	ResourceStatusPending ResourceStatus = "PENDING"
+	// Being made.
+	ResourceStatusCreating ResourceStatus = "CREATING"
+	// Made, not running.
+	ResourceStatusCreated ResourceStatus = "CREATED"
+	// Being started.
+	ResourceStatusStarting ResourceStatus = "STARTING"
+	// Running.
+	ResourceStatusRunning ResourceStatus = "RUNNING"
+	// Being stopped.
+	ResourceStatusStopping ResourceStatus = "STOPPING"
+	// Stopped.
+	ResourceStatusStopped ResourceStatus = "STOPPED"
+	// Being removed.
 	ResourceStatusDestroying ResourceStatus = "DESTROYING"
-	ResourceStatusDestroyed  ResourceStatus = "DESTROYED"
-	ResourceStatusFailed     ResourceStatus = "FAILED"
+	// Removed.
+	ResourceStatusDestroyed ResourceStatus = "DESTROYED"
+	// An action on it failed; see error.
+	ResourceStatusFailed ResourceStatus = "FAILED"
 )
 
 var AllResourceStatus = []ResourceStatus{
@@ -1985,13 +2698,20 @@ func (e ResourceStatus) MarshalJSON() ([]byte, error) {
 type Role string
 
 const (
-	RoleAdmin        Role = "ADMIN"
-	RoleOperator     Role = "OPERATOR"
-	RoleTenantAdmin  Role = "TENANT_ADMIN"
+	// Everything, across tenants.
+	RoleAdmin Role = "ADMIN"
+	// Runs the infrastructure: nodes, locations, jobs, every tenant's services.
+	RoleOperator Role = "OPERATOR"
+	// A tenant's administrator: its services, users and tokens.
+	RoleTenantAdmin Role = "TENANT_ADMIN"
+	// A tenant's member: its services.
 	RoleTenantMember Role = "TENANT_MEMBER"
-	RoleVendor       Role = "VENDOR"
-	RoleAuditor      Role = "AUDITOR"
-	RoleAgent        Role = "AGENT"
+	// Publishes templates to the catalog.
+	RoleVendor Role = "VENDOR"
+	// Reads everything, history and verification included; changes nothing.
+	RoleAuditor Role = "AUDITOR"
+	// An agent: its own node and the jobs leased to it.
+	RoleAgent Role = "AGENT"
 )
 
 var AllRole = []Role{
@@ -2047,10 +2767,13 @@ func (e Role) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Whether a schedule fires.
 type ScheduleStatus string
 
 const (
+	// It fires.
 	ScheduleStatusActive ScheduleStatus = "ACTIVE"
+	// It does not fire until resumed.
 	ScheduleStatusPaused ScheduleStatus = "PAUSED"
 	// Never fires again; its id is not reused.
 	ScheduleStatusDeleted ScheduleStatus = "DELETED"
@@ -2105,12 +2828,16 @@ func (e ScheduleStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The step of a service's life something happened in.
 type ServicePhase string
 
 const (
+	// Registering: resources made.
 	ServicePhaseRegister ServicePhase = "REGISTER"
-	ServicePhaseStart    ServicePhase = "START"
-	ServicePhaseStop     ServicePhase = "STOP"
+	// Starting.
+	ServicePhaseStart ServicePhase = "START"
+	// Stopping.
+	ServicePhaseStop ServicePhase = "STOP"
 )
 
 var AllServicePhase = []ServicePhase{
@@ -2162,19 +2889,29 @@ func (e ServicePhase) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a service is in its life.
 type ServiceStatus string
 
 const (
+	// Its resources are being made.
 	ServiceStatusRegistering ServiceStatus = "REGISTERING"
-	ServiceStatusRegistered  ServiceStatus = "REGISTERED"
-	ServiceStatusStarting    ServiceStatus = "STARTING"
-	ServiceStatusRunning     ServiceStatus = "RUNNING"
-	ServiceStatusStopping    ServiceStatus = "STOPPING"
-	ServiceStatusStopped     ServiceStatus = "STOPPED"
-	ServiceStatusRemoving    ServiceStatus = "REMOVING"
-	ServiceStatusRemoved     ServiceStatus = "REMOVED"
+	// Its resources are made; not started.
+	ServiceStatusRegistered ServiceStatus = "REGISTERED"
+	// Being started.
+	ServiceStatusStarting ServiceStatus = "STARTING"
+	// Running.
+	ServiceStatusRunning ServiceStatus = "RUNNING"
+	// Being stopped.
+	ServiceStatusStopping ServiceStatus = "STOPPING"
+	// Stopped.
+	ServiceStatusStopped ServiceStatus = "STOPPED"
+	// Being removed.
+	ServiceStatusRemoving ServiceStatus = "REMOVING"
+	// Removed with all its resources.
+	ServiceStatusRemoved ServiceStatus = "REMOVED"
 	// See failedIn and cause.
-	ServiceStatusFailed      ServiceStatus = "FAILED"
+	ServiceStatusFailed ServiceStatus = "FAILED"
+	// A step failed; what it made is being undone.
 	ServiceStatusRollingBack ServiceStatus = "ROLLING_BACK"
 	// A failed registration left resources behind: see remaining.
 	ServiceStatusRollbackFailed ServiceStatus = "ROLLBACK_FAILED"
@@ -2240,6 +2977,7 @@ func (e ServiceStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// With a selector: how many matching nodes run a job.
 type TargetMode string
 
 const (
@@ -2297,6 +3035,7 @@ func (e TargetMode) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a template version is in its life.
 type TemplateStatus string
 
 const (
@@ -2357,9 +3096,11 @@ func (e TemplateStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Whether a tenant's users may act.
 type TenantStatus string
 
 const (
+	// Its users may act.
 	TenantStatusActive TenantStatus = "ACTIVE"
 	// Its users may not act.
 	TenantStatusSuspended TenantStatus = "SUSPENDED"
@@ -2413,10 +3154,13 @@ func (e TenantStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Whether an API token works.
 type TokenStatus string
 
 const (
-	TokenStatusActive  TokenStatus = "ACTIVE"
+	// It works.
+	TokenStatusActive TokenStatus = "ACTIVE"
+	// Revoked; it does not work.
 	TokenStatusRevoked TokenStatus = "REVOKED"
 	// Past its expiry; derived from expiresAt at the time of the query.
 	TokenStatusExpired TokenStatus = "EXPIRED"
@@ -2471,9 +3215,11 @@ func (e TokenStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Whether a user may act.
 type UserStatus string
 
 const (
+	// They may act.
 	UserStatusActive UserStatus = "ACTIVE"
 	// May not act; the user's tokens stop working.
 	UserStatusDisabled UserStatus = "DISABLED"
@@ -2527,15 +3273,22 @@ func (e UserStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The type of a template variable's value.
 type VariableType string
 
 const (
-	VariableTypeString  VariableType = "STRING"
-	VariableTypeNumber  VariableType = "NUMBER"
+	// A string.
+	VariableTypeString VariableType = "STRING"
+	// Any number.
+	VariableTypeNumber VariableType = "NUMBER"
+	// A whole number.
 	VariableTypeInteger VariableType = "INTEGER"
+	// true or false.
 	VariableTypeBoolean VariableType = "BOOLEAN"
-	VariableTypeObject  VariableType = "OBJECT"
-	VariableTypeArray   VariableType = "ARRAY"
+	// A JSON object.
+	VariableTypeObject VariableType = "OBJECT"
+	// A JSON array.
+	VariableTypeArray VariableType = "ARRAY"
 )
 
 var AllVariableType = []VariableType{

@@ -29,13 +29,14 @@ import (
 
 // cacheableRoots are the query fields answered from read models alone.
 var cacheableRoots = map[string]bool{
-	"nodes": true, "node": true, "locations": true, "location": true,
+	"nodes": true, "serverNode": true, "locations": true, "location": true,
 	"tenants": true, "tenant": true, "templates": true, "template": true,
 	"services": true, "service": true,
 }
 
 // uncachedFields read something else: node statistics and job logs live in
-// their own tables, jobs are read from their streams.
+// their own tables, jobs are read from their streams. node(id:) is not a
+// cacheable root: it asks the log which kind an id is.
 var uncachedFields = map[string]bool{
 	"statistics": true, "log": true, "children": true, "jobs": true, "job": true, "parent": true,
 }

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/99designs/gqlgen/complexity"
@@ -22,26 +23,45 @@ type weighted struct{ graphql.ExecutableSchema }
 // its selection, so asking for them on every row of a long list is refused
 // before it runs: nodes(first: 500) { ... statistics } is 500 reads.
 var ownQuery = map[string]int{
-	"Node.statistics": 20,
-	"Job.log":         20,
+	"ServerNode.statistics": 20,
+	"Job.log":               20,
 }
+
+// defaultPage is what a connection returns when asked with neither first
+// nor last; the API's lists default to 50 (docs/api.md).
+var defaultPage = map[string]int{"Query.events": 100}
+
+const defaultListPage = 50
 
 func (w weighted) Complexity(ctx context.Context, typeName, field string, childComplexity int, args map[string]any) (int, bool) {
 	if c, ok := w.ExecutableSchema.Complexity(ctx, typeName, field, childComplexity, args); ok {
 		return c, ok
 	}
-	n := 1
-	for _, key := range []string{"first", "maxPoints"} {
-		if v, ok := toInt(args[key]); ok && v > 0 {
-			n = v
-			break
-		}
-	}
+	n := w.elements(typeName, field, args)
 	c := 1 + ownQuery[typeName+"."+field] + childComplexity*n
 	if c < 0 || c > 1<<30 { // overflow, or absurd: clamp so the limit refuses it
 		c = 1 << 30
 	}
 	return c, true
+}
+
+// elements is how many objects a field returns at most: its page size for a
+// connection (first, last, or the list's default), its maxPoints, else 1.
+func (w weighted) elements(typeName, field string, args map[string]any) int {
+	for _, key := range []string{"first", "last", "maxPoints"} {
+		if v, ok := toInt(args[key]); ok {
+			return max(v, 1)
+		}
+	}
+	if def := w.Schema().Types[typeName]; def != nil {
+		if f := def.Fields.ForName(field); f != nil && strings.HasSuffix(f.Type.Name(), "Connection") {
+			if n, ok := defaultPage[typeName+"."+field]; ok {
+				return n
+			}
+			return defaultListPage
+		}
+	}
+	return 1
 }
 
 func toInt(v any) (int, bool) {

@@ -10,3 +10,6 @@ func Value[T any](p *T) T {
 	}
 	return *p
 }
+
+// To returns a pointer to a copy of v.
+func To[T any](v T) *T { return &v }

@@ -20,7 +20,7 @@ import (
 type Jobs struct{}
 
 func (Jobs) Name() string     { return "jobs" }
-func (Jobs) Version() int     { return 1 }
+func (Jobs) Version() int     { return 2 } // 2: queued jobs by target node
 func (Jobs) Tables() []string { return []string{"jobs"} }
 func (Jobs) Filter() projections.Filter {
 	return projections.Filter{StreamTypes: []string{"job"}}
@@ -74,6 +74,7 @@ func (Jobs) Index(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 		CREATE INDEX ON %[1]s (state, submitted_at DESC, id DESC);
 		CREATE INDEX ON %[1]s (node_id, submitted_at DESC, id DESC);
 		CREATE INDEX ON %[1]s (tenant_id, submitted_at DESC, id DESC);
+		CREATE INDEX ON %[1]s (target_node_id, submitted_at DESC, id DESC) WHERE node_id IS NULL;
 		CREATE INDEX ON %[1]s (parent_id, submitted_at DESC, id DESC) WHERE parent_id IS NOT NULL;`, t.Table("jobs")))
 	return err
 }

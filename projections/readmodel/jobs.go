@@ -45,10 +45,21 @@ type Job struct {
 	Position     int64
 }
 
+// OnNode is the node a job belongs to in a node's lists: the node of its
+// lease, or before its first lease the node it targets (it waits for that
+// node). ListJobs' NodeID filter applies the same rule.
+func (j Job) OnNode() string {
+	if j.NodeID == "" {
+		return j.Target.NodeID
+	}
+	return j.NodeID
+}
+
 // JobFilter narrows a job list. Empty fields match every job.
 type JobFilter struct {
 	// TenantID scopes the list to one tenant's jobs.
 	TenantID string
+	// NodeID: the node's jobs, those waiting for it included (Job.OnNode).
 	NodeID   string
 	Status   []job.Status
 	ParentID string
@@ -113,7 +124,10 @@ func (r *Reader) ListJobs(ctx context.Context, f JobFilter, p Page) (Connection[
 		q.add("tenant_id = " + q.arg(f.TenantID))
 	}
 	if f.NodeID != "" {
-		q.add("node_id = " + q.arg(f.NodeID))
+		// A node's jobs include those waiting for it: targeted at it and
+		// not leased yet.
+		n := q.arg(f.NodeID)
+		q.add("(node_id = " + n + " OR (node_id IS NULL AND target_node_id = " + n + "))")
 	}
 	if len(f.Status) > 0 {
 		q.add("state = ANY(" + q.arg(strs(f.Status)) + ")")

@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,9 +49,22 @@ func (r *Reader) table(name string) string { return pgx.Identifier{r.schema, nam
 // Page asks for part of a list: the first First rows after the cursor After
 // (an EndCursor or an edge's Cursor of an earlier page; "" for the start).
 type Page struct {
-	First int
-	After string
+	First int    // rows after After; with Last also 0, DefaultFirst
+	After string // an EndCursor (or any edge's cursor) this list returned
+	Last  int    // rows just before Before, read backwards
+	// Before is a StartCursor (or any edge's cursor) this list returned.
+	Before string
+	// Empty asks for no rows (first: 0 or last: 0): the page only says
+	// whether there are rows in its direction.
+	Empty bool
 }
+
+// FirstPage reports whether the page is a list's whole start or end (no
+// cursor) and asks for rows: what a one-row list returns its row for.
+func (p Page) FirstPage() bool { return !p.Empty && p.After == "" && p.Before == "" }
+
+// backward reports whether the page is read from its end (last/before).
+func (p Page) backward() bool { return p.Last > 0 || (p.Before != "" && p.First == 0) }
 
 // Page sizes.
 const (
@@ -73,9 +87,10 @@ type Edge[T any] struct {
 // PageInfo says where a page is. StartCursor and EndCursor are "" on an
 // empty page.
 type PageInfo struct {
-	HasNextPage bool
-	StartCursor string
-	EndCursor   string
+	HasNextPage     bool
+	HasPreviousPage bool
+	StartCursor     string
+	EndCursor       string
 }
 
 // Nodes returns the rows of the page.
@@ -98,12 +113,20 @@ func (e *InvalidPageError) Is(target error) bool { return target == domain.ErrIn
 
 func (p Page) size() (int, error) {
 	switch {
-	case p.First == 0:
-		return DefaultFirst, nil
+	case p.First != 0 && (p.Last != 0 || p.Before != ""), p.Last != 0 && p.After != "":
+		return 0, &InvalidPageError{Reason: "page forwards (first, after) or backwards (last, before), not both"}
+	case p.Empty:
+		return 0, nil
 	case p.First < 0 || p.First > MaxFirst:
-		return 0, &InvalidPageError{Reason: fmt.Sprintf("first must be between 1 and %d, not %d", MaxFirst, p.First)}
+		return 0, &InvalidPageError{Reason: fmt.Sprintf("first must be between 0 and %d, not %d", MaxFirst, p.First)}
+	case p.Last < 0 || p.Last > MaxFirst:
+		return 0, &InvalidPageError{Reason: fmt.Sprintf("last must be between 0 and %d, not %d", MaxFirst, p.Last)}
+	case p.First > 0:
+		return p.First, nil
+	case p.Last > 0:
+		return p.Last, nil
 	}
-	return p.First, nil
+	return DefaultFirst, nil
 }
 
 // order is a list's sort key: columns that together are unique, each text
@@ -201,8 +224,15 @@ func list[T any](ctx context.Context, db DB, from string, q *query, o order, p P
 	if err != nil {
 		return out, err
 	}
-	if p.After != "" {
-		vals, err := o.decode(p.After)
+	back := p.backward()
+	cursor, cmpDesc := p.After, o.desc
+	if back {
+		// Read backwards: the reversed order from Before, turned round below.
+		cursor, cmpDesc = p.Before, !o.desc
+		o.desc = !o.desc
+	}
+	if cursor != "" {
+		vals, err := o.decode(cursor)
 		if err != nil {
 			return out, err
 		}
@@ -211,7 +241,7 @@ func list[T any](ctx context.Context, db DB, from string, q *query, o order, p P
 			ph = append(ph, q.arg(v))
 		}
 		cmp := ">"
-		if o.desc {
+		if cmpDesc {
 			cmp = "<"
 		}
 		q.add("(" + strings.Join(o.cols, ", ") + ") " + cmp + " (" + strings.Join(ph, ", ") + ")")
@@ -222,19 +252,29 @@ func list[T any](ctx context.Context, db DB, from string, q *query, o order, p P
 		return out, fmt.Errorf("list %s: %w", o.name, err)
 	}
 	defer rows.Close()
+	more := false
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
 			return out, fmt.Errorf("list %s: %w", o.name, err)
 		}
 		if len(out.Edges) == size {
-			out.PageInfo.HasNextPage = true
+			more = true
 			break
 		}
 		out.Edges = append(out.Edges, Edge[T]{Node: v, Cursor: o.encode(key(&v))})
 	}
 	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("list %s: %w", o.name, err)
+	}
+	// Relay's rule: the far side of the cursor is reported when a cursor
+	// was given (rows were skipped to get there), the near side by looking
+	// one row past the page.
+	if back {
+		slices.Reverse(out.Edges)
+		out.PageInfo.HasPreviousPage, out.PageInfo.HasNextPage = more, p.Before != ""
+	} else {
+		out.PageInfo.HasNextPage, out.PageInfo.HasPreviousPage = more, p.After != ""
 	}
 	if n := len(out.Edges); n > 0 {
 		out.PageInfo.StartCursor, out.PageInfo.EndCursor = out.Edges[0].Cursor, out.Edges[n-1].Cursor

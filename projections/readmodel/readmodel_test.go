@@ -83,26 +83,54 @@ func ids(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []string {
 	return out
 }
 
-// walk pages through a whole list with pages of size n.
+// walk pages through a whole list with pages of size n, forwards, then
+// backwards from the end, and checks both read the same rows and that an
+// empty page (first: 0) only says whether there are rows.
 func walk[T any](t *testing.T, n int, id func(T) string, get func(readmodel.Page) (readmodel.Connection[T], error)) []string {
 	t.Helper()
-	var out []string
-	p := readmodel.Page{First: n}
+	forward := walkPages(t, n, id, get, readmodel.Page{First: n}, func(c readmodel.Connection[T], p *readmodel.Page) bool {
+		p.After = c.PageInfo.EndCursor
+		return c.PageInfo.HasNextPage
+	})
+	backward := walkPages(t, n, id, get, readmodel.Page{Last: n}, func(c readmodel.Connection[T], p *readmodel.Page) bool {
+		p.Before = c.PageInfo.StartCursor
+		return c.PageInfo.HasPreviousPage
+	})
+	// Backward pages come last page first, each in the list's order.
+	slices.Reverse(backward)
+	if got, want := slices.Concat(backward...), slices.Concat(forward...); !slices.Equal(got, want) {
+		t.Fatalf("paging backwards read %d rows, forwards %d, or in another order", len(got), len(want))
+	}
+	empty, err := get(readmodel.Page{Empty: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(empty.Edges) != 0 || empty.PageInfo.HasNextPage != (len(slices.Concat(forward...)) > 0) {
+		t.Fatalf("first: 0 gave %d rows, hasNextPage %v, over %d pages", len(empty.Edges), empty.PageInfo.HasNextPage, len(forward))
+	}
+	return slices.Concat(forward...)
+}
+
+func walkPages[T any](t *testing.T, n int, id func(T) string, get func(readmodel.Page) (readmodel.Connection[T], error),
+	p readmodel.Page, next func(readmodel.Connection[T], *readmodel.Page) bool) [][]string {
+	t.Helper()
+	var out [][]string
 	for range 1000 {
 		c, err := get(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range c.Edges {
-			out = append(out, id(e.Node))
-		}
 		if len(c.Edges) > n {
-			t.Fatalf("page of %d rows for first %d", len(c.Edges), n)
+			t.Fatalf("page of %d rows for a page size of %d", len(c.Edges), n)
 		}
-		if !c.PageInfo.HasNextPage {
+		var ids []string
+		for _, e := range c.Edges {
+			ids = append(ids, id(e.Node))
+		}
+		out = append(out, ids)
+		if !next(c, &p) {
 			return out
 		}
-		p.After = c.PageInfo.EndCursor
 	}
 	t.Fatal("pages never ended")
 	return nil
@@ -258,6 +286,7 @@ func testBadPages(t *testing.T, rm *readmodel.Reader) {
 	}
 	for _, p := range []readmodel.Page{
 		{First: -1}, {First: readmodel.MaxFirst + 1}, {After: "not-a-cursor"}, {After: "eyJ4Ijo"},
+		{Last: -1}, {Before: "not-a-cursor"}, {First: 2, Last: 2}, {Last: 2, After: nodes.PageInfo.EndCursor},
 		// A node cursor handed to the job list.
 		{After: nodes.PageInfo.EndCursor},
 	} {

@@ -1,9 +1,32 @@
 // Cairn's GraphiQL fetcher: queries and mutations as JSON POSTs, and
 // subscriptions as server-sent events on the same endpoint, so nothing beyond
-// the bundles next to this file is needed. Put your token in the Headers tab:
-// {"Authorization": "Bearer cairn_..."}.
+// the bundles next to this file is needed. It sends the token the portal
+// signed in with (kept in this tab's sessionStorage), unless the Headers tab
+// sets another: {"Authorization": "Bearer cairn_..."}.
 (function () {
   var endpoint = new URL("../graphql", window.location.href).toString();
+
+  function signedInToken() {
+    try {
+      return window.sessionStorage.getItem("cairn.token") || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  // withToken adds the signed-in token unless the caller's headers carry a
+  // token of their own; an empty "Bearer " placeholder is no token.
+  function withToken(headers) {
+    var out = Object.assign({}, headers);
+    var auth = out.Authorization || out.authorization || "";
+    delete out.authorization;
+    if (/^Bearer\s*$/i.test(auth.trim())) auth = "";
+    var token = signedInToken();
+    if (!auth && token) auth = "Bearer " + token;
+    if (auth) out.Authorization = auth;
+    else delete out.Authorization;
+    return out;
+  }
 
   function isSubscription(params) {
     var q = params.query || "";
@@ -49,7 +72,7 @@
   }
 
   function fetcher(params, opts) {
-    var headers = (opts && opts.headers) || {};
+    var headers = withToken((opts && opts.headers) || {});
     if (isSubscription(params)) return sse(params, headers);
     return fetch(endpoint, {
       method: "POST",
@@ -62,7 +85,7 @@
   root.render(React.createElement(GraphiQL, {
     fetcher: fetcher,
     defaultEditorToolsVisibility: true,
-    defaultHeaders: JSON.stringify({ Authorization: "Bearer " }, null, 2),
-    defaultQuery: "# Put your token in the Headers tab below, then run:\n{\n  viewer { role tenantId permissions }\n  nodes(first: 10) { edges { node { id hostname status } } }\n}\n",
+    defaultHeaders: JSON.stringify(signedInToken() ? {} : { Authorization: "Bearer " }, null, 2),
+    defaultQuery: "# Signed in to the portal in this tab? Your token is sent. Else put one in the Headers tab below, then run:\n{\n  viewer { role tenantId permissions }\n  nodes(first: 10) { edges { node { id hostname status } } }\n}\n",
   }));
 })();

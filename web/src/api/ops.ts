@@ -74,7 +74,7 @@ export const ViewerQuery = gql<{ viewer: Viewer }, Record<string, never>>`
 // ---- nodes
 
 const NodeSummaryFields = gql`
-  fragment NodeSummaryFields on Node {
+  fragment NodeSummaryFields on ServerNode {
     id
     hostname
     status
@@ -133,7 +133,7 @@ export const NodesQuery = gql<
 
 export const NodeQuery = gql<{ node: NodeDetail | null } & Live, { id: string; consistentWith?: Cursor }>`
   query Node($id: ID!, $consistentWith: Cursor) {
-    node(id: $id, consistentWith: $consistentWith) {
+    node: serverNode(id: $id, consistentWith: $consistentWith) {
       ...NodeSummaryFields
       drainReason
       factsAt
@@ -157,7 +157,7 @@ export const NodeStatsQuery = gql<
   { id: string; range: { from?: string; to?: string }; maxPoints: number }
 >`
   query NodeStats($id: ID!, $range: TimeRange, $maxPoints: Int) {
-    node(id: $id) {
+    node: serverNode(id: $id) {
       id
       statistics(range: $range, maxPoints: $maxPoints) {
         time
@@ -250,7 +250,6 @@ export const JobsQuery = gql<
     jobs(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
       edges { cursor node { ...JobSummaryFields } }
       pageInfo { hasNextPage endCursor }
-      totalCount
     }
     readModelsCursor
   }

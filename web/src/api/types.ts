@@ -13,7 +13,7 @@ export interface PageInfo {
 export interface Connection<T> {
   edges: { cursor: string; node: T }[];
   pageInfo: PageInfo;
-  totalCount?: number;
+  totalCount?: number | null;
 }
 
 export interface Label {

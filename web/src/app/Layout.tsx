@@ -50,6 +50,10 @@ export function Layout({ children }: { children: ReactNode }) {
             {viewer.tenantId ? ` · ${viewer.tenantId}` : ''}
           </span>
         </div>
+        {/* Same tab: GraphiQL reads this tab's sign-in from sessionStorage. */}
+        <a href="/graphiql/" title="Explore the GraphQL API signed in as you">
+          API explorer
+        </a>
         <button type="button" onClick={() => signOut()}>
           Sign out
         </button>

@@ -14,12 +14,12 @@ export function Pager({
   onFirst(): void;
   onNext(cursor: string): void;
   shown: number;
-  total?: number;
+  total?: number | null;
 }) {
   return (
     <nav className="pager" aria-label="pages">
       <span className="muted">
-        {shown} shown{total !== undefined ? ` of ${total}` : ''}
+        {shown} shown{total != null ? ` of ${total}` : ''}
       </span>
       <button type="button" onClick={onFirst} disabled={atStart}>
         First page

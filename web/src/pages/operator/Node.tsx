@@ -127,7 +127,7 @@ function RecentJobs({ nodeId }: { nodeId: string }) {
               {access.page('jobs') ? (
                 <p>
                   <Link to={`/jobs?node=${encodeURIComponent(nodeId)}`}>
-                    All jobs of this node{d.jobs.totalCount !== undefined ? ` (${d.jobs.totalCount})` : ''}
+                    All jobs of this node{d.jobs.totalCount != null ? ` (${d.jobs.totalCount})` : ''}
                   </Link>
                 </p>
               ) : null}
