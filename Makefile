@@ -41,7 +41,7 @@ web/node_modules/.package-lock.json: web/package-lock.json web/package.json
 $(WEB_DIST): web/node_modules/.package-lock.json $(WEB_SRC)
 	cd web && $(NPM) run build
 
-test: ## Run every test: Go packages sharing one private PostgreSQL cluster, the descriptor fuzzer for 10 s, then the portal's (test-web)
+test: ## Run every test: Go packages sharing one private PostgreSQL cluster, the fuzzers for 10 s each, then the portal's (test-web)
 	$(GO) run ./internal/testdb/withcluster $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 	$(MAKE) --no-print-directory test-web
@@ -66,8 +66,9 @@ lint: ## Check formatting, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-fuzz: ## Fuzz the service descriptor parser and validator (FUZZTIME, default 20s; make test runs it for 10s)
+fuzz: ## Fuzz the service descriptor parser and validator, then the GraphQL endpoint over HTTP (FUZZTIME each, default 20s; make test runs them for 10s)
 	$(GO) test -run='^$$' -fuzz=FuzzParseValidate -fuzztime=$(FUZZTIME) ./domain/ocl/
+	$(GO) run ./internal/testdb/withcluster $(GO) test -run='^$$' -fuzz=FuzzGraphQLHTTP -fuzztime=$(FUZZTIME) ./graph/
 
 clean: ## Remove build output (never the data in .cairn/)
 	rm -rf $(BIN) web/static/dist

@@ -59,7 +59,7 @@ func (v visible) WaitFor(ctx context.Context, c eventstore.Cursor) error {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	pool   *pgxpool.Pool // the pool store appends through
 	store  *eventstore.Store
 	tokens *tokens
@@ -67,7 +67,7 @@ type env struct {
 	url    string
 }
 
-func newEnv(t *testing.T, cfg graph.Config) *env {
+func newEnv(t testing.TB, cfg graph.Config) *env {
 	t.Helper()
 	db := testdb.New(t)
 	pool := db.AppPool(t)
@@ -134,7 +134,7 @@ func itoa(n int) string {
 
 func (e *env) client(token string) *client.Client { return client.New(e.url, token, nil) }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx

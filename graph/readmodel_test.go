@@ -28,7 +28,7 @@ import (
 
 // newReadEnv is an API over real read models: the projection runner
 // applies the log, and consistentWith waits on it.
-func newReadEnv(t *testing.T) *env {
+func newReadEnv(t testing.TB) *env {
 	t.Helper()
 	db := testdb.New(t)
 	pool := db.AppPool(t)
@@ -71,7 +71,7 @@ func newReadEnv(t *testing.T) *env {
 // serveWithReadModels runs the projection runner and the API until the test
 // ends, serves handler (the API's, perhaps wrapped), and returns once the
 // read models are set up.
-func serveWithReadModels(t *testing.T, runner *projections.Runner, api *graph.Server, handler http.Handler) *httptest.Server {
+func serveWithReadModels(t testing.TB, runner *projections.Runner, api *graph.Server, handler http.Handler) *httptest.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -39,6 +39,11 @@ func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request) (*http.Req
 	var err error
 	switch r.Method {
 	case http.MethodPost:
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			writeHTTPError(w, http.StatusUnsupportedMediaType, apierr.CodeBadRequest,
+				"a POST must carry its request as Content-Type: application/json")
+			return r, false
+		}
 		var body []byte
 		body, err = io.ReadAll(r.Body)
 		var tooLarge *http.MaxBytesError
@@ -55,8 +60,13 @@ func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request) (*http.Req
 		err = decodeBody(body, &rp)
 	case http.MethodGet:
 		err = decodeQuery(r, &rp)
+	case http.MethodOptions:
+		return r, true // gqlgen answers with what is allowed
 	default:
-		return r, true // OPTIONS and the like: gqlgen answers
+		w.Header().Set("Allow", "GET, POST, OPTIONS")
+		writeHTTPError(w, http.StatusMethodNotAllowed, apierr.CodeBadRequest,
+			fmt.Sprintf("%s is not served here: send queries with GET or POST, mutations with POST", r.Method))
+		return r, false
 	}
 	if err != nil {
 		writeHTTPError(w, http.StatusBadRequest, apierr.CodeBadRequest, err.Error())
