@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cairn/graph/hostile"
 )
 
 // FuzzGraphQLHTTP sends arbitrary requests to the GraphQL endpoint — any
@@ -19,13 +21,9 @@ import (
 // its seeds (the hostile corpus among them) run with every `go test`.
 func FuzzGraphQLHTTP(f *testing.F) {
 	e := newReadEnv(f)
-	for _, h := range hostileCorpus() {
-		if h.body == nil {
-			f.Add(h.method == http.MethodGet, "application/json", h.token, []byte{}, h.query)
-			continue
-		}
-		b, _ := io.ReadAll(io.LimitReader(h.body, 100<<10))
-		f.Add(h.method == http.MethodGet, "application/json", h.token, b, h.query)
+	for _, h := range hostile.Corpus() {
+		b, _ := io.ReadAll(io.LimitReader(h.Reader(), 100<<10))
+		f.Add(h.Method == http.MethodGet, "application/json", h.Token, b, h.Query)
 	}
 	for _, s := range []struct {
 		get                bool
