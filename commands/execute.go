@@ -102,26 +102,28 @@ func Execute[S any, PS interface {
 	if err != nil {
 		return Result{}, err
 	}
-	if meta.CommandID != "" {
-		res, found, err := store.CommandResult(ctx, meta.CommandID, fp)
-		if err != nil {
-			return Result{}, err
-		}
-		if found {
-			return fromAppend(res, domain.StreamID(streamType, id)), nil
-		}
-	}
+	stream := domain.StreamID(streamType, id)
 	for attempt := 0; ; attempt++ {
+		// A retry of this command id may have raced this one (a client
+		// retrying after a timeout, perhaps to another replica): before
+		// deciding, and again after a version conflict, the first run's
+		// result is the answer.
+		if res, found, err := firstRun(ctx, store, meta, fp); err != nil || found {
+			return fromAppend(res, stream), err
+		}
 		state, version, tenant, err := load[S, PS](ctx, store, streamType, id)
 		if err != nil {
 			return Result{}, err
 		}
 		evs, err := decide(state)
-		if err != nil {
-			return Result{}, err
-		}
-		if len(evs) == 0 {
-			return Result{Version: version}, nil
+		if err != nil || len(evs) == 0 {
+			// The state may refuse, or find nothing to do, because a racing
+			// retry of this very command changed it: then that run's result
+			// is the answer.
+			if res, found, ferr := firstRun(ctx, store, meta, fp); ferr == nil && found {
+				return fromAppend(res, stream), nil
+			}
+			return Result{Version: version}, err
 		}
 		md := meta.metadata()
 		// An entity stays in the tenant it was made in: what an operator, an
@@ -135,7 +137,7 @@ func Execute[S any, PS interface {
 			Fingerprint: fp,
 			Metadata:    md,
 			Streams: []eventstore.StreamAppend{{
-				StreamID: domain.StreamID(streamType, id), StreamType: streamType,
+				StreamID: stream, StreamType: streamType,
 				Expected: eventstore.Exactly(version), Events: evs,
 			}},
 		})
@@ -146,8 +148,17 @@ func Execute[S any, PS interface {
 		if err != nil {
 			return Result{}, err
 		}
-		return fromAppend(res, domain.StreamID(streamType, id)), nil
+		return fromAppend(res, stream), nil
 	}
+}
+
+// firstRun returns the result of an earlier run of the command id, if it
+// has one (never for a command without an id).
+func firstRun(ctx context.Context, store Store, meta Meta, fp []byte) (eventstore.AppendResult, bool, error) {
+	if meta.CommandID == "" {
+		return eventstore.AppendResult{}, false, nil
+	}
+	return store.CommandResult(ctx, meta.CommandID, fp)
 }
 
 func fromAppend(res eventstore.AppendResult, stream string) Result {

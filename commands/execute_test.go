@@ -83,6 +83,52 @@ func TestExecuteIsIdempotentByCommandID(t *testing.T) {
 	}
 }
 
+// A hundred retries of one command id racing each other (a client retrying
+// after timeouts, perhaps through several replicas) all get the first run's
+// result: one run appends, the others are duplicates, none a conflict.
+func TestExecuteRacingRetriesOfOneCommandID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := enroll(ctx, s, commands.Meta{}, "n-race"); err != nil {
+		t.Fatal(err)
+	}
+	const racers = 100
+	results := make([]commands.Result, racers)
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			input := struct{ NodeID, Reason string }{"n-race", "maintenance"}
+			results[i], errs[i] = commands.Execute[node.Node](ctx, s, domain.NodeStream, "n-race", commands.Meta{CommandID: "drain-n-race"}, input,
+				func(n node.Node) ([]domain.Event, error) {
+					return n.Drain(node.Drain{NodeID: "n-race", Reason: input.Reason, At: at})
+				})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	firsts := 0
+	for i := range racers {
+		if errs[i] != nil {
+			t.Fatalf("retry %d: %v", i, errs[i])
+		}
+		if !results[i].Duplicate {
+			firsts++
+		}
+		if results[i].Cursor != results[0].Cursor {
+			t.Fatalf("retry %d got cursor %v, retry 0 %v", i, results[i].Cursor, results[0].Cursor)
+		}
+	}
+	if v, _ := s.StreamVersion(ctx, "node-n-race"); firsts != 1 || v != 2 {
+		t.Fatalf("%d runs were not duplicates, stream version %d: want one run, version 2", firsts, v)
+	}
+}
+
 func TestExecuteRedecidesAfterConcurrentChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

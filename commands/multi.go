@@ -32,15 +32,18 @@ func ExecuteMany(ctx context.Context, store Store, meta Meta, command string, in
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	if meta.CommandID != "" {
-		res, found, err := store.CommandResult(ctx, meta.CommandID, fp)
-		if err != nil || found {
+	for attempt := 0; ; attempt++ {
+		// As in Execute: a racing retry of the command id is answered with
+		// the first run's result, before deciding, after a conflict, and
+		// when the changed state refuses the command.
+		if res, found, err := firstRun(ctx, store, meta, fp); err != nil || found {
 			return res, err
 		}
-	}
-	for attempt := 0; ; attempt++ {
 		changes, err := decide(ctx)
 		if err != nil {
+			if res, found, ferr := firstRun(ctx, store, meta, fp); ferr == nil && found {
+				return res, nil
+			}
 			return eventstore.AppendResult{}, err
 		}
 		req := eventstore.AppendRequest{CommandID: meta.CommandID, Fingerprint: fp, Metadata: meta.metadata()}
@@ -54,6 +57,9 @@ func ExecuteMany(ctx context.Context, store Store, meta Meta, command string, in
 			})
 		}
 		if len(req.Streams) == 0 {
+			if res, found, err := firstRun(ctx, store, meta, fp); err != nil || found {
+				return res, err
+			}
 			return eventstore.AppendResult{}, nil
 		}
 		res, err := store.Append(ctx, req)

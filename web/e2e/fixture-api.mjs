@@ -22,7 +22,7 @@ const viewers = {
 viewers['op-early'] = { ...viewers.op, id: 't-op-early' };
 
 const allRoots = {
-  query: ['viewer', 'nodes', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain'],
+  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain'],
   mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation'],
   subscription: ['events', 'nodeChanged', 'jobChanged', 'jobLog', 'serviceChanged'],
 };

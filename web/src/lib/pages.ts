@@ -25,7 +25,7 @@ export type PageId =
 /** The root query fields each page cannot work without. */
 export const pageNeeds: Record<PageId, { query?: string[]; mutation?: string[] }> = {
   nodes: { query: ['nodes'] },
-  node: { query: ['node'] },
+  node: { query: ['serverNode'] },
   jobs: { query: ['jobs'] },
   job: { query: ['job'] },
   'run-job': { mutation: ['submitJob'] },
