@@ -181,12 +181,28 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // call sends one request on the running process (starting it if needed)
 // and waits for its answer.
 func (p *Plugin) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	c, err := p.running(ctx)
-	if err != nil {
-		return nil, err
+	for {
+		c, err := p.running(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out, err := c.call(ctx, method, params)
+		var gone *endedBeforeSend
+		if errors.As(err, &gone) {
+			// The process ended between being handed out and this call: the
+			// request was never sent, so a fresh process may take it.
+			continue
+		}
+		return out, err
 	}
-	return c.call(ctx, method, params)
 }
+
+// endedBeforeSend is a call refused because its process had already ended:
+// nothing was sent.
+type endedBeforeSend struct{ err error }
+
+func (e *endedBeforeSend) Error() string { return e.err.Error() }
+func (e *endedBeforeSend) Unwrap() error { return e.err }
 
 // running returns the live process, starting one when there is none.
 func (p *Plugin) running(ctx context.Context) (*conn, error) {
@@ -354,7 +370,7 @@ func (c *conn) call(ctx context.Context, method string, params any) (json.RawMes
 	if c.ended() {
 		err := c.err
 		c.mu.Unlock()
-		return nil, err
+		return nil, &endedBeforeSend{err}
 	}
 	c.nextID++
 	id := c.nextID
