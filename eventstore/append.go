@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -72,6 +73,9 @@ func (op *appendOp) respond(r AppendResult, err error) {
 func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, error) {
 	if len(req.Streams) == 0 && req.CommandID == "" {
 		return nil, ErrEmptyAppend
+	}
+	if req.Fence == nil {
+		req.Fence = fenceOf(ctx)
 	}
 	op := &appendOp{ctx: ctx, req: req, result: make(chan appendOutcome, 1)}
 	seen := map[string]bool{}
@@ -273,6 +277,23 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		failAll(ops, err)
 		return nil, false
 	}
+	// A batch with fenced appends runs in an explicit transaction that
+	// checks each fence first and holds its lock until the commit; one
+	// without runs as one statement, as ever.
+	var q querier = a.s.pool
+	var tx pgx.Tx
+	if hasFence(ops) {
+		if tx, err = a.s.pool.Begin(ctx); err != nil {
+			failAll(ops, fmt.Errorf("append: %w", err))
+			return nil, false
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		if ops, err = checkFences(ctx, tx, ops); err != nil {
+			failAll(ops, fmt.Errorf("append: %w", err))
+			return nil, false
+		}
+		q = tx
+	}
 
 	var (
 		live                                []*appendOp
@@ -322,7 +343,10 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		return nil, false
 	}
 
-	positions, txID, err := a.insert(ctx, sid, styp, ver, etyp, sver, payload, meta, cmd, seq, at, prev, hash, actor, tenant, corr)
+	positions, txID, err := a.insert(ctx, q, sid, styp, ver, etyp, sver, payload, meta, cmd, seq, at, prev, hash, actor, tenant, corr)
+	if err == nil && tx != nil {
+		err = tx.Commit(ctx)
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
@@ -360,6 +384,47 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 	return nil, false
 }
 
+func hasFence(ops []*appendOp) bool {
+	for _, op := range ops {
+		if op.req.Fence != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFences checks each distinct fence of the batch once in tx, answers
+// the appends whose fence does not hold, and returns the others. An error
+// is one of the database, not of a fence, and leaves every append
+// unanswered.
+func checkFences(ctx context.Context, tx pgx.Tx, ops []*appendOp) ([]*appendOp, error) {
+	verdict := map[string]error{}
+	for _, op := range ops {
+		f := op.req.Fence
+		if f == nil {
+			continue
+		}
+		if _, done := verdict[f.Key()]; done {
+			continue
+		}
+		err := f.Check(ctx, tx)
+		var fenced *FencedError
+		if err != nil && !errors.As(err, &fenced) {
+			return ops, err
+		}
+		verdict[f.Key()] = err
+	}
+	live := ops[:0:0]
+	for _, op := range ops {
+		if f := op.req.Fence; f != nil && verdict[f.Key()] != nil {
+			op.respond(AppendResult{}, verdict[f.Key()])
+			continue
+		}
+		live = append(live, op)
+	}
+	return live, nil
+}
+
 func failAll(ops []*appendOp, err error) {
 	for _, op := range ops {
 		op.respond(AppendResult{}, err)
@@ -380,8 +445,8 @@ func checkExpected(op *appendOp, heads map[string]head) error {
 // own transaction. It does not NOTIFY inside the transaction: PostgreSQL
 // serialises the commits of notifying transactions, WAL flush included,
 // which would defeat group commit.
-func (a *appender) insert(ctx context.Context, args ...any) ([]int64, uint64, error) {
-	rows, err := a.s.pool.Query(ctx, `
+func (a *appender) insert(ctx context.Context, q querier, args ...any) ([]int64, uint64, error) {
+	rows, err := q.Query(ctx, `
 		INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata,
 		                    command_id, command_seq, recorded_at, prev_hash, hash, actor, tenant, correlation_id)
 		SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), CASE WHEN c = '' THEN NULL ELSE cs END, a, ph, h,

@@ -66,6 +66,9 @@ type AppendRequest struct {
 	Fingerprint []byte
 	Metadata    Metadata
 	Streams     []StreamAppend
+	// Fence, when set, must hold in the append's transaction (see Fence);
+	// an append made with a context of WithFence carries that one.
+	Fence Fence
 }
 
 // StreamVersion is a stream's version after an append.

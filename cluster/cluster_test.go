@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cairn/commands"
+	"cairn/commands/nodes"
+	"cairn/domain/events"
+	"cairn/eventstore"
+	"cairn/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// A replica that paused past its lease (SIGSTOP, a long GC, a lost network)
+// finds, when it resumes, that another took over, and its decisions made
+// under the old epoch append nothing; the new owner's do.
+func TestLeaseFencesADeposedOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	pool := db.AppPool(t)
+	store := eventstore.New(pool, events.Registry(), eventstore.Options{})
+	t.Cleanup(store.Close)
+	opts := LeaseOptions{TTL: 400 * time.Millisecond, RenewEvery: 100 * time.Millisecond, Log: zerolog.Nop()}
+	a, b := NewLease(pool, "dispatch", "replica-a", opts), NewLease(pool, "dispatch", "replica-b", opts)
+
+	if err := a.tryOnce(ctx); err != nil || !a.Owns() || a.Epoch() != 1 {
+		t.Fatalf("first claim: owns %v, epoch %d, %v", a.Owns(), a.Epoch(), err)
+	}
+	if err := b.tryOnce(ctx); err != nil || b.Owns() {
+		t.Fatalf("a second replica took a held lease: owns %v, %v", b.Owns(), err)
+	}
+	fenceA := a.Fence()
+	enroll := func(ctx context.Context, host string) (commands.Outcome, error) {
+		return nodes.NewHandlers(store, time.Now, func() string { return host }).Enroll(ctx, commands.Meta{Actor: "dispatcher"}, nodes.Enroll{Hostname: host})
+	}
+	if _, err := enroll(eventstore.WithFence(ctx, fenceA), "while-a-owns"); err != nil {
+		t.Fatalf("the owner's fenced append: %v", err)
+	}
+
+	// A pauses: no renewal for longer than the lease lives.
+	time.Sleep(opts.TTL + 100*time.Millisecond)
+	if a.Owns() {
+		t.Fatal("a replica whose renewal is overdue still says it owns the work")
+	}
+	if err := b.tryOnce(ctx); err != nil || !b.Owns() || b.Epoch() != 2 {
+		t.Fatalf("takeover after expiry: owns %v, epoch %d, %v", b.Owns(), b.Epoch(), err)
+	}
+
+	// A resumes and acts on what it decided before the pause.
+	_, err := enroll(eventstore.WithFence(ctx, fenceA), "stale-decision")
+	var fenced *eventstore.FencedError
+	if !errors.As(err, &fenced) {
+		t.Fatalf("the deposed owner's append: got %v, want a FencedError", err)
+	}
+	if v, _ := store.StreamVersion(ctx, "node-stale-decision"); v != 0 {
+		t.Fatalf("the deposed owner appended %d events", v)
+	}
+	if _, err := enroll(eventstore.WithFence(ctx, b.Fence()), "while-b-owns"); err != nil {
+		t.Fatalf("the new owner's fenced append: %v", err)
+	}
+	if err := a.tryOnce(ctx); err != nil || a.Owns() {
+		t.Fatalf("the deposed replica took the lease back from a live owner: owns %v, %v", a.Owns(), err)
+	}
+
+	// A clean stop hands over at once, under a new epoch.
+	b.release()
+	if err := a.tryOnce(ctx); err != nil || !a.Owns() || a.Epoch() != 3 {
+		t.Fatalf("claim after release: owns %v, epoch %d, %v", a.Owns(), a.Epoch(), err)
+	}
+	if a.Handovers() != 2 {
+		t.Fatalf("replica a gained the lease %d times, want 2", a.Handovers())
+	}
+}
+
+func TestRegistryAndPresence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t).AppPool(t)
+	r1 := NewRegistry(pool, "r1", "10.0.0.1:8080", "v1", "key-1", zerolog.Nop())
+	r2 := NewRegistry(pool, "r2", "10.0.0.2:8080", "v1", "key-1", zerolog.Nop())
+	for _, r := range []*Registry{r1, r2} {
+		if err := r.announce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := NewLease(pool, "dispatch", "r2", LeaseOptions{Log: zerolog.Nop()})
+	if err := lease.tryOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reps, now, err := r1.Replicas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 || reps[0].ID != "r1" || reps[1].ID != "r2" || !slices.Equal(reps[1].Owns, []string{"dispatch"}) || len(reps[0].Owns) != 0 {
+		t.Fatalf("replicas %+v", reps)
+	}
+	if reps[0].Gone(now, 6*time.Second) || !reps[0].Gone(now.Add(time.Minute), 6*time.Second) {
+		t.Fatal("a replica announced just now is gone, or one silent for a minute is not")
+	}
+	// A replica with another secrets key may not join: what one sealed,
+	// the other could not open.
+	if err := r2.CheckKey(ctx); err != nil {
+		t.Fatalf("a replica with the cluster's key: %v", err)
+	}
+	var mismatch *KeyMismatchError
+	if err := NewRegistry(pool, "r3", "10.0.0.3:8080", "v1", "key-2", zerolog.Nop()).CheckKey(ctx); !errors.As(err, &mismatch) {
+		t.Fatalf("a replica with another key: got %v, want a KeyMismatchError", err)
+	}
+
+	p1, p2 := NewPresence(pool, "r1"), NewPresence(pool, "r2")
+	if err := p1.Publish(ctx, []string{"n1", "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Publish(ctx, []string{"n3"}); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := p2.Elsewhere(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := seen["n1"]; !ok || len(seen) != 2 {
+		t.Fatalf("r2 sees elsewhere %v, want n1 and n2", seen)
+	}
+	// An agent that moves to r2 is no longer elsewhere for it.
+	if err := p2.Publish(ctx, []string{"n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if seen, _ := p2.Elsewhere(ctx, time.Minute); len(seen) != 1 {
+		t.Fatalf("after n1 moved to r2, r2 sees elsewhere %v", seen)
+	}
+}
