@@ -4,8 +4,14 @@
 package apierr
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"cairn/auth"
 	"cairn/domain"
@@ -26,13 +32,16 @@ const (
 	CodeBadRequest      = "BAD_REQUEST"
 	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
 	CodeRateLimited     = "RATE_LIMITED"
+	// CodeUnavailable: the server cannot reach what it needs (the
+	// database) now; the same request may succeed when retried.
+	CodeUnavailable = "UNAVAILABLE"
 )
 
 // IsCode reports whether c is one of the API's codes.
 func IsCode(c string) bool {
 	switch c {
 	case CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeConflict, CodeInvalidInput, CodeInternal,
-		CodeBadRequest, CodePayloadTooLarge, CodeRateLimited:
+		CodeBadRequest, CodePayloadTooLarge, CodeRateLimited, CodeUnavailable:
 		return true
 	}
 	return false
@@ -53,6 +62,11 @@ func (e *Error) Unwrap() error { return e.Cause }
 // New is an error with a code and a message.
 func New(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable is an UNAVAILABLE error: retry later.
+func Unavailable(format string, args ...any) *Error {
+	return New(CodeUnavailable, format, args...)
 }
 
 // Unauthenticated is an UNAUTHENTICATED error.
@@ -115,6 +129,29 @@ func Classify(err error) (code, msg string, ext map[string]any) {
 		return CodeInvalidInput, err.Error(), nil
 	case errors.Is(err, domain.ErrInvalid):
 		return CodeInvalidInput, err.Error(), nil
+	case databaseAway(err):
+		return CodeUnavailable, "the database cannot be reached now; retry the request (a retry with the same commandId is safe)",
+			map[string]any{"retryable": true}
 	}
 	return CodeInternal, "", nil
+}
+
+// databaseAway reports errors that mean the database is unreachable or
+// restarting rather than that the request was wrong: connection failures,
+// and the server's shutdown and "cannot connect now" codes (class 08 and
+// 57P).
+func databaseAway(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false // the request's own time ran out: not the database's absence
+	}
+	var connect *pgconn.ConnectError
+	if errors.As(err, &connect) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
