@@ -10,12 +10,16 @@ import (
 	"cairn/graph/client"
 )
 
-// newClient is the agent's GraphQL client for the control plane at server.
-// It only ever connects out. Requests may take a long poll's wait and more.
+// newClient is the agent's GraphQL client for the control plane at server,
+// a URL or a comma-separated list of the replicas' URLs (the client moves
+// to the next when one cannot be reached). It only ever connects out.
+// Requests may take a long poll's wait and more.
 func newClient(server string, hc *http.Client) (*client.Client, error) {
-	server = strings.TrimRight(strings.TrimSpace(server), "/")
-	if !strings.HasPrefix(server, "http://") && !strings.HasPrefix(server, "https://") {
-		return nil, fmt.Errorf("server %q: give the control plane's URL, e.g. http://cairn.example:8080", server)
+	for _, u := range strings.Split(server, ",") {
+		u = strings.TrimSpace(u)
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("server %q: give the control plane's URL, e.g. http://cairn.example:8080, or several replicas' separated by commas", u)
+		}
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 90 * time.Second}

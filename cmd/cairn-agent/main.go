@@ -97,7 +97,7 @@ processes) are the agent's own children: stopping the agent stops them.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	fs := root.Flags()
-	fs.StringVar(&o.server, "server", "", "the control plane's URL, e.g. http://cairn.example:8080 (env CAIRN_SERVER)")
+	fs.StringVar(&o.server, "server", "", "the control plane's URL, e.g. http://cairn.example:8080, or its replicas' URLs separated by commas: the agent moves to the next when one cannot be reached (env CAIRN_SERVER)")
 	fs.StringVar(&o.joinToken, "join-token", "", "join token to enroll the node with on the first start (env CAIRN_JOIN_TOKEN)")
 	fs.StringVar(&o.dataDir, "data-dir", "/var/lib/cairn-agent", "directory for the credential and the job journal (env CAIRN_AGENT_DATA_DIR)")
 	fs.StringVar(&o.transport, "transport", agent.TransportAuto, "auto, websocket or poll (env CAIRN_AGENT_TRANSPORT)")

@@ -16,31 +16,33 @@ import (
 	"time"
 )
 
-// Client talks to one Cairn server with one token.
+// Client talks to a Cairn server, or to any of several replicas, with one
+// token. A request a replica refuses to connect goes to the next one at once;
+// a connection that fails later moves the client on for the next request.
 type Client struct {
-	endpoint string
-	token    string
-	http     *http.Client
+	ends  *endpoints
+	token string
+	http  *http.Client
 	// idle is how long a WebSocket subscription may stay silent before the
 	// client takes it for dead (0: no limit).
 	idle time.Duration
 }
 
 // New returns a client for the server at baseURL (http://host:port; the
-// /graphql path is added) acting with token ("" for none).
+// /graphql path is added), or for the replicas of a comma-separated list of
+// them, acting with token ("" for none).
 func New(baseURL, token string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	ep := strings.TrimRight(baseURL, "/")
-	if !strings.HasSuffix(ep, "/graphql") {
-		ep += "/graphql"
-	}
-	return &Client{endpoint: ep, token: token, http: hc}
+	return &Client{ends: parseEndpoints(baseURL), token: token, http: hc}
 }
 
-// Endpoint is the URL of the GraphQL endpoint.
-func (c *Client) Endpoint() string { return c.endpoint }
+// Endpoint is the URL of the GraphQL endpoint requests go to now.
+func (c *Client) Endpoint() string { return c.ends.now() }
+
+// Endpoints are the URLs of every replica the client may use.
+func (c *Client) Endpoints() []string { return append([]string(nil), c.ends.urls...) }
 
 // Token is the token the client acts with ("" for none).
 func (c *Client) Token() string { return c.token }
@@ -171,18 +173,31 @@ func (c *Client) Raw(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	var resp *http.Response
+	for range c.ends.urls {
+		ep := c.ends.now()
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, ep, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("Accept", "application/json")
+		if c.token != "" {
+			hr.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err = c.http.Do(hr)
+		if err == nil {
+			break
+		}
+		if ctx.Err() == nil {
+			c.ends.failed(ep)
+		}
+		if !refused(err) || ctx.Err() != nil || len(c.ends.urls) == 1 {
+			return nil, fmt.Errorf("reach %s: %w", ep, err)
+		}
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(hr)
-	if err != nil {
-		return nil, fmt.Errorf("reach %s: %w", c.endpoint, err)
+	if resp == nil {
+		return nil, fmt.Errorf("reach any of %s: every replica refused the connection", strings.Join(c.ends.urls, ", "))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

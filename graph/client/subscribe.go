@@ -87,8 +87,7 @@ type wsMessage struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-func (c *Client) wsURL() string {
-	u := c.endpoint
+func wsURL(u string) string {
 	switch {
 	case strings.HasPrefix(u, "https://"):
 		return "wss://" + strings.TrimPrefix(u, "https://")
@@ -110,7 +109,8 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		header.Set("Authorization", "Bearer "+c.token)
 	}
 	dctx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
-	conn, resp, err := websocket.Dial(dctx, c.wsURL(), &websocket.DialOptions{
+	ep := c.ends.now()
+	conn, resp, err := websocket.Dial(dctx, wsURL(ep), &websocket.DialOptions{
 		Subprotocols: []string{string(p)},
 		HTTPClient:   hc,
 		HTTPHeader:   header,
@@ -120,7 +120,11 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			return nil, &HTTPError{Status: resp.StatusCode, Body: "the server refused the token"}
 		}
-		return nil, &DialError{fmt.Errorf("connect to %s: %w", c.wsURL(), err)}
+		if resp == nil && ctx.Err() == nil {
+			// The next attempt (the caller's reconnect) tries another replica.
+			c.ends.failed(ep)
+		}
+		return nil, &DialError{fmt.Errorf("connect to %s: %w", wsURL(ep), err)}
 	}
 	if conn.Subprotocol() != string(p) {
 		_ = conn.Close(websocket.StatusProtocolError, "subprotocol")
@@ -243,7 +247,8 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, error) {
 	body, _ := json.Marshal(req)
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	hr, err := http.NewRequestWithContext(life, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	ep := c.ends.now()
+	hr, err := http.NewRequestWithContext(life, http.MethodPost, ep, bytes.NewReader(body))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -256,7 +261,10 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("reach %s: %w", c.endpoint, err)
+		if ctx.Err() == nil {
+			c.ends.failed(ep)
+		}
+		return nil, fmt.Errorf("reach %s: %w", ep, err)
 	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		defer resp.Body.Close()
