@@ -23,6 +23,16 @@ func (d *Dispatcher) pass(now time.Time) {
 	if d.runCtx == nil {
 		return
 	}
+	owns := d.owner == nil || d.owner.Owns()
+	if owns && !d.owned {
+		// A new owner gives agents their grace period from now: nobody
+		// watched them while the decisions had no owner (see checkNode).
+		d.started = now
+	}
+	d.owned = owns
+	if !owns {
+		return
+	}
 	for _, e := range d.order {
 		if !e.dropped && !e.pending {
 			d.act(e, now)
@@ -243,6 +253,12 @@ func compareStrings(a, b string) int {
 // it has a subscription or a long poll open, or showed a sign of life within
 // one heartbeat interval (a poller between two polls).
 func (d *Dispatcher) present(n *nodeEntry, now time.Time) bool {
+	return d.presentHere(n, now) || now.Sub(n.seenElsewhere) < d.presenceWindow()
+}
+
+// presentHere reports whether the node's agent is connected to this
+// replica.
+func (d *Dispatcher) presentHere(n *nodeEntry, now time.Time) bool {
 	return len(n.streams) > 0 || len(n.pollers) > 0 || now.Sub(n.lastSeen) < d.opts.HeartbeatInterval
 }
 
@@ -270,7 +286,9 @@ func (d *Dispatcher) launchFor(e *jobEntry, what string, run func(context.Contex
 // isExpected reports errors that only mean the dispatcher's view was behind
 // the log when it decided.
 func isExpected(err error) bool {
-	return errors.Is(err, domain.ErrConflict) || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound)
+	var fenced *eventstore.FencedError
+	return errors.Is(err, domain.ErrConflict) || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) ||
+		errors.As(err, &fenced)
 }
 
 // checkNode keeps a node's status in step with its agent's connection:
@@ -285,7 +303,7 @@ func (d *Dispatcher) checkNode(id string, n *nodeEntry, now time.Time) {
 	// Silence counts from the last sign of life, the last connection
 	// recorded (perhaps by another process), or this process's start,
 	// whichever is latest.
-	silent := now.Sub(later(n.lastSeen, later(n.n.ConnectedAt, d.started)))
+	silent := now.Sub(later(later(n.lastSeen, n.seenElsewhere), later(n.n.ConnectedAt, d.started)))
 	switch {
 	case present && !n.connected() && n.n.Status != node.StatusDecommissioned:
 		d.nodeCommand(n, "connect", func(ctx context.Context) (commands.Outcome, error) {
@@ -296,7 +314,7 @@ func (d *Dispatcher) checkNode(id string, n *nodeEntry, now time.Time) {
 			return d.nodesH.Disconnect(ctx, d.meta(""), nodes.Disconnect{NodeID: id})
 		})
 	case n.n.Status == node.StatusDisconnected && !present &&
-		now.Sub(later(n.n.DisconnectedAt, later(n.lastSeen, d.started))) >= d.opts.DownAfter:
+		now.Sub(later(n.n.DisconnectedAt, later(later(n.lastSeen, n.seenElsewhere), d.started))) >= d.opts.DownAfter:
 		d.nodeCommand(n, "mark down", func(ctx context.Context) (commands.Outcome, error) {
 			return d.nodesH.MarkDown(ctx, d.meta(""), nodes.MarkDown{NodeID: id})
 		})

@@ -117,6 +117,28 @@ type Deps struct {
 	Logs   Output
 	Stats  Statistics
 	Log    zerolog.Logger
+	// Owner, when set, gates the decisions: without it this process owns
+	// them (one replica).
+	Owner Owner
+	// Presence, when set, shares agent connections with other replicas.
+	Presence Presence
+}
+
+// Owner says whether this replica owns the dispatcher's decisions (leases,
+// expiries, retries, liveness, schedule firings) now, and fences the
+// appends it makes as owner (cluster.Lease). Every replica follows the log
+// and serves its own agents; only the owner decides.
+type Owner interface {
+	Owns() bool
+	Fence() eventstore.Fence
+}
+
+// Presence shares, between replicas, which agents are connected where
+// (cluster.Presence): each replica publishes its own, and the owner counts
+// the others' as present.
+type Presence interface {
+	Publish(ctx context.Context, nodeIDs []string) error
+	Elsewhere(ctx context.Context, within time.Duration) (map[string]time.Duration, error)
 }
 
 // Dispatcher drives jobs to agents. Build it with New, start it with Run; the
@@ -130,7 +152,10 @@ type Dispatcher struct {
 	stats  Statistics
 	log    zerolog.Logger
 	opts   Options
-	now    func() time.Time
+	owner  Owner
+	// presence is nil for a dispatcher alone on its database.
+	presence Presence
+	now      func() time.Time
 
 	workers chan struct{} // semaphore of commands in flight
 	ready   chan struct{} // closed once the state has caught up with the log
@@ -144,6 +169,7 @@ type Dispatcher struct {
 	dropped   int // entries of order dropped since it was last compacted
 	rr        uint64
 	started   time.Time
+	owned     bool // whether the last pass owned the decisions
 	running   bool
 	runCtx    context.Context
 }
@@ -156,7 +182,7 @@ func New(deps Deps, opts Options) (*Dispatcher, error) {
 	opts.defaults()
 	d := &Dispatcher{
 		store: deps.Store, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
-		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock,
+		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock, owner: deps.Owner, presence: deps.Presence,
 		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
 		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, schedules: map[string]*scheduleEntry{},
 	}
@@ -194,6 +220,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer cancel()
 	wg.Add(1)
 	go func() { defer wg.Done(); d.ticker(ctx) }()
+	if d.presence != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.sharePresence(ctx) }()
+	}
 	err = d.store.Subscribe(ctx, eventstore.SubscribeOptions{From: cursor, Filter: filter},
 		func(ctx context.Context, b eventstore.Batch) error {
 			d.mu.Lock()
@@ -283,6 +313,21 @@ func (d *Dispatcher) Ready() bool {
 // hands its result to done under the dispatcher's lock.
 func (d *Dispatcher) launch(what string, run func(context.Context) (commands.Outcome, error), done func(commands.Outcome, error)) {
 	ctx := d.runCtx
+	if d.owner != nil {
+		// The decision is fenced with the epoch owned when it was made: if
+		// this replica is deposed before the append commits, nothing is
+		// appended.
+		f := d.owner.Fence()
+		if f == nil {
+			go func() {
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				done(commands.Outcome{}, &eventstore.FencedError{Fence: "dispatch", Reason: "this replica no longer owns the decisions"})
+			}()
+			return
+		}
+		ctx = eventstore.WithFence(ctx, f)
+	}
 	go func() {
 		select {
 		case d.workers <- struct{}{}:

@@ -74,6 +74,9 @@ type nodeEntry struct {
 	// lastSeen is when the agent last showed a sign of life to this
 	// process (zero: never).
 	lastSeen time.Time
+	// seenElsewhere is when another replica last said the agent was
+	// connected to it (Presence).
+	seenElsewhere time.Time
 	// cmdPending is set while a liveness command (connect, disconnect,
 	// down, drained) is in flight and until its events are applied.
 	cmdPending   bool

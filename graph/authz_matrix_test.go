@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"cairn/auth"
+	"cairn/cluster"
 	"cairn/commands"
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
@@ -332,6 +333,7 @@ func newMatrix(t *testing.T) *mxFixture {
 		Log: log, Store: store, Reader: readmodel.New(de.Pool), Auth: de.Auth, Projections: runner, ProjectionAdmin: runner,
 		Access: de.Access, Nodes: de.Nodes, Templates: tpl, Services: svc,
 		Jobs: de.Jobs, Dispatch: de.Dispatcher, Logs: de.Logs, Stats: de.Stats, Schedules: de.Schedules,
+		Cluster: cluster.NewRegistry(de.Pool, "matrix", "127.0.0.1:8080", "test", "key", log),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -811,6 +813,7 @@ func (f *mxFixture) rows() []row {
 		{field: "Query.nodes", samples: []sample{
 			list("all", `{ nodes(first: 500) { edges { node { id } } } }`, auth.NodeRead, nodeItem, f.nodes, nil)}},
 		{field: "Query.projections", samples: []sample{{name: "all", doc: `{ projections { name } }`, rule: rule{act: auth.ProjectionRead, own: true}}}},
+		{field: "Query.cluster", samples: []sample{{name: "replicas", doc: `{ cluster { replicas { id owns } } }`, rule: rule{act: auth.ProjectionRead, own: true}}}},
 		{field: "Query.resource", samples: byID(`query($id: ID!) { resource(id: $id) { id } }`, auth.ServiceRead, "id", f.someResources(), hasID("id"))},
 		{field: "Query.resources", samples: []sample{
 			list("all", `{ resources(first: 500) { edges { node { id serviceId } } } }`, auth.ServiceRead, resOf, f.resources, nil),

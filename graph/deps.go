@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cairn/auth"
+	"cairn/cluster"
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
@@ -67,6 +68,12 @@ type EventLog interface {
 
 var _ EventLog = (*eventstore.Store)(nil)
 
+// Cluster is the replicas' registry (cluster.Registry).
+type Cluster interface {
+	Self() cluster.Replica
+	Replicas(ctx context.Context) ([]cluster.Replica, time.Time, error)
+}
+
 // Deps are the API's collaborators.
 type Deps struct {
 	Log         zerolog.Logger
@@ -94,6 +101,9 @@ type Deps struct {
 	// Schedules serves recurring schedules; without it they answer that
 	// this server runs no jobs.
 	Schedules *schedules.Handlers
+	// Cluster lists the replicas sharing the database; without it the
+	// cluster query shows this server alone is unknown.
+	Cluster Cluster
 	// RequestID returns the id the HTTP middleware gave a request, for
 	// logs and INTERNAL errors; nil: no ids.
 	RequestID func(context.Context) string

@@ -111,6 +111,7 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		newTemplatesCommand(a),
 		newOCLCommand(a),
 		newAuditCommand(a), newReplayCommand(a),
+		newClusterCommand(a),
 	)
 	return root
 }

@@ -36,6 +36,10 @@ type config struct {
 	// taken: removing events recorded before the last one shows in
 	// verification.
 	CheckpointEvery time.Duration
+	// SecretsKeyFile is the key that seals sensitive values; empty uses
+	// (and on first start makes) secrets.key in the data directory. Every
+	// replica of a cluster must use the same key.
+	SecretsKeyFile string
 
 	level zerolog.Level // LogLevel, parsed by resolve
 }
@@ -47,6 +51,7 @@ var envFlags = []struct{ flag, env string }{
 	{"log-format", "CAIRN_LOG_FORMAT"},
 	{"log-level", "CAIRN_LOG_LEVEL"},
 	{"plugins", "CAIRN_PLUGINS"},
+	{"secrets-key-file", "CAIRN_SECRETS_KEY_FILE"},
 }
 
 func envOf(flag string) string {
@@ -75,6 +80,8 @@ func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Plugins, "plugins", "",
 		"plugins configuration file, YAML or JSON: http endpoints, out-of-process plugins, terraform (env "+envOf("plugins")+"); the agent plugin needs none")
 	c.Jobs.bindFlags(fs)
+	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", "",
+		"the 32-byte key that seals sensitive values (env "+envOf("secrets-key-file")+"); default: secrets.key in the data directory, made on first start. Replicas of one cluster must share it")
 	fs.DurationVar(&c.CheckpointEvery, "chain-checkpoint-every", 10*time.Second,
 		"how often the event log's hash chains are checkpointed, so that removing events recorded before shows in verification")
 }

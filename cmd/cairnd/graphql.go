@@ -28,7 +28,7 @@ func newID() string { return strings.ToLower(rand.Text()[:16]) }
 // the bootstrap admin token on the first start, and returns the API's
 // background work (the subscription feed, and the authenticator following
 // revocations) for the caller to run.
-func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore.Store, js *jobSide, ss *serviceSide, log zerolog.Logger, out io.Writer) (func(context.Context) error, *access.Handlers, error) {
+func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore.Store, js *jobSide, ss *serviceSide, replicas graph.Cluster, log zerolog.Logger, out io.Writer) (func(context.Context) error, *access.Handlers, error) {
 	accessH := access.NewHandlers(store, time.Now, newID, access.Options{})
 	token, err := auth.BootstrapAdmin(ctx, accessH)
 	if err != nil {
@@ -55,6 +55,7 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 		Stats:           js.stats,
 		Schedules:       js.schedules,
 		RequestID:       httpserver.RequestID,
+		Cluster:         replicas,
 	})
 	if err != nil {
 		return nil, nil, err

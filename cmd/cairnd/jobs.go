@@ -80,7 +80,7 @@ type jobSide struct {
 	dispatcher *dispatch.Dispatcher
 }
 
-func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer, cfg jobConfig, log zerolog.Logger) (*jobSide, error) {
+func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer, cfg jobConfig, owner dispatch.Owner, presence dispatch.Presence, log zerolog.Logger) (*jobSide, error) {
 	validator, err := catalog.NewValidator()
 	if err != nil {
 		return nil, err
@@ -94,7 +94,8 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer
 	js.dispatcher, err = dispatch.New(dispatch.Deps{
 		Store: store, Jobs: js.jobs, Nodes: nodes.NewHandlers(store, time.Now, newID),
 		Access: access.NewHandlers(store, time.Now, newID, access.Options{}), Logs: js.logs, Stats: js.stats,
-		Log: log.With().Str("component", "dispatcher").Logger(),
+		Log:   log.With().Str("component", "dispatcher").Logger(),
+		Owner: owner, Presence: presence,
 	}, dispatch.Options{
 		Lease: cfg.Lease, HeartbeatInterval: cfg.HeartbeatInterval, DisconnectAfter: cfg.DisconnectAfter,
 		DownAfter: cfg.DownAfter,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cairn/cluster"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -36,6 +37,9 @@ type serviceSide struct {
 	services  *services.Handlers
 	orch      *orchestrator.Orchestrator
 	plugins   *plugins.Registry
+	// orchLease, when set, runs the orchestrator only while this replica
+	// owns it; the projections run on every replica.
+	orchLease *cluster.Lease
 }
 
 // secretsKeyFile holds the key that seals sensitive service variables. It
@@ -43,9 +47,20 @@ type serviceSide struct {
 // unreadable.
 const secretsKeyFile = "secrets.key"
 
-// loadSecretsKey reads the 32-byte key from the data directory, creating it
-// (mode 0600) on first start.
-func loadSecretsKey(dataDir string) ([]byte, error) {
+// loadSecretsKey reads the 32-byte key from file when one is given (it must
+// exist: a replica joining a cluster uses the cluster's key), else from the
+// data directory, creating it (mode 0600) on first start.
+func loadSecretsKey(dataDir, file string) ([]byte, error) {
+	if file != "" {
+		key, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read the secrets key: %w", err)
+		}
+		if len(key) != 32 {
+			return nil, fmt.Errorf("%s holds %d bytes; a secrets key is 32", file, len(key))
+		}
+		return key, nil
+	}
 	path := filepath.Join(dataDir, secretsKeyFile)
 	key, err := os.ReadFile(path)
 	if err == nil {
@@ -125,7 +140,12 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 func (s *serviceSide) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.runner.Run(gctx) })
-	g.Go(func() error { return s.orch.Run(gctx) })
+	g.Go(func() error {
+		if s.orchLease == nil {
+			return s.orch.Run(gctx)
+		}
+		return s.orchLease.WhileOwned(gctx, s.orch.Run)
+	})
 	err := g.Wait()
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = nil

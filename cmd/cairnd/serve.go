@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -80,6 +81,16 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
+	if be.embedded != nil {
+		// A try-out cluster on one host: more replicas join the embedded
+		// database through its socket (the role needs no password there).
+		keyFile := cfg.SecretsKeyFile
+		if keyFile == "" {
+			keyFile = filepath.Join(cfg.DataDir, secretsKeyFile)
+		}
+		log.Info().Str("database_url", serveURL).
+			Msgf("more replicas on this host can join this one: start them with DATABASE_URL=%q and --secrets-key-file %s", serveURL, keyFile)
+	}
 	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, AppName: "cairnd"})
 	if err != nil {
 		return err
@@ -95,6 +106,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	go func() { defer close(checkpointsDone); store.RunCheckpoints(checkpointsCtx, cfg.CheckpointEvery) }()
 	defer func() { stopCheckpoints(); <-checkpointsDone }()
 
+	metrics := prometheus.NewRegistry()
 	srv, err := httpserver.New(httpserver.Deps{
 		Log:   log.With().Str("component", "http").Logger(),
 		Pool:  pool,
@@ -102,13 +114,13 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		Schema: func(ctx context.Context) (migrations.Status, error) {
 			return migrations.Check(ctx, owner)
 		},
-		Metrics: prometheus.NewRegistry(),
+		Metrics: metrics,
 	})
 	if err != nil {
 		return err
 	}
 	mountPortal(srv)
-	key, err := loadSecretsKey(cfg.DataDir)
+	key, err := loadSecretsKey(cfg.DataDir, cfg.SecretsKeyFile)
 	if err != nil {
 		return fmt.Errorf("secrets key: %w", err)
 	}
@@ -116,7 +128,32 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return fmt.Errorf("secrets key: %w", err)
 	}
-	js, err := newJobSide(store, pool, sealer, cfg.Jobs, log)
+	// Several replicas may share the database: each announces itself, and
+	// the dispatcher's decisions have one owner at a time.
+	cs, err := newClusterSide(ctx, pool, ln.Addr(), sealer, metrics, log)
+	if err != nil {
+		return err
+	}
+	if st.Current > st.Latest {
+		// A rolling upgrade under way: a newer replica migrated the
+		// database. This one keeps serving but owns nothing once-only,
+		// which the newer code may now do differently.
+		note := fmt.Sprintf("the database schema is at version %d, newer than this cairnd knows (%d): "+
+			"this replica serves the API and its agents but owns no once-only work until it is upgraded", st.Current, st.Latest)
+		log.Warn().Msg(note)
+		srv.Note(note)
+		cs.passive = true
+	}
+	clusterCtx, stopCluster := context.WithCancel(ctx)
+	clusterDone := make(chan error, 1)
+	go func() { clusterDone <- cs.run(clusterCtx) }()
+	defer func() {
+		stopCluster()
+		if err2 := <-clusterDone; err2 != nil {
+			err = errors.Join(err, fmt.Errorf("cluster: %w", err2))
+		}
+	}()
+	js, err := newJobSide(store, pool, sealer, cfg.Jobs, cs.dispatch, cs.presence, log)
 	if err != nil {
 		return err
 	}
@@ -132,6 +169,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
+	ss.orchLease = cs.orchestrator
 	srv.ReadyAfter("the read models' first build", ss.runner.Ready())
 	ssCtx, stopSS := context.WithCancel(ctx)
 	ssDone := make(chan error, 1)
@@ -142,7 +180,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 			err = errors.Join(err, fmt.Errorf("projections and orchestrator: %w", err2))
 		}
 	}()
-	runAPI, accessH, err := mountGraphQL(ctx, srv, store, js, ss, log, os.Stderr)
+	runAPI, accessH, err := mountGraphQL(ctx, srv, store, js, ss, cs.registry, log, os.Stderr)
 	if err != nil {
 		return err
 	}

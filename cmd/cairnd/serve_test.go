@@ -170,3 +170,39 @@ func TestServeFailsOnBadDatabaseURL(t *testing.T) {
 		t.Fatalf("listener left open after a failed start: %v", err)
 	}
 }
+
+// A replica older than the database's schema (a rolling upgrade under way:
+// a newer replica migrated it) serves, says so in /readyz and its log, and
+// takes no once-only work; a current one on the same database does.
+func TestOlderReplicaOwnsNothing(t *testing.T) {
+	db := testdb.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := db.AdminPool(t).Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, true)`); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, testConfig(t, db.ConnString), testLogger(t), ln) }()
+	base := "http://" + ln.Addr().String()
+	body := waitReadyz(t, base, func(code int, _ readyzBody) bool { return code == http.StatusOK })
+	if !strings.Contains(body, "newer than this cairnd") || !strings.Contains(body, "owns no once-only work") {
+		t.Fatalf("/readyz of an older replica: %s", body)
+	}
+	// Long enough for a lease to be taken, were it tried.
+	time.Sleep(3 * time.Second)
+	var leases int
+	if err := db.AdminPool(t).QueryRow(ctx, `SELECT count(*) FROM cluster_leases WHERE expires_at > now()`).Scan(&leases); err != nil {
+		t.Fatal(err)
+	}
+	if leases != 0 {
+		t.Fatalf("an older replica holds %d leases", leases)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("serve after cancel: %v", err)
+	}
+}

@@ -104,6 +104,10 @@ type ComplexityRoot struct {
 		Streams    func(childComplexity int) int
 	}
 
+	Cluster struct {
+		Replicas func(childComplexity int) int
+	}
+
 	CreateApiTokenPayload struct {
 		APIToken  func(childComplexity int) int
 		Cursor    func(childComplexity int) int
@@ -494,6 +498,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
+		Cluster          func(childComplexity int) int
 		EntityAsOf       func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
 		EntityDiff       func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
 		Event            func(childComplexity int, cursor model.Cursor) int
@@ -525,6 +530,17 @@ type ComplexityRoot struct {
 
 	RebuildProjectionPayload struct {
 		Projection func(childComplexity int) int
+	}
+
+	Replica struct {
+		Address   func(childComplexity int) int
+		Gone      func(childComplexity int) int
+		ID        func(childComplexity int) int
+		LastSeen  func(childComplexity int) int
+		Owns      func(childComplexity int) int
+		Self      func(childComplexity int) int
+		StartedAt func(childComplexity int) int
+		Version   func(childComplexity int) int
 	}
 
 	ReportStatsPayload struct {
@@ -1048,6 +1064,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ChainVerification.Streams(childComplexity), true
+
+	case "Cluster.replicas":
+		if e.ComplexityRoot.Cluster.Replicas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Replicas(childComplexity), true
 
 	case "CreateApiTokenPayload.apiToken":
 		if e.ComplexityRoot.CreateApiTokenPayload.APIToken == nil {
@@ -2843,6 +2866,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.APITokens(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.APITokenFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.cluster":
+		if e.ComplexityRoot.Query.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Cluster(childComplexity), true
 	case "Query.entityAsOf":
 		if e.ComplexityRoot.Query.EntityAsOf == nil {
 			break
@@ -3128,6 +3157,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RebuildProjectionPayload.Projection(childComplexity), true
+
+	case "Replica.address":
+		if e.ComplexityRoot.Replica.Address == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.Address(childComplexity), true
+	case "Replica.gone":
+		if e.ComplexityRoot.Replica.Gone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.Gone(childComplexity), true
+	case "Replica.id":
+		if e.ComplexityRoot.Replica.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.ID(childComplexity), true
+	case "Replica.lastSeen":
+		if e.ComplexityRoot.Replica.LastSeen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.LastSeen(childComplexity), true
+	case "Replica.owns":
+		if e.ComplexityRoot.Replica.Owns == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.Owns(childComplexity), true
+	case "Replica.self":
+		if e.ComplexityRoot.Replica.Self == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.Self(childComplexity), true
+	case "Replica.startedAt":
+		if e.ComplexityRoot.Replica.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.StartedAt(childComplexity), true
+	case "Replica.version":
+		if e.ComplexityRoot.Replica.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Replica.Version(childComplexity), true
 
 	case "ReportStatsPayload.accepted":
 		if e.ComplexityRoot.ReportStatsPayload.Accepted == nil {
@@ -5524,6 +5602,39 @@ extend type Query {
   ): ChainVerification!
 }
 `, BuiltIn: false},
+	{Name: "../schema/cluster.graphqls", Input: `# The cluster: the cairnd replicas sharing one database.
+
+"A cairnd process serving this database."
+type Replica {
+  "The replica's id: host name, process id and a random part, new at each start."
+  id: ID!
+  "The address it serves HTTP on."
+  address: String!
+  "Its build's version."
+  version: String!
+  "When it started."
+  startedAt: Time!
+  "When it last announced itself (every 2 s while it runs)."
+  lastSeen: Time!
+  "True when it stopped announcing itself for over 6 s: it died or lost the database."
+  gone: Boolean!
+  "The once-only work whose lease it holds, e.g. dispatch."
+  owns: [String!]!
+  "True for the replica that answered this query."
+  self: Boolean!
+}
+
+"The replicas sharing the database, and who owns what."
+type Cluster {
+  "Every replica the database knows, by start time; those gone for an hour are forgotten."
+  replicas: [Replica!]!
+}
+
+extend type Query {
+  "The cairnd replicas serving this database and the work each owns (admins and operators)."
+  cluster: Cluster!
+}
+`, BuiltIn: false},
 	{Name: "../schema/common.graphqls", Input: `# Conventions shared by every area of the API. docs/api.md explains them in
 # prose: errors and their codes, cursors, consistentWith, authentication and
 # the transports.
@@ -7526,6 +7637,14 @@ func (ec *executionContext) childFields_ChainVerification(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type ChainVerification", field.Name)
 }
 
+func (ec *executionContext) childFields_Cluster(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "replicas":
+		return ec.fieldContext_Cluster_replicas(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Cluster", field.Name)
+}
+
 func (ec *executionContext) childFields_CreateApiTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "apiToken":
@@ -8218,6 +8337,28 @@ func (ec *executionContext) childFields_RebuildProjectionPayload(ctx context.Con
 		return ec.fieldContext_RebuildProjectionPayload_projection(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RebuildProjectionPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_Replica(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Replica_id(ctx, field)
+	case "address":
+		return ec.fieldContext_Replica_address(ctx, field)
+	case "version":
+		return ec.fieldContext_Replica_version(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_Replica_startedAt(ctx, field)
+	case "lastSeen":
+		return ec.fieldContext_Replica_lastSeen(ctx, field)
+	case "gone":
+		return ec.fieldContext_Replica_gone(ctx, field)
+	case "owns":
+		return ec.fieldContext_Replica_owns(ctx, field)
+	case "self":
+		return ec.fieldContext_Replica_self(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Replica", field.Name)
 }
 
 func (ec *executionContext) childFields_ReportStatsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -185,6 +185,12 @@ type ChainVerification struct {
 	Breaks []ChainBreak `json:"breaks"`
 }
 
+// The replicas sharing the database, and who owns what.
+type Cluster struct {
+	// Every replica the database knows, by start time; those gone for an hour are forgotten.
+	Replicas []Replica `json:"replicas"`
+}
+
 // Input of the `createApiToken` mutation.
 type CreateAPITokenInput struct {
 	// The user the token acts as, with the user's role; default the caller's own user.
@@ -1287,6 +1293,26 @@ type RenameTenantInput struct {
 	Name string `json:"name"`
 	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
+}
+
+// A cairnd process serving this database.
+type Replica struct {
+	// The replica's id: host name, process id and a random part, new at each start.
+	ID string `json:"id"`
+	// The address it serves HTTP on.
+	Address string `json:"address"`
+	// Its build's version.
+	Version string `json:"version"`
+	// When it started.
+	StartedAt time.Time `json:"startedAt"`
+	// When it last announced itself (every 2 s while it runs).
+	LastSeen time.Time `json:"lastSeen"`
+	// True when it stopped announcing itself for over 6 s: it died or lost the database.
+	Gone bool `json:"gone"`
+	// The once-only work whose lease it holds, e.g. dispatch.
+	Owns []string `json:"owns"`
+	// True for the replica that answered this query.
+	Self bool `json:"self"`
 }
 
 // Input of the `reportFacts` mutation.

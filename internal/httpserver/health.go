@@ -110,6 +110,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		if changed {
 			s.log.Info().Msg("ready")
 		}
+		if len(s.notes) > 0 {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "notes": s.notes})
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		return
 	}

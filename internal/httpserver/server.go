@@ -67,6 +67,9 @@ type Server struct {
 	ready      *readiness
 	handler    http.Handler
 	starting   []startingPart
+	// notes are told with every "ready": conditions an operator should know
+	// of that do not stop the server from taking traffic.
+	notes []string
 }
 
 // startingPart is a part of the server that must have started before it
@@ -127,6 +130,9 @@ func (s *Server) routes() {
 func (s *Server) ReadyAfter(what string, done <-chan struct{}) {
 	s.starting = append(s.starting, startingPart{what: what, done: done})
 }
+
+// Note adds a line /readyz shows while ready (set before Serve).
+func (s *Server) Note(text string) { s.notes = append(s.notes, text) }
 
 // Handle mounts h on the server's mux (net/http ServeMux patterns, such as
 // "/graphql" or "POST /api/"). Mount everything before Serve; a pattern that
