@@ -220,15 +220,28 @@ func (f fence) Check(ctx context.Context, tx pgx.Tx) error {
 // WhileOwned runs work for as long as this replica owns the lease, again
 // each time it gains it, until ctx ends. work's context ends when the lease
 // is lost and carries the lease's fence, so whatever it appends commits
-// only while the replica still owns the work.
+// only while the replica still owns the work. Work that fails (the
+// database went away, say) is started again after a backoff while the
+// lease is held: it must resume from what it recorded.
 func (l *Lease) WhileOwned(ctx context.Context, work func(context.Context) error) error {
 	poll := min(l.opts.RenewEvery/4, 250*time.Millisecond)
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	backoff := time.Second
 	for {
 		if f := l.Fence(); f != nil {
+			started := time.Now()
 			if err := l.tenure(ctx, f, poll, work); err != nil {
-				return err
+				if time.Since(started) > time.Minute {
+					backoff = time.Second
+				}
+				l.opts.Log.Warn().Err(err).Str("lease", l.name).Dur("retry_in", backoff).Msg("the owned work stopped; starting it again")
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 30*time.Second)
 			}
 		}
 		select {

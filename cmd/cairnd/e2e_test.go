@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	gqlclient "cairn/graph/client"
 	"cairn/internal/testproc"
 )
 
@@ -43,6 +46,11 @@ func TestBinaryEmbedded(t *testing.T) {
 		return string(b)
 	}
 
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cairnd output:\n%s", logs())
+		}
+	})
 	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-format", "json")
 	cmd.Env = testproc.EnvironWithout("DATABASE_URL", "CAIRN_")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -77,6 +85,60 @@ func TestBinaryEmbedded(t *testing.T) {
 	}
 	if !strings.Contains(logs(), "cairnd listening on http://"+addr) {
 		t.Errorf("cairnd did not log where it listens:\n%s", logs())
+	}
+
+	// The embedded postmaster dies as in a crash: cairnd starts it again,
+	// writes meanwhile fail as UNAVAILABLE (never INTERNAL), and then work.
+	m := firstStartToken.FindStringSubmatch(logs())
+	if m == nil {
+		t.Fatalf("cairnd printed no administrator token\n%s", logs())
+	}
+	admin := gqlClient{url: "http://" + addr + "/graphql", token: m[1]}
+	pidFile, err := os.ReadFile(filepath.Join(dataDir, "pgdata", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	postmaster, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(pidFile), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(postmaster, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Until a new postmaster runs and a write goes through: a write may go
+	// through at first on a backend of the killed one that has not noticed.
+	restarted := func() bool {
+		b, err := os.ReadFile(filepath.Join(dataDir, "pgdata", "postmaster.pid"))
+		if err != nil {
+			return false
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		return err == nil && pid != postmaster && syscall.Kill(pid, 0) == nil
+	}
+	codes := map[string]int{}
+	for i := 0; ; i++ {
+		err := admin.do(`mutation($n: String!) { createTenant(input: {name: $n}) { cursor } }`, map[string]any{"n": fmt.Sprintf("after-crash-%d", i)}, nil)
+		if err == nil && restarted() {
+			break
+		}
+		if err == nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		codes[gqlclient.CodeOf(err)]++
+		if time.Now().After(deadline.Add(time.Minute)) {
+			t.Fatalf("writes still fail after the postmaster was killed: %v (codes %v)\n%s", err, codes, logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("writes refused while the database was away, by code: %v", codes)
+	for code := range codes {
+		if code != "UNAVAILABLE" {
+			t.Errorf("while the database was away a write got %s (codes %v); want UNAVAILABLE only", code, codes)
+		}
+	}
+	if code, body := get(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after the database came back: %d %s", code, body)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

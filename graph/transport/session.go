@@ -188,6 +188,10 @@ func (w *watched) revoked(rev auth.Revocation) {
 // a connection whose credentials are refused.
 const closeUnauthorized = 4401
 
+// closeTryAgainLater (RFC 6455's 1013) ends a connection whose token could
+// not be checked because the database is away: reconnect later.
+const closeTryAgainLater = 1013
+
 // bearerToken reads "Bearer <token>" (the scheme is case-insensitive).
 func bearerToken(header string) (string, bool) {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
@@ -242,6 +246,14 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, auth.ErrUnauthenticated) {
 		zerolog.Ctx(r.Context()).Debug().Err(err).Msg("refused a token")
 		writeHTTPError(w, http.StatusUnauthorized, apierr.CodeUnauthenticated, auth.ErrUnauthenticated.Error())
+		return
+	}
+	if code, msg, _ := apierr.Classify(err); code == apierr.CodeUnavailable {
+		// The database is away: the token could not be checked, nor
+		// anything else done. The client retries.
+		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("could not check a token: the database is away")
+		w.Header().Set("Retry-After", "1")
+		writeHTTPError(w, http.StatusServiceUnavailable, apierr.CodeUnavailable, msg)
 		return
 	}
 	gerr := h.internal(r.Context(), err, nil)
@@ -344,6 +356,10 @@ func (h *Handler) websocketInit(ctx context.Context, p gqltransport.InitPayload)
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			return gqltransport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, auth.ErrUnauthenticated
+		}
+		if code, msg, _ := apierr.Classify(err); code == apierr.CodeUnavailable {
+			h.log.Warn().Err(err).Msg("could not check a WebSocket connection's token: the database is away")
+			return gqltransport.WithWebsocketCloseCode(ctx, closeTryAgainLater), nil, errors.New(msg)
 		}
 		h.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
 		return gqltransport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")

@@ -69,7 +69,7 @@ type Embedded struct {
 // StartEmbedded starts (or reuses, when dataDir holds one) a private cluster
 // and makes sure the named database exists.
 func StartEmbedded(ctx context.Context, dataDir, dbName string, logLine func(string)) (*Embedded, error) {
-	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Durable: true, Log: logLine})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Durable: true, Log: logLine, Restart: true})
 	if err != nil {
 		return nil, err
 	}

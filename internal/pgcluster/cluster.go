@@ -32,6 +32,10 @@ type Options struct {
 	Settings map[string]string
 	// Log receives the server's own log lines; nil discards them.
 	Log func(line string)
+	// Restart, when set, starts the server again after it exits
+	// unexpectedly (killed, crashed), with backoff, until Stop: the
+	// clients' pools reconnect as soon as it is back.
+	Restart bool
 }
 
 // Cluster is a running private PostgreSQL server listening on a Unix socket only.
@@ -40,11 +44,23 @@ type Cluster struct {
 	socketDir string
 	temporary bool
 	port      int
-	cmd       *exec.Cmd
-	done      chan struct{}
-	waitErr   error
 	stopOnce  sync.Once
 	logBuf    *lockedBuffer
+	binDir    string
+	runAs     *syscall.Credential
+	opts      Options
+
+	mu       sync.Mutex
+	run      *serverRun // the current run of the server
+	stopping bool
+	restarts int
+}
+
+// serverRun is one run of the postmaster.
+type serverRun struct {
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when it has exited
+	waitErr error
 }
 
 // Start initialises the data directory if needed and starts the server. It
@@ -59,7 +75,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
-	c := &Cluster{dataDir: opts.DataDir, port: 5432, done: make(chan struct{}), logBuf: &lockedBuffer{}}
+	c := &Cluster{dataDir: opts.DataDir, port: 5432, logBuf: &lockedBuffer{}, binDir: binDir, runAs: runAs, opts: opts}
 	if c.dataDir == "" {
 		dir, err := os.MkdirTemp("", "cairn-pgdata-")
 		if err != nil {
@@ -84,7 +100,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		cleanup()
 		return nil, err
 	}
-	if err := c.start(ctx, binDir, runAs, opts); err != nil {
+	if err := c.start(ctx); err != nil {
 		cleanup()
 		return nil, err
 	}
@@ -111,57 +127,24 @@ func (c *Cluster) prepare(ctx context.Context, binDir string, runAs *syscall.Cre
 	return nil
 }
 
-func (c *Cluster) start(ctx context.Context, binDir string, runAs *syscall.Credential, opts Options) error {
-	settings := map[string]string{
-		"listen_addresses":           "",
-		"unix_socket_directories":    c.socketDir,
-		"port":                       strconv.Itoa(c.port),
-		"max_connections":            "300",
-		"shared_buffers":             "256MB",
-		"dynamic_shared_memory_type": "mmap",
-		"logging_collector":          "off",
-		"log_min_messages":           "warning",
+func (c *Cluster) start(ctx context.Context) error {
+	run, err := c.spawn()
+	if err != nil {
+		return err
 	}
-	if !opts.Durable {
-		settings["fsync"] = "off"
-		settings["synchronous_commit"] = "off"
-		settings["full_page_writes"] = "off"
-	}
-	for k, v := range opts.Settings {
-		settings[k] = v
-	}
-	args := []string{"-D", c.dataDir}
-	for k, v := range settings {
-		args = append(args, "-c", k+"="+v)
-	}
-	cmd := exec.Command(filepath.Join(binDir, "postgres"), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: runAs,
-		Setpgid:    true,
-		// The server must not outlive us if we are killed without Stop.
-		Pdeathsig: syscall.SIGQUIT,
-	}
-	w := &lineWriter{buf: c.logBuf, log: opts.Log}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	c.cmd = cmd
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.done)
-	}()
-
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		conn, err := pgx.Connect(ctx, c.ConnString("postgres"))
 		if err == nil {
 			_ = conn.Close(ctx)
+			if c.opts.Restart {
+				go c.supervise(run)
+			}
 			return nil
 		}
 		select {
-		case <-c.done:
-			return fmt.Errorf("postgres exited during start-up (%v):\n%s", c.waitErr, c.logBuf.String())
+		case <-run.done:
+			return fmt.Errorf("postgres exited during start-up (%v):\n%s", run.waitErr, c.logBuf.String())
 		case <-ctx.Done():
 			_ = c.Stop()
 			return ctx.Err()
@@ -172,6 +155,123 @@ func (c *Cluster) start(ctx context.Context, binDir string, runAs *syscall.Crede
 			return fmt.Errorf("postgres did not accept connections within 60s: %w\n%s", err, c.logBuf.String())
 		}
 	}
+}
+
+// spawn starts the postmaster once, as the current run.
+func (c *Cluster) spawn() (*serverRun, error) {
+	settings := map[string]string{
+		"listen_addresses":           "",
+		"unix_socket_directories":    c.socketDir,
+		"port":                       strconv.Itoa(c.port),
+		"max_connections":            "300",
+		"shared_buffers":             "256MB",
+		"dynamic_shared_memory_type": "mmap",
+		"logging_collector":          "off",
+		"log_min_messages":           "warning",
+	}
+	if !c.opts.Durable {
+		settings["fsync"] = "off"
+		settings["synchronous_commit"] = "off"
+		settings["full_page_writes"] = "off"
+	}
+	for k, v := range c.opts.Settings {
+		settings[k] = v
+	}
+	args := []string{"-D", c.dataDir}
+	for k, v := range settings {
+		args = append(args, "-c", k+"="+v)
+	}
+	cmd := exec.Command(filepath.Join(c.binDir, "postgres"), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: c.runAs,
+		Setpgid:    true,
+		// The server must not outlive us if we are killed without Stop.
+		Pdeathsig: syscall.SIGQUIT,
+	}
+	w := &lineWriter{buf: c.logBuf, log: c.opts.Log}
+	cmd.Stdout, cmd.Stderr = w, w
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return nil, errors.New("the cluster is stopping")
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	run := &serverRun{cmd: cmd, done: make(chan struct{})}
+	c.run = run
+	go func() {
+		run.waitErr = cmd.Wait()
+		close(run.done)
+	}()
+	return run, nil
+}
+
+// supervise starts the server again each time it exits without Stop: a
+// killed or crashed postmaster is back within seconds (PostgreSQL recovers
+// from its WAL), and nothing committed is lost.
+func (c *Cluster) supervise(run *serverRun) {
+	backoff := 200 * time.Millisecond
+	for {
+		<-run.done
+		c.mu.Lock()
+		stopping := c.stopping
+		c.mu.Unlock()
+		if stopping {
+			return
+		}
+		c.logLine(fmt.Sprintf("cairn: postgres exited unexpectedly (%v); starting it again in %s", run.waitErr, backoff))
+		time.Sleep(backoff)
+		next, err := c.spawn()
+		if err != nil {
+			c.mu.Lock()
+			stopping = c.stopping
+			c.mu.Unlock()
+			if stopping {
+				return
+			}
+			c.logLine("cairn: could not start postgres again: " + err.Error())
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		c.mu.Lock()
+		c.restarts++
+		c.mu.Unlock()
+		// A start that fails at once (the old server's backends still hold
+		// its shared memory) is retried with a longer wait.
+		select {
+		case <-next.done:
+			backoff = min(2*backoff, 10*time.Second)
+		case <-time.After(5 * time.Second):
+			backoff = 200 * time.Millisecond
+		}
+		run = next
+	}
+}
+
+func (c *Cluster) logLine(line string) {
+	c.logBuf.Write([]byte(line + "\n"))
+	if c.opts.Log != nil {
+		c.opts.Log(line)
+	}
+}
+
+// Restarts counts the times the server was started again after an
+// unexpected exit.
+func (c *Cluster) Restarts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restarts
+}
+
+// Pid is the current postmaster's process id.
+func (c *Cluster) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.run == nil || c.run.cmd.Process == nil {
+		return 0
+	}
+	return c.run.cmd.Process.Pid
 }
 
 // ConnString returns a libpq connection string for a database of the cluster.
@@ -201,13 +301,17 @@ func (c *Cluster) SocketDir() string { return c.socketDir }
 func (c *Cluster) Stop() error {
 	var err error
 	c.stopOnce.Do(func() {
-		if c.cmd != nil && c.cmd.Process != nil {
-			_ = c.cmd.Process.Signal(syscall.SIGINT)
+		c.mu.Lock()
+		c.stopping = true
+		run := c.run
+		c.mu.Unlock()
+		if run != nil && run.cmd.Process != nil {
+			_ = run.cmd.Process.Signal(syscall.SIGINT)
 			select {
-			case <-c.done:
+			case <-run.done:
 			case <-time.After(30 * time.Second):
-				_ = c.cmd.Process.Signal(syscall.SIGQUIT)
-				<-c.done
+				_ = run.cmd.Process.Signal(syscall.SIGQUIT)
+				<-run.done
 				err = errors.New("postgres did not stop within 30s; it was stopped immediately")
 			}
 		}
