@@ -22,7 +22,7 @@ const viewers = {
 viewers['op-early'] = { ...viewers.op, id: 't-op-early' };
 
 const allRoots = {
-  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain'],
+  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain', 'cluster'],
   mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation'],
   subscription: ['events', 'nodeChanged', 'jobChanged', 'jobLog', 'serviceChanged'],
 };
@@ -183,6 +183,17 @@ function answer(viewer, op, vars, calls) {
       return { data: { entityAsOf: { type: vars.entity.type, id: vars.entity.id, version: 2, cursor: '2', time: ago(2980), state: { hostname: 'edge-01', status: 'online' } } } };
     case 'VerifyChain':
       return { data: { verifyChain: { ok: true, streams: 4, events: events.length, firstBreak: null, breaks: [] } } };
+    case 'Cluster':
+      return {
+        data: {
+          cluster: {
+            replicas: [
+              { id: 'cp-1-4121-9f3a1c', address: '10.0.0.11:8080', version: 'v1.4.0', startedAt: ago(7200), lastSeen: ago(1), gone: false, owns: ['dispatch', 'orchestrator'], self: true },
+              { id: 'cp-2-3877-0b8e42', address: '10.0.0.12:8080', version: 'v1.4.0', startedAt: ago(3600), lastSeen: ago(40), gone: true, owns: [], self: false },
+            ],
+          },
+        },
+      };
     default:
       return err('INTERNAL', `the page-test API does not answer ${op}`);
   }

@@ -82,6 +82,7 @@ describe('operator', () => {
       ['/tenants', 'Tenants', 'pages-operator-tenants'],
       ['/users', 'Users', 'pages-operator-users'],
       ['/locations', 'Locations', 'pages-operator-locations'],
+      ['/cluster', 'Cluster', 'pages-operator-cluster'],
       ['/catalog', 'Catalog', 'pages-operator-catalog'],
       ['/catalog/webapp/1.2.0', 'webapp', 'pages-operator-template'],
     ]) {
@@ -92,6 +93,13 @@ describe('operator', () => {
       await page.locator('main table, main .state.empty').first().waitFor();
       await screenshot(page, shot);
     }
+    // The cluster page names each replica, what it owns and which is gone.
+    await page.goto(`${api.url}/cluster`);
+    const replicas = page.getByTestId('replica');
+    await replicas.first().waitFor();
+    assert.equal(await replicas.count(), 2);
+    assert.match(await replicas.first().innerText(), /dispatch, orchestrator/);
+    assert.match(await replicas.nth(1).innerText(), /Gone/i);
     // Operators read users but not tokens.
     await page.goto(`${api.url}/users`);
     await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();

@@ -22,6 +22,7 @@ import type {
   NodeStatSample,
   NodeStatus,
   NodeSummary,
+  Replica,
   Role,
   ServiceDetail,
   ServiceStatus,
@@ -689,6 +690,13 @@ const LocationFields = gql`
     description
     status
     createdAt
+  }
+`;
+
+// The replicas of the cluster; polled by the page (no subscription).
+export const ClusterQuery = gql<{ cluster: { replicas: Replica[] } }, Record<string, never>>`
+  query Cluster {
+    cluster { replicas { id address version startedAt lastSeen gone owns self } }
   }
 `;
 

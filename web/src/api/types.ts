@@ -314,6 +314,18 @@ export interface Location {
   createdAt: string;
 }
 
+/** A cairnd replica serving the database (the cluster query). */
+export interface Replica {
+  id: string;
+  address: string;
+  version: string;
+  startedAt: string;
+  lastSeen: string;
+  gone: boolean;
+  owns: string[];
+  self: boolean;
+}
+
 export type EntityType = 'NODE' | 'JOB' | 'TEMPLATE' | 'SERVICE' | 'RESOURCE' | 'TENANT' | 'USER' | 'API_TOKEN' | 'LOCATION';
 export const entityTypes: EntityType[] = ['NODE', 'JOB', 'TEMPLATE', 'SERVICE', 'RESOURCE', 'TENANT', 'USER', 'API_TOKEN', 'LOCATION'];
 

@@ -8,6 +8,7 @@ import { RunJobPage } from '../pages/operator/RunJob';
 import { TenantsPage } from '../pages/operator/Tenants';
 import { UsersPage } from '../pages/operator/Users';
 import { LocationsPage } from '../pages/operator/Locations';
+import { ClusterPage } from '../pages/operator/Cluster';
 import { CatalogPage } from '../pages/catalog/Catalog';
 import { TemplatePage } from '../pages/catalog/Template';
 import { RegisterTemplatePage } from '../pages/catalog/RegisterTemplate';
@@ -35,6 +36,7 @@ export const routes: RouteDef[] = [
   { pattern: '/tenants', page: 'tenants', component: TenantsPage },
   { pattern: '/users', page: 'users', component: UsersPage },
   { pattern: '/locations', page: 'locations', component: LocationsPage },
+  { pattern: '/cluster', page: 'cluster', component: ClusterPage },
   { pattern: '/catalog', page: 'catalog', component: CatalogPage },
   { pattern: '/catalog/register', page: 'register-template', component: RegisterTemplatePage },
   { pattern: '/catalog/:name/:version', page: 'template', component: TemplatePage },

@@ -2,6 +2,7 @@ import { humanize } from '../lib/format';
 
 const tone: Record<string, string> = {
   ONLINE: 'good',
+  UP: 'good',
   RUNNING: 'good',
   SUCCEEDED: 'good',
   PUBLISHED: 'good',
@@ -39,6 +40,7 @@ const tone: Record<string, string> = {
   FAILED: 'bad',
   LOST: 'bad',
   DOWN: 'bad',
+  GONE: 'bad',
   ROLLBACK_FAILED: 'bad',
   MANUAL_CLEANUP_REQUIRED: 'bad',
 };

@@ -20,7 +20,8 @@ export type PageId =
   | 'events'
   | 'event'
   | 'as-of'
-  | 'verify';
+  | 'verify'
+  | 'cluster';
 
 /** The root query fields each page cannot work without. */
 export const pageNeeds: Record<PageId, { query?: string[]; mutation?: string[] }> = {
@@ -42,6 +43,7 @@ export const pageNeeds: Record<PageId, { query?: string[]; mutation?: string[] }
   event: { query: ['event'] },
   'as-of': { query: ['entityAsOf'] },
   verify: { query: ['verifyChain'] },
+  cluster: { query: ['cluster'] },
 };
 
 export function serves(c: Capabilities, page: PageId): boolean {

@@ -4,7 +4,7 @@ import { can, canSee, homeFor, navFor } from './roles';
 describe('pages by role', () => {
   it('gives each role its area', () => {
     const pages = (role: Parameters<typeof navFor>[0]) => navFor(role).flatMap((s) => s.items.map((i) => i.page));
-    expect(pages('OPERATOR')).toEqual(['nodes', 'jobs', 'run-job', 'locations', 'catalog', 'services', 'tenants', 'users', 'events']);
+    expect(pages('OPERATOR')).toEqual(['nodes', 'jobs', 'run-job', 'locations', 'cluster', 'catalog', 'services', 'tenants', 'users', 'events']);
     expect(pages('TENANT_MEMBER')).toEqual(['catalog', 'services']);
     expect(pages('TENANT_ADMIN')).toEqual(['catalog', 'services', 'users', 'events']);
     expect(pages('AUDITOR')).toEqual(['nodes', 'jobs', 'locations', 'catalog', 'services', 'tenants', 'users', 'events', 'as-of', 'verify']);

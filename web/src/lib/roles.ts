@@ -5,7 +5,7 @@ import type { Role, Viewer } from '../api/types';
 import { everything, type Capabilities } from './capabilities';
 import { serves, type PageId } from './pages';
 
-const operatorPages: PageId[] = ['nodes', 'node', 'jobs', 'job', 'run-job', 'tenants', 'locations', 'catalog', 'template', 'register-template', 'services', 'service', 'events', 'event'];
+const operatorPages: PageId[] = ['nodes', 'node', 'jobs', 'job', 'run-job', 'tenants', 'locations', 'catalog', 'template', 'register-template', 'services', 'service', 'events', 'event', 'cluster'];
 const tenantPages: PageId[] = ['catalog', 'template', 'services', 'service', 'deploy'];
 const auditorPages: PageId[] = ['events', 'event', 'as-of', 'verify', 'nodes', 'node', 'jobs', 'job', 'services', 'service', 'tenants', 'locations', 'catalog', 'template'];
 
@@ -47,6 +47,7 @@ const sections: { title: string; items: NavItem[] }[] = [
       { page: 'jobs', label: 'Jobs', path: '/jobs' },
       { page: 'run-job', label: 'Run a job', path: '/jobs/new' },
       { page: 'locations', label: 'Locations', path: '/locations' },
+      { page: 'cluster', label: 'Cluster', path: '/cluster' },
     ],
   },
   {
