@@ -148,6 +148,7 @@ var benchmarks = []benchmark{
 	{"rebuild", benchRebuild}, {"projection_lag", benchProjectionLag}, {"export", benchExport},
 	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
 	{"graphql", benchGraphQL},
+	{"replicas", benchReplicas},
 }
 
 type benchEvent struct {

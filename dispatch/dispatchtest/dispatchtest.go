@@ -49,6 +49,13 @@ type Env struct {
 
 // Start builds the server side on pool and runs the dispatcher until Stop.
 func Start(pool *pgxpool.Pool, opts dispatch.Options, log zerolog.Logger) (*Env, error) {
+	return StartReplica(pool, opts, nil, nil, log)
+}
+
+// StartReplica is Start for one replica of several on the database: its
+// dispatcher decides only while owner owns the decisions, and shares its
+// agents' connections through presence.
+func StartReplica(pool *pgxpool.Pool, opts dispatch.Options, owner dispatch.Owner, presence dispatch.Presence, log zerolog.Logger) (*Env, error) {
 	clock := opts.Clock
 	if clock == nil {
 		clock = time.Now
@@ -74,6 +81,7 @@ func Start(pool *pgxpool.Pool, opts dispatch.Options, log zerolog.Logger) (*Env,
 	e.Logs = joblogs.New(pool, endsFunc(func(ctx context.Context, id string) (bool, error) { return d.JobEnded(ctx, id) }))
 	d, err = dispatch.New(dispatch.Deps{
 		Store: store, Jobs: e.Jobs, Nodes: e.Nodes, Access: e.Access, Logs: e.Logs, Stats: e.Stats, Log: log,
+		Owner: owner, Presence: presence,
 	}, opts)
 	if err != nil {
 		store.Close()
