@@ -88,8 +88,9 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 		if keyFile == "" {
 			keyFile = filepath.Join(cfg.DataDir, secretsKeyFile)
 		}
-		log.Info().Str("database_url", serveURL).
-			Msgf("more replicas on this host can join this one: start them with DATABASE_URL=%q and --secrets-key-file %s", serveURL, keyFile)
+		log.Info().Str("database_url", serveURL).Str("database_owner_url", be.url).
+			Msgf("more replicas on this host can join this one: start them with DATABASE_URL=%q DATABASE_OWNER_URL=%q and --secrets-key-file %s",
+				serveURL, be.url, keyFile)
 	}
 	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, AppName: "cairnd"})
 	if err != nil {
