@@ -57,6 +57,9 @@ type appendOp struct {
 	fingerprint []byte
 	keys        []string
 	result      chan appendOutcome
+	// reread is set once the op was retried because the cached heads of
+	// its streams were behind what it expected (another process appended).
+	reread bool
 }
 
 type appendOutcome struct {
@@ -306,8 +309,20 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		seq                                 []int64
 		opResults                           = map[int]*AppendResult{}
 	)
+	var stale []*appendOp
 	for _, op := range ops {
 		if conflict := checkExpected(op, heads); conflict != nil {
+			if !op.reread && behind(op, heads) {
+				// The caller read a newer version than this store's cache
+				// holds: another process appended. Read the heads again
+				// rather than refuse what may well be right.
+				for _, st := range op.req.Streams {
+					a.heads.forget(st.StreamID)
+				}
+				op.reread = true
+				stale = append(stale, op)
+				continue
+			}
 			op.respond(AppendResult{}, conflict)
 			continue
 		}
@@ -340,7 +355,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 		}
 	}
 	if len(live) == 0 {
-		return nil, false
+		return stale, false
 	}
 
 	positions, txID, err := a.insert(ctx, q, sid, styp, ver, etyp, sver, payload, meta, cmd, seq, at, prev, hash, actor, tenant, corr)
@@ -351,7 +366,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 	switch {
 	case err == nil:
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_command":
-		return a.resolveDuplicates(ctx, live), false
+		return append(a.resolveDuplicates(ctx, live), stale...), false
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_stream_version":
 		// Another writer (another process) moved a stream: re-read heads.
 		for _, op := range live {
@@ -359,10 +374,10 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 				a.heads.forget(st.StreamID)
 			}
 		}
-		return live, true
+		return append(live, stale...), true
 	default:
 		failAll(live, fmt.Errorf("append: %w", err))
-		return nil, false
+		return stale, false
 	}
 
 	for i, r := range rows {
@@ -381,7 +396,7 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 	if len(rows) > 0 {
 		a.s.notifier.committed()
 	}
-	return nil, false
+	return stale, false
 }
 
 func hasFence(ops []*appendOp) bool {
@@ -429,6 +444,17 @@ func failAll(ops []*appendOp, err error) {
 	for _, op := range ops {
 		op.respond(AppendResult{}, err)
 	}
+}
+
+// behind reports whether op expects a stream version beyond its head as
+// known here: the head must be stale, since versions only grow.
+func behind(op *appendOp, heads map[string]head) bool {
+	for _, st := range op.req.Streams {
+		if st.Expected != AnyVersion && int64(st.Expected) > heads[st.StreamID].version {
+			return true
+		}
+	}
+	return false
 }
 
 func checkExpected(op *appendOp, heads map[string]head) error {

@@ -236,7 +236,21 @@ func TestAnotherProcessSeesConflicts(t *testing.T) {
 	if _, err := e.store.Append(c, one("w-two", eventstore.Exactly(2), widgetCounted{N: 4})); !errors.As(err, &vc) || vc.Actual != 3 {
 		t.Fatalf("stale expected version: want conflict at 3, got %v", err)
 	}
-	if rep, err := e.store.Verify(c, "w-two"); err != nil || !rep.OK() || rep.Events != 3 {
+	// A caller that read a version this store's cache has not seen (the
+	// other process appended it) is right, and its append lands: the store
+	// reads the head again instead of refusing it with its stale cache.
+	if _, err := other.Append(c, one("w-two", eventstore.Exactly(3), widgetCounted{N: 4})); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.store.Append(c, one("w-two", eventstore.Exactly(4), widgetCounted{N: 5}))
+	if err != nil || res.Streams[0].Version != 5 {
+		t.Fatalf("an expected version ahead of the cache: %+v %v", res, err)
+	}
+	// One that expects a version the stream never reached is still refused.
+	if _, err := e.store.Append(c, one("w-two", eventstore.Exactly(9), widgetCounted{N: 6})); !errors.As(err, &vc) || vc.Actual != 5 {
+		t.Fatalf("an expected version beyond the stream: want conflict at 5, got %v", err)
+	}
+	if rep, err := e.store.Verify(c, "w-two"); err != nil || !rep.OK() || rep.Events != 5 {
 		t.Fatalf("chain after two writers: %+v %v", rep, err)
 	}
 }
