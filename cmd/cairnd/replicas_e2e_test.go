@@ -3,7 +3,12 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -240,4 +245,229 @@ func TestReplicasShareTheWork(t *testing.T) {
 	}, own.proc)
 	t.Logf("dispatch moved %v after its owner was killed", time.Since(killed).Round(100*time.Millisecond))
 	runJob(own, "a job submitted after the agent's replica died")
+}
+
+// Three replicas take a flood of job submissions, and the owner of the
+// decisions is killed (SIGKILL) in the middle of it: every submission a
+// client saw acknowledged (retried through another replica with the same
+// commandId when its replica died) runs exactly once, counted by a side
+// effect each job leaves on the agent's disk, and the agents of the killed
+// replica carry on through the others.
+func TestReplicasSurviveAKilledOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short mode: builds cairnd and cairn-agent and runs three replicas and two agents")
+	}
+	bins := buildBinaries(t, "cairnd", "cairn-agent")
+	db := testdb.New(t)
+	dataDir := traversableTempDir(t)
+	type replica struct {
+		proc *testproc.Process
+		base string
+	}
+	var reps []replica
+	for i := range 3 {
+		name := fmt.Sprintf("replica-%d", i+1)
+		addr := testproc.FreeAddr(t)
+		args := []string{"serve", "--listen", addr, "--data-dir", filepath.Join(dataDir, name), "--log-format", "json",
+			"--heartbeat-interval", "1s", "--disconnect-after", "10s", "--down-after", "5m"}
+		if i > 0 {
+			args = append(args, "--secrets-key-file", filepath.Join(dataDir, "replica-1", "secrets.key"))
+		}
+		p := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, args...)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s output:\n%s", name, p.Output())
+			}
+		})
+		t.Cleanup(func() {
+			if p.Running() {
+				if err := p.Stop(time.Minute); err != nil {
+					t.Errorf("%s after SIGTERM: %v", name, err)
+				}
+			}
+		})
+		base := "http://" + addr
+		poll(t, step, name+" to be ready", func() (bool, string) {
+			resp, err := client.Get(base + "/readyz")
+			if err != nil {
+				return false, err.Error()
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, resp.Status
+		}, p)
+		reps = append(reps, replica{proc: p, base: base})
+	}
+	m := firstStartToken.FindStringSubmatch(reps[0].proc.Output())
+	if m == nil {
+		t.Fatalf("cairnd printed no administrator token\n%s", reps[0].proc.Output())
+	}
+	token := m[1]
+	api := func(r replica) gqlClient { return gqlClient{url: r.base + "/graphql", token: token} }
+	urls := []string{reps[0].base, reps[1].base, reps[2].base}
+
+	// The owner of the decisions, found through any replica.
+	ownerOf := func(via replica) string {
+		var out struct {
+			Cluster struct {
+				Replicas []struct {
+					Address string
+					Owns    []string
+				}
+			}
+		}
+		if err := api(via).do(`{ cluster { replicas { address owns } } }`, nil, &out); err != nil {
+			return ""
+		}
+		for _, r := range out.Cluster.Replicas {
+			for _, w := range r.Owns {
+				if w == DispatchLease {
+					return "http://" + r.Address
+				}
+			}
+		}
+		return ""
+	}
+	var owner string
+	poll(t, step, "a replica to own the dispatch", func() (bool, string) { owner = ownerOf(reps[0]); return owner != "", owner })
+
+	// Two agents, each listing every replica, the owner's first for one.
+	marks := t.TempDir()
+	var nodeIDs []string
+	for i := range 2 {
+		var jt struct {
+			CreateJoinToken struct{ Token string } `json:"createJoinToken"`
+		}
+		api(reps[0]).must(t, `mutation { createJoinToken(input: {labels: []}) { token } }`, nil, &jt)
+		order := append([]string(nil), urls...)
+		if i == 0 {
+			order = append([]string{owner}, slices.DeleteFunc(order, func(u string) bool { return u == owner })...)
+		}
+		host := fmt.Sprintf("flood-%d", i)
+		agent := testproc.Start(t, filepath.Join(bins, "cairn-agent"), []string{"CAIRN_JOIN_TOKEN=" + jt.CreateJoinToken.Token},
+			"--server", strings.Join(order, ","), "--data-dir", filepath.Join(t.TempDir(), host), "--hostname", host, "--log-format", "json")
+		t.Cleanup(func() {
+			if err := agent.Stop(time.Minute); err != nil {
+				t.Errorf("%s after SIGTERM: %v", host, err)
+			}
+		})
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s output:\n%s", host, agent.Output())
+			}
+		})
+		var id string
+		poll(t, step, host+" to be online", func() (bool, string) {
+			var out struct {
+				Nodes struct {
+					Edges []struct {
+						Node struct{ ID, Hostname, Status string }
+					}
+				}
+			}
+			if err := api(reps[0]).do(`{ nodes(first: 10) { edges { node { id hostname status } } } }`, nil, &out); err != nil {
+				return false, err.Error()
+			}
+			for _, e := range out.Nodes.Edges {
+				if e.Node.Hostname == host && e.Node.Status == "ONLINE" {
+					id = e.Node.ID
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", out.Nodes.Edges)
+		}, agent)
+		nodeIDs = append(nodeIDs, id)
+	}
+
+	// The flood: each submission names its mark and a commandId, and is
+	// retried through the next replica until one acknowledges it.
+	const jobs = 60
+	var ownerKilled atomic.Bool
+	alive := func(base string) bool { return base != owner || !ownerKilled.Load() }
+	acked := make([]string, jobs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sem := make(chan struct{}, 6)
+	for i := range jobs {
+		if i == jobs/3 {
+			wg.Wait() // a third submitted, then the owner dies mid-flood
+			for _, r := range reps {
+				if r.base == owner {
+					ownerKilled.Store(true)
+					r.proc.Kill()
+				}
+			}
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			mark := fmt.Sprintf("mark-%03d", i)
+			vars := map[string]any{"n": nodeIDs[i%2], "c": "flood-" + mark, "mark": mark,
+				"argv": []string{"sh", "-c", `echo "$MARK" >> ` + filepath.Join(marks, "runs")}}
+			deadline := time.Now().Add(2 * time.Minute)
+			for k := i; time.Now().Before(deadline); k++ {
+				base := urls[k%len(urls)]
+				if !alive(base) {
+					continue
+				}
+				var out struct {
+					SubmitJob struct{ Job struct{ ID string } }
+				}
+				err := gqlClient{url: base + "/graphql", token: token}.do(`mutation($n: ID!, $c: String, $mark: String!, $argv: [String!]!) {
+					submitJob(input: {spec: {kind: EXEC, exec: {argv: $argv, env: [{name: "MARK", value: $mark}]}}, target: {nodeId: $n}, commandId: $c}) { job { id } } }`,
+					vars, &out)
+				if err == nil {
+					mu.Lock()
+					acked[i] = out.SubmitJob.Job.ID
+					mu.Unlock()
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	var survivor replica
+	for _, r := range reps {
+		if r.base != owner {
+			survivor = r
+		}
+	}
+	for i, id := range acked {
+		if id == "" {
+			t.Fatalf("submission %d was never acknowledged by any replica", i)
+		}
+	}
+	// Every acknowledged job ends, successfully, once.
+	poll(t, step, "every job to succeed", func() (bool, string) {
+		for _, id := range acked {
+			var out struct {
+				Job struct {
+					Status  string
+					Attempt int
+				}
+			}
+			if err := api(survivor).do(`query($id: ID!) { job(id: $id) { status attempt } }`, map[string]any{"id": id}, &out); err != nil {
+				return false, err.Error()
+			}
+			if out.Job.Status != "SUCCEEDED" {
+				return false, id + " is " + out.Job.Status
+			}
+		}
+		return true, ""
+	})
+	b, err := os.ReadFile(filepath.Join(marks, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, line := range strings.Fields(string(b)) {
+		runs[line]++
+	}
+	for i := range jobs {
+		if n := runs[fmt.Sprintf("mark-%03d", i)]; n != 1 {
+			t.Errorf("job mark-%03d ran %d times", i, n)
+		}
+	}
 }
