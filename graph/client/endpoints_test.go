@@ -38,3 +38,36 @@ func TestClientMovesToAReplicaThatAnswers(t *testing.T) {
 		t.Fatal("no error with every replica down")
 	}
 }
+
+// A subscription skips a replica that refuses the connection too.
+func TestSubscriptionMovesToAReplicaThatAnswers(t *testing.T) {
+	t.Parallel()
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: next\ndata: {\"data\":{\"n\":1}}\n\nevent: complete\ndata:\n\n"))
+	}))
+	defer up.Close()
+	for _, p := range []Protocol{SSE, TransportWS} {
+		c := New(downURL+","+up.URL, "token", nil)
+		sub, err := c.Subscribe(context.Background(), p, Request{Query: "subscription { n }"})
+		if p == TransportWS {
+			// The live replica speaks only SSE here: what matters is that
+			// the refused one was passed over.
+			if c.Endpoint() != up.URL+"/graphql" {
+				t.Fatalf("%s: still at %s (%v)", p, c.Endpoint(), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		r, err := sub.Next(context.Background())
+		if err != nil || string(r.Data) != `{"n":1}` {
+			t.Fatalf("%s: %v %v", p, r, err)
+		}
+		sub.Close()
+	}
+}

@@ -68,7 +68,19 @@ func (s *Subscription) Next(ctx context.Context) (*Response, error) { return s.n
 func (s *Subscription) Close() { s.once.Do(s.close) }
 
 // Subscribe starts an operation over the protocol p.
+// A replica that refuses the connection is passed over for the next at once,
+// as in Raw: nothing reached it.
 func (c *Client) Subscribe(ctx context.Context, p Protocol, req Request) (*Subscription, error) {
+	for range len(c.ends.urls) - 1 {
+		sub, err := c.subscribe(ctx, p, req)
+		if err == nil || !refused(err) || ctx.Err() != nil {
+			return sub, err
+		}
+	}
+	return c.subscribe(ctx, p, req)
+}
+
+func (c *Client) subscribe(ctx context.Context, p Protocol, req Request) (*Subscription, error) {
 	switch p {
 	case SSE:
 		return c.subscribeSSE(ctx, req)
