@@ -233,7 +233,7 @@ func (r *queryResolver) Tenant(ctx context.Context, id string, consistentWith *m
 	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
-	t, err := visibleOne(r.reader.Tenant(ctx, id))
+	t, err := visibleOne(r.readModels(ctx).Tenant(ctx, id))
 	if err != nil || t == nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, 
 		f = readmodel.TenantFilter{Status: lowerAll[tenant.TenantStatus](filter.Status), Name: ptr.Value(filter.Name)}
 	}
 	if tenantScoped(p) {
-		t, err := visibleOne(r.reader.Tenant(ctx, p.TenantID))
+		t, err := visibleOne(r.readModels(ctx).Tenant(ctx, p.TenantID))
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +266,7 @@ func (r *queryResolver) Tenants(ctx context.Context, first *int, after *string, 
 		edges, info := single(e, ok, p.TenantID)
 		return &model.TenantConnection{Edges: edges, PageInfo: info}, nil
 	}
-	c, err := r.reader.ListTenants(ctx, f, pg)
+	c, err := r.readModels(ctx).ListTenants(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func (r *queryResolver) User(ctx context.Context, id string, consistentWith *mod
 	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
-	u, err := visibleOne(r.reader.User(ctx, id))
+	u, err := visibleOne(r.readModels(ctx).User(ctx, id))
 	if err != nil || u == nil || !sees(p, u.TenantID) {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (r *queryResolver) Users(ctx context.Context, first *int, after *string, la
 			f.Role = append(f.Role, fromRole(role))
 		}
 	}
-	c, err := r.reader.ListUsers(ctx, f, pg)
+	c, err := r.readModels(ctx).ListUsers(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (r *queryResolver) APITokens(ctx context.Context, first *int, after *string
 		f = readmodel.APITokenFilter{UserID: ptr.Value(filter.UserID), TenantID: scopedTenant(p, filter.TenantID),
 			IncludeRevoked: filter.IncludeRevoked != nil && *filter.IncludeRevoked}
 	}
-	c, err := r.reader.ListAPITokens(ctx, f, pg)
+	c, err := r.readModels(ctx).ListAPITokens(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ func (r *queryResolver) Location(ctx context.Context, id string, consistentWith 
 	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
-	l, err := visibleOne(r.reader.Location(ctx, id))
+	l, err := visibleOne(r.readModels(ctx).Location(ctx, id))
 	if err != nil || l == nil {
 		return nil, err
 	}
@@ -370,7 +370,7 @@ func (r *queryResolver) Locations(ctx context.Context, first *int, after *string
 	if filter != nil {
 		f.Status = lowerAll[tenant.LocationStatus](filter.Status)
 	}
-	c, err := r.reader.ListLocations(ctx, f, pg)
+	c, err := r.readModels(ctx).ListLocations(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}

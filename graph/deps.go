@@ -101,6 +101,11 @@ type Deps struct {
 	// Schedules serves recurring schedules; without it they answer that
 	// this server runs no jobs.
 	Schedules *schedules.Handlers
+	// Standby, when set, reads the read models on a streaming standby for
+	// queries that do not wait for a write; StandbyCheck tells whether it
+	// answers (checked every second; the primary serves while it does not).
+	Standby      *readmodel.Reader
+	StandbyCheck func(context.Context) error
 	// Cluster lists the replicas sharing the database; without it the
 	// cluster query shows this server alone is unknown.
 	Cluster Cluster

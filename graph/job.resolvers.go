@@ -205,7 +205,7 @@ func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string, las
 	if p.Role == auth.RoleAgent {
 		f.NodeID = p.NodeID
 	}
-	c, err := r.reader.ListJobs(ctx, f, pg)
+	c, err := r.readModels(ctx).ListJobs(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}

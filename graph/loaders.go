@@ -76,7 +76,7 @@ func batched[V any](read func(context.Context, []string) ([]*V, error)) func(con
 // servicesByID reads services with their resources: two queries for any
 // number of services.
 func (r *Resolver) servicesByID(ctx context.Context, ids []string) ([]*serviceWithResources, error) {
-	rows, err := r.reader.ServicesByID(ctx, ids)
+	rows, err := r.readModels(ctx).ServicesByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (r *Resolver) servicesByID(ctx context.Context, ids []string) ([]*serviceWi
 			found = append(found, row.ID)
 		}
 	}
-	res, err := r.reader.ResourcesOfServices(ctx, found)
+	res, err := r.readModels(ctx).ResourcesOfServices(ctx, found)
 	if err != nil {
 		return nil, err
 	}

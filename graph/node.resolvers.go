@@ -120,7 +120,7 @@ func (r *queryResolver) ServerNode(ctx context.Context, id string, consistentWit
 	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
-	n, err := visibleOne(r.reader.Node(ctx, id))
+	n, err := visibleOne(r.readModels(ctx).Node(ctx, id))
 	if err != nil || n == nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, la
 	}
 	f := nodeFilter(filter)
 	if p.Role == auth.RoleAgent {
-		n, err := visibleOne(r.reader.Node(ctx, p.NodeID))
+		n, err := visibleOne(r.readModels(ctx).Node(ctx, p.NodeID))
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func (r *queryResolver) Nodes(ctx context.Context, first *int, after *string, la
 		edges, info := single(e, ok, p.NodeID)
 		return &model.ServerNodeConnection{Edges: edges, PageInfo: info}, nil
 	}
-	c, err := r.reader.ListNodes(ctx, f, pg)
+	c, err := r.readModels(ctx).ListNodes(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}

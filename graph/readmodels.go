@@ -280,7 +280,7 @@ func (r *Resolver) servicesWithResources(ctx context.Context, svcs []readmodel.S
 	var rs [][]readmodel.Resource
 	if len(ids) > 0 {
 		var err error
-		if rs, err = r.reader.ResourcesOfServices(ctx, ids); err != nil {
+		if rs, err = r.readModels(ctx).ResourcesOfServices(ctx, ids); err != nil {
 			return nil, err
 		}
 	}
@@ -298,7 +298,7 @@ func (r *Resolver) servicesWithResources(ctx context.Context, svcs []readmodel.S
 // readService reads one service the caller may see: to a tenant role
 // another tenant's service does not exist.
 func (r *Resolver) readService(ctx context.Context, p Principal, id string) (*model.Service, error) {
-	sv, err := visibleOne(r.reader.Service(ctx, id))
+	sv, err := visibleOne(r.readModels(ctx).Service(ctx, id))
 	if err != nil || sv == nil {
 		return nil, err
 	}

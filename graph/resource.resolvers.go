@@ -23,12 +23,12 @@ func (r *queryResolver) Resource(ctx context.Context, id string, consistentWith 
 	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
-	res, err := visibleOne(r.reader.Resource(ctx, id))
+	res, err := visibleOne(r.readModels(ctx).Resource(ctx, id))
 	if err != nil || res == nil {
 		return nil, err
 	}
 	if tenantScoped(p) {
-		sv, err := visibleOne(r.reader.Service(ctx, res.ServiceID))
+		sv, err := visibleOne(r.readModels(ctx).Service(ctx, res.ServiceID))
 		if err != nil || sv == nil || sv.TenantID != p.TenantID {
 			return nil, err
 		}
@@ -50,7 +50,7 @@ func (r *queryResolver) Resources(ctx context.Context, first *int, after *string
 		f = readmodel.ResourceFilter{TenantID: scopedTenant(p, filter.TenantID), ServiceID: ptr.Value(filter.ServiceID),
 			Status: lowerAll[resource.Status](filter.Status), Plugin: ptr.Value(filter.Plugin)}
 	}
-	c, err := r.reader.ListResources(ctx, f, pg)
+	c, err := r.readModels(ctx).ListResources(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	read := func(ctx context.Context, after eventstore.Cursor, limit int) ([]eventstore.RecordedEvent, error) {
 		return deps.Store.ReadAll(ctx, after, limit, eventstore.Filter{})
 	}
-	res := &Resolver{cfg: cfg, deps: deps, log: deps.Log, reader: deps.Reader,
+	res := &Resolver{cfg: cfg, deps: deps, log: deps.Log, reader: deps.Reader, standby: deps.Standby,
 		events: live.New(read, cfg.Live), projected: live.New(read, cfg.Live)}
 	td := transport.Deps{
 		Log: deps.Log, Auth: deps.Auth, RequestID: deps.RequestID,
@@ -111,6 +111,9 @@ func (s *Server) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return live.Feed(ctx, r.deps.Store, r.events) })
 	g.Go(func() error { return live.Follow(ctx, r.events, r.projected, r.deps.Projections.WaitFor) })
+	if r.standby != nil && r.deps.StandbyCheck != nil {
+		g.Go(func() error { r.watchStandby(ctx); return nil })
+	}
 	err := g.Wait()
 	r.events.Close()
 	r.projected.Close()
@@ -118,4 +121,29 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// watchStandby checks the standby every second: queries read it only while
+// it answers, and the primary the rest of the time.
+func (r *Resolver) watchStandby(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := r.deps.StandbyCheck(cctx)
+		cancel()
+		if up := err == nil; up != r.standbyUp.Load() {
+			r.standbyUp.Store(up)
+			if up {
+				r.log.Info().Msg("queries that do not wait for a write read the standby")
+			} else if ctx.Err() == nil {
+				r.log.Warn().Err(err).Msg("the standby does not answer: queries read the primary")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

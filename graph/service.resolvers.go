@@ -123,7 +123,7 @@ func (r *queryResolver) Services(ctx context.Context, first *int, after *string,
 		f = readmodel.ServiceFilter{TenantID: scopedTenant(p, filter.TenantID), Status: lowerAll[service.Status](filter.Status),
 			TemplateName: ptr.Value(filter.TemplateName), Name: ptr.Value(filter.Name)}
 	}
-	c, err := r.reader.ListServices(ctx, f, pg)
+	c, err := r.readModels(ctx).ListServices(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}

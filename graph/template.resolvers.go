@@ -63,7 +63,7 @@ func (r *queryResolver) Template(ctx context.Context, name string, version strin
 	if err := r.waitConsistent(ctx, consistentWith); err != nil {
 		return nil, err
 	}
-	t, err := visibleOne(r.reader.Template(ctx, name, version))
+	t, err := visibleOne(r.readModels(ctx).Template(ctx, name, version))
 	if err != nil || t == nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (r *queryResolver) Templates(ctx context.Context, first *int, after *string
 		f = readmodel.TemplateFilter{Name: ptr.Value(filter.Name), Vendor: ptr.Value(filter.Vendor), Category: ptr.Value(filter.Category),
 			Status: lowerAll[template.Status](filter.Status), LatestOnly: filter.LatestOnly != nil && *filter.LatestOnly}
 	}
-	c, err := r.reader.ListTemplates(ctx, f, pg)
+	c, err := r.readModels(ctx).ListTemplates(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}

@@ -19,12 +19,17 @@ const DatabaseURLEnv = "DATABASE_URL"
 // runs the migrations, and DATABASE_URL's role then only serves.
 const DatabaseOwnerURLEnv = "DATABASE_OWNER_URL"
 
+// DatabaseReadURLEnv names a streaming standby of DATABASE_URL's server that
+// queries not waiting for a write may read (optional).
+const DatabaseReadURLEnv = "DATABASE_READ_URL"
+
 // config is cairnd's configuration. Each setting comes from its flag when
 // given, else from its environment variable when set, else its default.
 type config struct {
 	Listen           string
 	DatabaseURL      string
 	DatabaseOwnerURL string
+	DatabaseReadURL  string
 	DataDir          string
 	LogFormat        string
 	LogLevel         string
@@ -102,6 +107,7 @@ func (c *config) resolve(fs *pflag.FlagSet, getenv func(string) string) error {
 	}
 	c.DatabaseURL = getenv(DatabaseURLEnv)
 	c.DatabaseOwnerURL = getenv(DatabaseOwnerURLEnv)
+	c.DatabaseReadURL = getenv(DatabaseReadURLEnv)
 
 	switch c.LogFormat {
 	case "json", "console", "auto":

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
@@ -19,6 +20,7 @@ import (
 	"cairn/graph"
 	"cairn/graph/graphiql"
 	"cairn/internal/httpserver"
+	"cairn/projections/readmodel"
 )
 
 // newID names entities created without a caller-chosen id.
@@ -28,7 +30,7 @@ func newID() string { return strings.ToLower(rand.Text()[:16]) }
 // the bootstrap admin token on the first start, and returns the API's
 // background work (the subscription feed, and the authenticator following
 // revocations) for the caller to run.
-func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore.Store, js *jobSide, ss *serviceSide, replicas graph.Cluster, log zerolog.Logger, out io.Writer) (func(context.Context) error, *access.Handlers, error) {
+func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore.Store, js *jobSide, ss *serviceSide, replicas graph.Cluster, standby *pgxpool.Pool, log zerolog.Logger, out io.Writer) (func(context.Context) error, *access.Handlers, error) {
 	accessH := access.NewHandlers(store, time.Now, newID, access.Options{})
 	token, err := auth.BootstrapAdmin(ctx, accessH)
 	if err != nil {
@@ -56,6 +58,8 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 		Schedules:       js.schedules,
 		RequestID:       httpserver.RequestID,
 		Cluster:         replicas,
+		Standby:         standbyReader(standby),
+		StandbyCheck:    standbyCheck(standby),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -70,4 +74,20 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 		return g.Wait()
 	}
 	return run, accessH, nil
+}
+
+// standbyReader reads the read models on the standby, if there is one.
+func standbyReader(pool *pgxpool.Pool) *readmodel.Reader {
+	if pool == nil {
+		return nil
+	}
+	return readmodel.New(pool)
+}
+
+// standbyCheck tells whether the standby answers.
+func standbyCheck(pool *pgxpool.Pool) func(context.Context) error {
+	if pool == nil {
+		return nil
+	}
+	return func(ctx context.Context) error { return pool.Ping(ctx) }
 }

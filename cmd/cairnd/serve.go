@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -181,7 +182,17 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 			err = errors.Join(err, fmt.Errorf("projections and orchestrator: %w", err2))
 		}
 	}()
-	runAPI, accessH, err := mountGraphQL(ctx, srv, store, js, ss, cs.registry, log, os.Stderr)
+	var standby *pgxpool.Pool
+	if cfg.DatabaseReadURL != "" {
+		// Opening does not wait for the standby: queries read the primary
+		// until it answers.
+		if standby, err = database.Open(ctx, cfg.DatabaseReadURL, database.Options{Role: database.AppRole, AppName: "cairnd standby reads", Lazy: true}); err != nil {
+			return fmt.Errorf("%s: %w", DatabaseReadURLEnv, err)
+		}
+		defer standby.Close()
+		log.Info().Msg("queries that do not wait for a write read the standby DATABASE_READ_URL names while it answers")
+	}
+	runAPI, accessH, err := mountGraphQL(ctx, srv, store, js, ss, cs.registry, standby, log, os.Stderr)
 	if err != nil {
 		return err
 	}

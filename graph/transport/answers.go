@@ -104,18 +104,44 @@ func cacheable(oc *graphql.OperationContext) bool {
 		if !ok || !cacheableRoots[f.Name] {
 			return false
 		}
-		for _, name := range []string{"consistentWith", "asOf"} {
-			if a := f.Arguments.ForName(name); a != nil {
-				if v, err := a.Value.Value(oc.Variables); err != nil || v != nil {
-					return false
-				}
-			}
+		if passes(oc, f, "consistentWith") || passes(oc, f, "asOf") {
+			return false
 		}
 		if !readsReadModels(f.SelectionSet, 0) {
 			return false
 		}
 	}
 	return true
+}
+
+// passes reports whether root field f is given the argument name (a value
+// that is not null, or one that cannot be read).
+func passes(oc *graphql.OperationContext, f *ast.Field, name string) bool {
+	a := f.Arguments.ForName(name)
+	if a == nil {
+		return false
+	}
+	v, err := a.Value.Value(oc.Variables)
+	return err != nil || v != nil
+}
+
+// ReadsOwnWrites reports whether the operation in ctx must read the primary
+// database: a mutation or a subscription, or a query that waits for a write
+// (consistentWith on any root field). Other queries may read a standby.
+func ReadsOwnWrites(ctx context.Context) bool {
+	if !graphql.HasOperationContext(ctx) {
+		return true
+	}
+	oc := graphql.GetOperationContext(ctx)
+	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query {
+		return true
+	}
+	for _, sel := range oc.Operation.SelectionSet {
+		if f, ok := sel.(*ast.Field); ok && passes(oc, f, "consistentWith") {
+			return true
+		}
+	}
+	return false
 }
 
 // readsReadModels reports whether no field of the selection reads anything

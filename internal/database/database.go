@@ -26,6 +26,9 @@ type Options struct {
 	MaxConns int32
 	// AppName shows in pg_stat_activity.
 	AppName string
+	// Lazy opens the pool without checking the database answers (a
+	// standby that may come later).
+	Lazy bool
 }
 
 // Open connects a pool and checks the database is reachable.
@@ -52,6 +55,9 @@ func Open(ctx context.Context, url string, opts Options) (*pgxpool.Pool, error) 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	if opts.Lazy {
+		return pool, nil
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()

@@ -32,6 +32,10 @@ type Options struct {
 	Settings map[string]string
 	// Log receives the server's own log lines; nil discards them.
 	Log func(line string)
+	// BaseBackupFrom, when set, makes a new data directory a streaming
+	// standby of the server this connection string reaches (as a role that
+	// may replicate), with pg_basebackup, instead of initdb.
+	BaseBackupFrom string
 	// Restart, when set, starts the server again after it exits
 	// unexpectedly (killed, crashed), with backoff, until Stop: the
 	// clients' pools reconnect as soon as it is back.
@@ -116,6 +120,15 @@ func (c *Cluster) prepare(ctx context.Context, binDir string, runAs *syscall.Cre
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); err == nil {
+		return nil
+	}
+	if c.opts.BaseBackupFrom != "" {
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_basebackup"),
+			"-D", c.dataDir, "-R", "-X", "stream", "--no-sync", "-d", c.opts.BaseBackupFrom)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: runAs}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("pg_basebackup into %q failed: %w\n%s", c.dataDir, err, out)
+		}
 		return nil
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
