@@ -98,7 +98,9 @@ func TestQueriesReadAStandby(t *testing.T) {
 	}
 	poll(t, step, "a query to read the standby", func() (bool, string) {
 		var out struct {
-			Tenants struct{ Edges []struct{ Node struct{ Name string } } }
+			Tenants struct {
+				Edges []struct{ Node struct{ Name string } }
+			}
 		}
 		if err := admin.do(`{ tenants(first: 10) { edges { node { name } } } }`, nil, &out); err != nil {
 			return false, err.Error()
@@ -114,7 +116,9 @@ func TestQueriesReadAStandby(t *testing.T) {
 	time.Sleep(2 * time.Second) // the standby is checked every second
 	for range 5 {
 		var out struct {
-			Tenants struct{ Edges []struct{ Node struct{ Name string } } }
+			Tenants struct {
+				Edges []struct{ Node struct{ Name string } }
+			}
 		}
 		admin.must(t, `{ tenants(first: 10) { edges { node { name } } } }`, nil, &out)
 		if len(out.Tenants.Edges) == 0 {
