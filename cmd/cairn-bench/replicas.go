@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"cairn/agent"
+	"cairn/commands/access"
 	"cairn/auth"
 	"cairn/cluster"
 	"cairn/commands/jobs"
@@ -35,6 +40,8 @@ import (
 //     subscriber of the events subscription on B is told;
 //   - failover_s: replica A dies (its lease is neither renewed nor given
 //     up) until B's first decision: a job submitted then reaches its agent;
+//   - agent_reconnect_p99_s: real agents of a replica that dies, until each
+//     receives work through the replica it moved to;
 //   - append_3_replicas_ratio: command appends through three replicas'
 //     stores ÷ through one, with the same writers, alternating rounds.
 const replicaSamples = 200
@@ -200,7 +207,158 @@ func benchReplicas(ctx context.Context, e *env) (result, error) {
 	}
 	out["failover_s"] = round(time.Since(died).Seconds(), 2)
 	finish(nodeID, sub.ID)
+
+	p99, n, err := benchAgentReconnect(ctx, e, b, apiB.URL, opts)
+	if err != nil {
+		return nil, err
+	}
+	out["agent_reconnect_p99_s"], out["agent_reconnect_agents"] = p99, n
 	return out, nil
+}
+
+// benchAgentReconnect runs real agents (the agent package cairn-agent runs)
+// connected to a replica C that owns nothing and listing the owner's URL
+// second; C's API dies (its listener and connections close, as a killed
+// process's do), and each agent is timed from then until it receives a job
+// the owner leased after the death: reconnected, subscribed, and served.
+func benchAgentReconnect(ctx context.Context, e *env, owner *dispatchtest.Env, ownerURL string, opts dispatch.Options) (float64, int, error) {
+	quiet := zerolog.Nop()
+	leaseC := cluster.NewLease(e.app, "dispatch", "bench-c", cluster.LeaseOptions{Log: quiet})
+	ctxC, stopC := context.WithCancel(ctx)
+	defer stopC()
+	go func() { _ = leaseC.Run(ctxC) }()
+	c, err := dispatchtest.StartReplica(e.app, opts, leaseC, cluster.NewPresence(e.app, "bench-c"), quiet)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		return 0, 0, err
+	}
+	apiC, err := graphtest.ServeJobSide(c, graph.Config{}, quiet)
+	if err != nil {
+		return 0, 0, err
+	}
+	apiCClosed := false
+	defer func() {
+		if !apiCClosed {
+			_ = apiC.Close()
+		}
+	}()
+
+	const n = 20
+	got := &receivedJobs{seen: map[string]time.Time{}}
+	dir, err := os.MkdirTemp("", "cairn-bench-agents-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	actx, stopAgents := context.WithCancel(ctx)
+	var agents sync.WaitGroup
+	defer func() { stopAgents(); agents.Wait() }()
+	running := make([]*agent.Agent, 0, n)
+	for i := range n {
+		t, err := owner.Access.IssueJoinToken(ctx, dispatchtest.Operator, access.IssueJoinToken{})
+		if err != nil {
+			return 0, 0, err
+		}
+		ag, err := agent.New(agent.Config{
+			Server: apiC.URL + "," + ownerURL, JoinToken: t.Token, DataDir: filepath.Join(dir, strconv.Itoa(i)),
+			Hostname: "reconnect-" + strconv.Itoa(i), Transport: agent.TransportWebSocket,
+			FileRoots: []string{filepath.Join(dir, strconv.Itoa(i), "files")}, StatsInterval: time.Hour, FactsInterval: time.Hour,
+			RunnerCommand: []string{"true"}, Log: zerolog.New(got),
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		running = append(running, ag)
+		agents.Add(1)
+		go func() { defer agents.Done(); _ = ag.Run(actx) }()
+	}
+	ids, err := waitEnrolled(ctx, running)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := waitOnline(ctx, owner, ids); err != nil {
+		return 0, 0, err
+	}
+	// C dies.
+	apiCClosed = true
+	_ = apiC.Close()
+	died := time.Now()
+	jobIDs := make([]string, 0, n)
+	for _, id := range ids {
+		sub, err := owner.Jobs.Submit(ctx, dispatchtest.Operator, jobs.Submit{Spec: echoSpec, Target: job.Target{NodeID: id}})
+		if err != nil {
+			return 0, 0, err
+		}
+		jobIDs = append(jobIDs, sub.ID)
+	}
+	var lat []time.Duration
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, id := range jobIDs {
+		for {
+			if at, ok := got.at(id); ok {
+				lat = append(lat, at.Sub(died))
+				break
+			}
+			if time.Now().After(deadline) {
+				return 0, 0, fmt.Errorf("job %s never reached its agent after the agent's replica died", id)
+			}
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return round(gqlPercentile(lat, 0.99).Seconds(), 2), len(lat), nil
+}
+
+// receivedJobs collects when agents logged "job received", by job id.
+type receivedJobs struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (r *receivedJobs) Write(p []byte) (int, error) {
+	var line struct{ Message, Job string }
+	if json.Unmarshal(p, &line) == nil && line.Message == "job received" && line.Job != "" {
+		r.mu.Lock()
+		if _, ok := r.seen[line.Job]; !ok {
+			r.seen[line.Job] = time.Now()
+		}
+		r.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+func (r *receivedJobs) at(jobID string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.seen[jobID]
+	return t, ok
+}
+
+// waitEnrolled waits until every agent has enrolled and returns their
+// nodes' ids.
+func waitEnrolled(ctx context.Context, agents []*agent.Agent) ([]string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var ids []string
+		for _, a := range agents {
+			if id := a.NodeID(); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == len(agents) {
+			return ids, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d agents enrolled after 2 minutes", len(ids), len(agents))
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // waitFor waits for id on ch, skipping others, for at most a minute.
