@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"cairn/agent"
-	"cairn/commands/access"
 	"cairn/auth"
 	"cairn/cluster"
+	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/dispatch"
 	"cairn/dispatch/dispatchtest"
