@@ -5889,9 +5889,9 @@ extend type Subscription {
   exactly once.
   """
   events(
-    "Narrows the list; fields left out match every row."
+    "Only the events that match; fields left out match every event."
     filter: EventFilter
-    "A cursor this list returned (an edge's cursor or pageInfo.endCursor): the page starts after it."
+    "The cursor of the last event received: delivery resumes after it. From now when left out."
     after: Cursor
   ): Event!
 }
