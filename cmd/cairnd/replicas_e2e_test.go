@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	gqlclient "cairn/graph/client"
 	"cairn/internal/testdb"
 	"cairn/internal/testproc"
 )
@@ -378,6 +381,47 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		nodeIDs = append(nodeIDs, id)
 	}
 
+	// A subscriber of the jobs' events, connected to the owner (which will
+	// die), moves to the next replica from the last cursor it received.
+	var head struct{ Head string }
+	api(reps[0]).must(t, `{ head }`, nil, &head)
+	type seen struct {
+		mu      sync.Mutex
+		cursors []string
+	}
+	var delivered seen
+	subCtx, stopSub := context.WithCancel(context.Background())
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		after := head.Head
+		order := append([]string{owner}, slices.DeleteFunc(append([]string(nil), urls...), func(u string) bool { return u == owner })...)
+		for k := 0; subCtx.Err() == nil; k++ {
+			sub, err := gqlclient.New(order[k%len(order)], token, nil).Subscribe(subCtx, gqlclient.TransportWS, gqlclient.Request{
+				Query:     `subscription($a: Cursor) { events(filter: {streamTypes: ["job"]}, after: $a) { cursor } }`,
+				Variables: map[string]any{"a": after},
+			})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for {
+				resp, err := sub.Next(subCtx)
+				if err != nil {
+					break
+				}
+				var d struct{ Events struct{ Cursor string } }
+				if json.Unmarshal(resp.Data, &d) == nil && d.Events.Cursor != "" {
+					delivered.mu.Lock()
+					delivered.cursors = append(delivered.cursors, d.Events.Cursor)
+					delivered.mu.Unlock()
+					after = d.Events.Cursor
+				}
+			}
+			sub.Close()
+		}
+	}()
+
 	// The flood: each submission names its mark and a commandId, and is
 	// retried through the next replica until one acknowledges it.
 	const jobs = 60
@@ -457,6 +501,41 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		}
 		return true, ""
 	})
+	// The subscriber got every job event of the log since it started, once
+	// each, in order, across the replica's death.
+	var logged []string
+	after := head.Head
+	for {
+		var page struct {
+			Events struct {
+				Edges    []struct{ Cursor string }
+				PageInfo struct{ HasNextPage bool }
+			}
+		}
+		api(survivor).must(t, `query($a: Cursor) { events(first: 500, after: $a, filter: {streamTypes: ["job"]}) { edges { cursor } pageInfo { hasNextPage } } }`,
+			map[string]any{"a": after}, &page)
+		for _, e := range page.Events.Edges {
+			logged = append(logged, e.Cursor)
+			after = e.Cursor
+		}
+		if !page.Events.PageInfo.HasNextPage {
+			break
+		}
+	}
+	poll(t, step, "the subscriber to catch up", func() (bool, string) {
+		delivered.mu.Lock()
+		defer delivered.mu.Unlock()
+		return len(delivered.cursors) >= len(logged), fmt.Sprintf("%d of %d events", len(delivered.cursors), len(logged))
+	})
+	stopSub()
+	<-subDone
+	delivered.mu.Lock()
+	got := append([]string(nil), delivered.cursors[:len(logged)]...)
+	delivered.mu.Unlock()
+	if !slices.Equal(got, logged) {
+		t.Errorf("the subscriber that moved replicas got %d events differing from the log's %d (gap, duplicate or order)", len(got), len(logged))
+	}
+
 	b, err := os.ReadFile(filepath.Join(marks, "runs"))
 	if err != nil {
 		t.Fatal(err)
