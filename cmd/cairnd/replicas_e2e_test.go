@@ -333,6 +333,15 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 	var owner string
 	poll(t, step, "a replica to own the dispatch", func() (bool, string) { owner = ownerOf(reps[0]); return owner != "", owner })
 
+	// A template whose services are a directory and a file on a node, made
+	// by the agent plugin through jobs: deploying one drives the
+	// orchestrator and the dispatcher.
+	sites := t.TempDir()
+	api(reps[0]).must(t, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`,
+		map[string]any{"d": floodDescriptor}, nil)
+	api(reps[0]).must(t, `mutation { publishTemplate(input: {name: "flood-notes", version: "1.0.0"}) { template { status } } }`, nil, nil)
+	api(reps[0]).must(t, `mutation { createTenant(input: {id: "acme", name: "Acme"}) { tenant { id } } }`, nil, nil)
+
 	// Two agents, each listing every replica, the owner's first for one.
 	marks := t.TempDir()
 	var nodeIDs []string
@@ -347,7 +356,8 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		}
 		host := fmt.Sprintf("flood-%d", i)
 		agent := testproc.Start(t, filepath.Join(bins, "cairn-agent"), []string{"CAIRN_JOIN_TOKEN=" + jt.CreateJoinToken.Token},
-			"--server", strings.Join(order, ","), "--data-dir", filepath.Join(t.TempDir(), host), "--hostname", host, "--log-format", "json")
+			"--server", strings.Join(order, ","), "--data-dir", filepath.Join(t.TempDir(), host), "--hostname", host, "--log-format", "json",
+			"--file-root", sites)
 		t.Cleanup(func() {
 			if err := agent.Stop(time.Minute); err != nil {
 				t.Errorf("%s after SIGTERM: %v", host, err)
@@ -430,6 +440,30 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 	acked := make([]string, jobs)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	services := map[int]string{}
+	// deploy creates a service through the next live replica, retried with
+	// its commandId until one acknowledges it.
+	deploy := func(i int) {
+		for k := i; k < i+60; k++ {
+			base := urls[k%len(urls)]
+			if !alive(base) {
+				continue
+			}
+			var out struct {
+				CreateService struct{ Service struct{ ID string } }
+			}
+			err := gqlClient{url: base + "/graphql", token: token}.do(`mutation($n: String!, $c: String, $v: JSON) {
+				createService(input: {tenantId: "acme", name: $n, templateName: "flood-notes", templateVersion: "1.0.0", variables: $v, commandId: $c}) { service { id } } }`,
+				map[string]any{"n": fmt.Sprintf("notes-%d", i), "c": fmt.Sprintf("deploy-%d", i), "v": map[string]any{"root": sites}}, &out)
+			if err == nil {
+				mu.Lock()
+				services[i] = out.CreateService.Service.ID
+				mu.Unlock()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	sem := make(chan struct{}, 6)
 	for i := range jobs {
 		if i == jobs/3 {
@@ -446,6 +480,9 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if i%10 == 5 {
+				deploy(i)
+			}
 			mark := fmt.Sprintf("mark-%03d", i)
 			vars := map[string]any{"n": nodeIDs[i%2], "c": "flood-" + mark, "mark": mark,
 				"argv": []string{"sh", "-c", `echo "$MARK" >> ` + filepath.Join(marks, "runs")}}
@@ -501,6 +538,31 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		}
 		return true, ""
 	})
+	// Every deployment ends registered, its file on a node's disk.
+	if len(services) != jobs/10 {
+		t.Fatalf("%d of %d deployments acknowledged", len(services), jobs/10)
+	}
+	for _, id := range services {
+		poll(t, step, "service "+id+" to be registered", func() (bool, string) {
+			var out struct {
+				Service struct {
+					Status string
+					Cause  *string
+				}
+			}
+			if err := api(survivor).do(`query($id: ID!) { service(id: $id) { status cause } }`, map[string]any{"id": id}, &out); err != nil {
+				return false, err.Error()
+			}
+			if out.Service.Status == "FAILED" || out.Service.Status == "ROLLBACK_FAILED" {
+				t.Fatalf("service %s is %s: %v", id, out.Service.Status, out.Service.Cause)
+			}
+			return out.Service.Status == "REGISTERED", out.Service.Status
+		})
+		if b, err := os.ReadFile(filepath.Join(sites, id, "note.txt")); err != nil || string(b) != id {
+			t.Errorf("service %s's file: %q %v", id, b, err)
+		}
+	}
+
 	// The subscriber got every job event of the log since it started, once
 	// each, in order, across the replica's death.
 	var logged []string
@@ -550,3 +612,31 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		}
 	}
 }
+
+// floodDescriptor deploys a directory and a file in it on a node, through
+// the agent plugin's jobs.
+const floodDescriptor = `apiVersion: cairn/v1
+metadata:
+  name: flood-notes
+  version: 1.0.0
+  vendor: Test
+variables:
+  root:
+    type: string
+    required: true
+resources:
+  - name: dir
+    plugin: agent
+    type: directory
+    properties:
+      path: ${var.root}/${service.id}
+      mode: "0755"
+  - name: note
+    plugin: agent
+    type: file
+    properties:
+      node: ${resource.dir.outputs.node}
+      path: ${resource.dir.outputs.path}/note.txt
+      mode: "0644"
+      content: ${service.id}
+`
