@@ -312,10 +312,12 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 	var stale []*appendOp
 	for _, op := range ops {
 		if conflict := checkExpected(op, heads); conflict != nil {
-			if !op.reread && behind(op, heads) {
-				// The caller read a newer version than this store's cache
-				// holds: another process appended. Read the heads again
-				// rather than refuse what may well be right.
+			if !op.reread {
+				// Heads may come from this store's cache, which another
+				// process's appends leave behind (the caller read a newer
+				// version) and a database that lost its last commits in a
+				// failover leaves ahead: read them from the database once
+				// before refusing what may well be right.
 				for _, st := range op.req.Streams {
 					a.heads.forget(st.StreamID)
 				}
@@ -444,17 +446,6 @@ func failAll(ops []*appendOp, err error) {
 	for _, op := range ops {
 		op.respond(AppendResult{}, err)
 	}
-}
-
-// behind reports whether op expects a stream version beyond its head as
-// known here: the head must be stale, since versions only grow.
-func behind(op *appendOp, heads map[string]head) bool {
-	for _, st := range op.req.Streams {
-		if st.Expected != AnyVersion && int64(st.Expected) > heads[st.StreamID].version {
-			return true
-		}
-	}
-	return false
 }
 
 func checkExpected(op *appendOp, heads map[string]head) error {
