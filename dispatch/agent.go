@@ -128,22 +128,40 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, c Caller, running []string) 
 		return Heartbeat{}, err
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	n, err := d.agentNode(c.NodeID)
 	if err != nil {
+		d.mu.Unlock()
 		return Heartbeat{}, err
 	}
 	d.seen(n)
 	hb := Heartbeat{Node: n.n, Version: n.version, ServerTime: d.now().UTC(), Interval: d.opts.HeartbeatInterval, CancelJobIDs: []string{}}
+	var doubtful []string
 	for _, id := range running {
-		e := d.jobs[id]
-		switch {
-		case e == nil, e.j.NodeID != c.NodeID, e.j.Terminal(), e.j.Status == job.StatusQueued,
-			e.j.Status == job.StatusCancelling:
+		if e := d.jobs[id]; e == nil || stopsOn(e.j, c.NodeID) {
+			doubtful = append(doubtful, id)
+		}
+	}
+	d.mu.Unlock()
+	// This replica's view may trail the log (another replica leased the
+	// job a moment ago, or the database was away): a job is stopped only
+	// when its own stream says so.
+	for _, id := range doubtful {
+		j, _, err := commands.Load[job.Job](ctx, d.store, domain.JobStream, id)
+		if err != nil {
+			return Heartbeat{}, err
+		}
+		if !j.Exists() || stopsOn(j, c.NodeID) {
 			hb.CancelJobIDs = append(hb.CancelJobIDs, id)
 		}
 	}
 	return hb, nil
+}
+
+// stopsOn reports whether node must stop running job j: it is not the
+// job's node, or the job ended, went back to the queue or is being
+// cancelled.
+func stopsOn(j job.Job, node string) bool {
+	return j.NodeID != node || j.Terminal() || j.Status == job.StatusQueued || j.Status == job.StatusCancelling
 }
 
 // ReportFacts records the node's facts when they changed.
