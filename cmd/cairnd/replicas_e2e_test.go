@@ -16,6 +16,8 @@ import (
 	"time"
 
 	gqlclient "cairn/graph/client"
+	"cairn/internal/database"
+	"cairn/internal/pgcluster"
 	"cairn/internal/testdb"
 	"cairn/internal/testproc"
 )
@@ -260,13 +262,58 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("not in -short mode: builds cairnd and cairn-agent and runs three replicas and two agents")
 	}
-	bins := buildBinaries(t, "cairnd", "cairn-agent")
-	db := testdb.New(t)
-	dataDir := traversableTempDir(t)
-	type replica struct {
-		proc *testproc.Process
-		base string
+	floodReplicas(t, testdb.New(t).ConnString, func(owner string, reps []runningReplica) string {
+		for _, r := range reps {
+			if r.base == owner {
+				r.proc.Kill()
+			}
+		}
+		return owner
+	})
+}
+
+// PostgreSQL itself dies under three replicas in the middle of the flood
+// (its postmaster killed; the private cluster starts it again, as cairnd's
+// embedded one does): writes fail as UNAVAILABLE while it is away and are
+// retried; owners, agent feeds and subscriptions resume from their cursors,
+// and nothing acknowledged is lost or run twice.
+func TestReplicasSurviveADatabaseRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short mode: starts a PostgreSQL cluster and kills it under three replicas and two agents")
 	}
+	ctx := context.Background()
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{Durable: true, Restart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	if err := database.CreateDatabase(ctx, pg.ConnString("postgres"), "cairn", ""); err != nil {
+		t.Fatal(err)
+	}
+	floodReplicas(t, pg.URL("cairn"), func(string, []runningReplica) string {
+		if err := syscall.Kill(pg.Pid(), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return ""
+	})
+}
+
+// runningReplica is a cairnd process of a test and its base URL.
+type runningReplica struct {
+	proc *testproc.Process
+	base string
+}
+
+// floodReplicas runs three replicas on the database dbURL names and two
+// agents, floods them with job submissions and deployments, applies fault a
+// third of the way through (it returns the base URL of a replica it killed,
+// or ""), and checks every acknowledged job ran once, every deployment
+// ended registered, and a subscriber that moved replicas got the log.
+func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []runningReplica) string) {
+	t.Helper()
+	bins := buildBinaries(t, "cairnd", "cairn-agent")
+	dataDir := traversableTempDir(t)
+	type replica = runningReplica
 	var reps []replica
 	for i := range 3 {
 		name := fmt.Sprintf("replica-%d", i+1)
@@ -276,7 +323,7 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 		if i > 0 {
 			args = append(args, "--secrets-key-file", filepath.Join(dataDir, "replica-1", "secrets.key"))
 		}
-		p := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, args...)
+		p := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + dbURL}, args...)
 		t.Cleanup(func() {
 			if t.Failed() {
 				t.Logf("%s output:\n%s", name, p.Output())
@@ -435,8 +482,9 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 	// The flood: each submission names its mark and a commandId, and is
 	// retried through the next replica until one acknowledges it.
 	const jobs = 60
-	var ownerKilled atomic.Bool
-	alive := func(base string) bool { return base != owner || !ownerKilled.Load() }
+	var killed atomic.Value
+	killed.Store("")
+	alive := func(base string) bool { return base != killed.Load().(string) }
 	acked := make([]string, jobs)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -467,13 +515,8 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 	sem := make(chan struct{}, 6)
 	for i := range jobs {
 		if i == jobs/3 {
-			wg.Wait() // a third submitted, then the owner dies mid-flood
-			for _, r := range reps {
-				if r.base == owner {
-					ownerKilled.Store(true)
-					r.proc.Kill()
-				}
-			}
+			wg.Wait() // a third submitted, then the fault, mid-flood
+			killed.Store(fault(owner, reps))
 		}
 		wg.Add(1)
 		sem <- struct{}{}
@@ -511,7 +554,7 @@ func TestReplicasSurviveAKilledOwner(t *testing.T) {
 	wg.Wait()
 	var survivor replica
 	for _, r := range reps {
-		if r.base != owner {
+		if alive(r.base) {
 			survivor = r
 		}
 	}
