@@ -54,6 +54,16 @@ func NewReplicaID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
+// SessionName is the application_name of a replica's database sessions:
+// "cairnd <id>", cut to PostgreSQL's 63 bytes.
+func SessionName(replicaID string) string {
+	name := "cairnd " + replicaID
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}
+
 // NewRegistry returns the registry of a replica with this id, address,
 // version and secrets key fingerprint; Run announces it.
 func NewRegistry(db DB, id, address, version, keyID string, log zerolog.Logger) *Registry {

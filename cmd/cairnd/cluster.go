@@ -33,8 +33,7 @@ type clusterSide struct {
 	passive bool
 }
 
-func newClusterSide(ctx context.Context, pool *pgxpool.Pool, addr net.Addr, sealer *seal.Sealer, metrics prometheus.Registerer, log zerolog.Logger) (*clusterSide, error) {
-	id := cluster.NewReplicaID()
+func newClusterSide(ctx context.Context, pool *pgxpool.Pool, id string, addr net.Addr, sealer *seal.Sealer, metrics prometheus.Registerer, log zerolog.Logger) (*clusterSide, error) {
 	log = log.With().Str("component", "cluster").Str("replica", id).Logger()
 	keyID := hex.EncodeToString(sealer.MAC([]byte("cairn secrets key id"))[:8])
 	cs := &clusterSide{

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"cairn/cluster"
 	"cairn/domain/events"
 	"cairn/eventstore"
 	"cairn/internal/database"
@@ -93,7 +94,10 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 			Msgf("more replicas on this host can join this one: start them with DATABASE_URL=%q DATABASE_OWNER_URL=%q and --secrets-key-file %s",
 				serveURL, be.url, keyFile)
 	}
-	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, AppName: "cairnd"})
+	// The replica's id names its sessions in pg_stat_activity, so an
+	// operator sees (and can end) one replica's connections.
+	replicaID := cluster.NewReplicaID()
+	pool, err := database.Open(ctx, serveURL, database.Options{Role: database.AppRole, AppName: cluster.SessionName(replicaID)})
 	if err != nil {
 		return err
 	}
@@ -132,7 +136,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	}
 	// Several replicas may share the database: each announces itself, and
 	// the dispatcher's decisions have one owner at a time.
-	cs, err := newClusterSide(ctx, pool, ln.Addr(), sealer, metrics, log)
+	cs, err := newClusterSide(ctx, pool, replicaID, ln.Addr(), sealer, metrics, log)
 	if err != nil {
 		return err
 	}

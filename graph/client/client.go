@@ -204,11 +204,21 @@ func (c *Client) Raw(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		// The replica cannot reach its database: the next request tries
+		// another.
+		c.ends.failed(resp.Request.URL.String())
+	}
 	var out Response
 	if err := json.Unmarshal(b, &out); err != nil || (out.Data == nil && out.Errors == nil) {
 		return nil, &HTTPError{Status: resp.StatusCode, Body: string(b)}
 	}
 	out.Status = resp.StatusCode
+	if out.Errors.Code() == "UNAVAILABLE" {
+		// The replica answered but could not reach its database: the next
+		// request tries another.
+		c.ends.failed(resp.Request.URL.String())
+	}
 	return &out, nil
 }
 

@@ -71,3 +71,36 @@ func TestSubscriptionMovesToAReplicaThatAnswers(t *testing.T) {
 		sub.Close()
 	}
 }
+
+// A replica that answers but cannot reach its database (HTTP 503, or an
+// UNAVAILABLE error) is left for the next one on the following request.
+func TestClientLeavesAReplicaWithoutItsDatabase(t *testing.T) {
+	t.Parallel()
+	for name, away := range map[string]http.HandlerFunc{
+		"503": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"errors":[{"message":"the database cannot be reached now","extensions":{"code":"UNAVAILABLE"}}]}`))
+		},
+		"200 with UNAVAILABLE": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"errors":[{"message":"the database cannot be reached now","extensions":{"code":"UNAVAILABLE"}}],"data":null}`))
+		},
+	} {
+		cut := httptest.NewServer(away)
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"data":{"viewer":{"role":"ADMIN"}}}`))
+		}))
+		c := New(cut.URL+","+up.URL, "token", nil)
+		var out struct{ Viewer struct{ Role string } }
+		if err := c.Do(context.Background(), `{ viewer { role } }`, nil, &out); CodeOf(err) != "UNAVAILABLE" {
+			t.Fatalf("%s: first request: %v", name, err)
+		}
+		if err := c.Do(context.Background(), `{ viewer { role } }`, nil, &out); err != nil || out.Viewer.Role != "ADMIN" {
+			t.Fatalf("%s: the next request did not move on: %+v %v", name, out, err)
+		}
+		cut.Close()
+		up.Close()
+	}
+}

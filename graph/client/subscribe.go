@@ -132,6 +132,9 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			return nil, &HTTPError{Status: resp.StatusCode, Body: "the server refused the token"}
 		}
+		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			c.ends.failed(ep) // the replica cannot reach its database
+		}
 		if resp == nil && ctx.Err() == nil {
 			// The next attempt (the caller's reconnect) tries another replica.
 			c.ends.failed(ep)
@@ -162,6 +165,9 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		if err != nil {
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
+				if ce.Code == websocket.StatusTryAgainLater {
+					c.ends.failed(ep) // the replica cannot reach its database
+				}
 				return wsMessage{}, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
 			}
 			return wsMessage{}, err
