@@ -57,8 +57,8 @@ type appendOp struct {
 	fingerprint []byte
 	keys        []string
 	result      chan appendOutcome
-	// reread is set once the op was retried because the cached heads of
-	// its streams were behind what it expected (another process appended).
+	// reread is set once the op was retried with its streams' heads read
+	// from the database, after they conflicted with the cached ones.
 	reread bool
 }
 
