@@ -326,7 +326,10 @@ func (a *Agent) follow(ctx context.Context, wg *sync.WaitGroup) error {
 			a.mu.Unlock()
 			a.log.Info().Str("transport", f.name()).Msg("connected to the control plane")
 		}
-		err := f.run(ctx, after, connected, func(l Lease) error { return a.receive(ctx, wg, l) })
+		fctx, stopFeed := context.WithCancel(ctx)
+		go a.leaveWhenMoved(fctx, stopFeed)
+		err := f.run(fctx, after, connected, func(l Lease) error { return a.receive(ctx, wg, l) })
+		stopFeed()
 		var de *client.DialError
 		if errors.As(err, &de) && a.cfg.Transport == TransportAuto && ctx.Err() == nil {
 			a.log.Warn().Err(err).Msg("WebSocket unavailable; falling back to long polling")
@@ -354,6 +357,28 @@ func (a *Agent) follow(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// leaveWhenMoved ends the feed (stop) once the client has moved to another
+// replica — a heartbeat or report found this one without its database —
+// so that the feed follows it rather than waiting on a replica that can
+// no longer hear of leases.
+func (a *Agent) leaveWhenMoved(ctx context.Context, stop context.CancelFunc) {
+	at := a.c.Endpoint()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if now := a.c.Endpoint(); now != at {
+				a.log.Info().Str("from", at).Str("to", now).Msg("moving the feed to another replica")
+				stop()
+				return
+			}
+		}
+	}
 }
 
 func (a *Agent) chooseFeed() feed {
