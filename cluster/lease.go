@@ -27,9 +27,6 @@ type LeaseOptions struct {
 	TTL        time.Duration
 	RenewEvery time.Duration
 	Log        zerolog.Logger
-	// OnChange, when set, is told each time this replica gains or loses
-	// the lease.
-	OnChange func(owned bool)
 }
 
 // Lease is this replica's claim on one piece of once-only work ("dispatch"):
@@ -163,9 +160,6 @@ func (l *Lease) set(epoch int64, validUntil time.Time) {
 	} else if was && !now {
 		l.opts.Log.Warn().Str("lease", l.name).Msg("this replica no longer owns the work")
 	}
-	if l.opts.OnChange != nil && (gained || was != now) {
-		l.opts.OnChange(now)
-	}
 }
 
 // release gives the lease up so that another replica need not wait out
@@ -183,9 +177,6 @@ func (l *Lease) release() {
 	if _, err := l.db.Exec(ctx, `UPDATE cluster_leases SET expires_at = now() WHERE name = $1 AND owner = $2 AND epoch = $3`,
 		l.name, l.replica, epoch); err != nil {
 		l.opts.Log.Warn().Err(err).Str("lease", l.name).Msg("could not give the lease up; it expires by itself")
-	}
-	if l.opts.OnChange != nil {
-		l.opts.OnChange(false)
 	}
 }
 
