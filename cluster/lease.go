@@ -58,9 +58,6 @@ func NewLease(db DB, name, replica string, opts LeaseOptions) *Lease {
 // Name is the work the lease is for.
 func (l *Lease) Name() string { return l.name }
 
-// TTL is how long the lease outlives its owner's last renewal.
-func (l *Lease) TTL() time.Duration { return l.opts.TTL }
-
 // Owns reports whether this replica holds the lease now. It turns false by
 // itself when a renewal is overdue (the process paused, or the database is
 // away), before anyone else may take the lease.

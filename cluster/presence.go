@@ -57,11 +57,3 @@ func (p *Presence) Elsewhere(ctx context.Context, within time.Duration) (map[str
 	}
 	return out, nil
 }
-
-// Forget removes rows no replica refreshed for a day: agents that left.
-func (p *Presence) Forget(ctx context.Context) error {
-	if _, err := p.db.Exec(ctx, `DELETE FROM agent_presence WHERE seen_at < now() - interval '1 day'`); err != nil {
-		return fmt.Errorf("forget agent presence: %w", err)
-	}
-	return nil
-}

@@ -38,9 +38,12 @@ type Registry struct {
 	log   zerolog.Logger
 }
 
-// DefaultAnnounceEvery is how often a replica refreshes its row; a row
-// three times older is a replica that is gone.
-const DefaultAnnounceEvery = 2 * time.Second
+// DefaultAnnounceEvery is how often a replica refreshes its row; one silent
+// for GoneAfter (three rounds) is a replica that is gone.
+const (
+	DefaultAnnounceEvery = 2 * time.Second
+	GoneAfter            = 3 * DefaultAnnounceEvery
+)
 
 // NewReplicaID makes an id that is unique across restarts: the host name,
 // the process id and a random part, so a restarted process is a new replica.
@@ -89,7 +92,7 @@ func (r *Registry) CheckKey(ctx context.Context) error {
 		return err
 	}
 	for _, o := range reps {
-		if o.ID != r.self.ID && !o.Gone(now, 3*r.every) && o.KeyID != r.self.KeyID {
+		if o.ID != r.self.ID && !o.Gone(now, GoneAfter) && o.KeyID != r.self.KeyID {
 			return &KeyMismatchError{Other: o}
 		}
 	}

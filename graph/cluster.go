@@ -9,10 +9,6 @@ import (
 	"cairn/graph/model"
 )
 
-// goneAfter is how long a replica may stay silent before it shows as gone:
-// three of its announcements.
-const goneAfter = 3 * cluster.DefaultAnnounceEvery
-
 // clusterStatus lists the replicas for the cluster query.
 func (r *Resolver) clusterStatus(ctx context.Context) (*model.Cluster, error) {
 	if _, err := r.authorize(ctx, auth.ProjectionRead, auth.Resource{}); err != nil {
@@ -31,7 +27,7 @@ func (r *Resolver) clusterStatus(ctx context.Context) (*model.Cluster, error) {
 		out.Replicas = append(out.Replicas, model.Replica{
 			ID: rep.ID, Address: rep.Address, Version: rep.Version,
 			StartedAt: rep.StartedAt.UTC(), LastSeen: rep.LastSeen.UTC(),
-			Gone: rep.Gone(now, goneAfter), Owns: rep.Owns, Self: rep.ID == self,
+			Gone: rep.Gone(now, cluster.GoneAfter), Owns: rep.Owns, Self: rep.ID == self,
 		})
 	}
 	return out, nil

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"cairn/eventstore"
-	"cairn/graph/apierr"
 	"cairn/graph/live"
 	"cairn/graph/model"
 	"cairn/graph/transport"
@@ -79,10 +78,10 @@ func visibleFilter(p Principal, f *model.EventFilter) eventstore.Filter {
 // eventPage reads one page of the history as a connection: forwards from
 // after, or backwards (last, before) from before or the head.
 func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Cursor, last *int, before *model.Cursor, f eventstore.Filter) (*model.EventConnection, error) {
-	if first != nil && (last != nil || before != nil) || last != nil && after != nil {
-		return nil, apierr.InvalidInput("last", "page forwards (first, after) or backwards (last, before), not both")
+	back, err := backwards(first, after != nil, last, before != nil)
+	if err != nil {
+		return nil, err
 	}
-	back := last != nil || before != nil
 	arg, size := "first", first
 	if back {
 		arg, size = "last", last

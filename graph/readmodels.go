@@ -31,15 +31,25 @@ import (
 // and after page forwards, last and before backwards; first or last 0 asks
 // only whether there are rows.
 func page(first *int, after *string, last *int, before *string) (readmodel.Page, error) {
-	if first != nil && (last != nil || before != nil) || last != nil && after != nil {
-		return readmodel.Page{}, apierr.InvalidInput("last", "page forwards (first, after) or backwards (last, before), not both")
+	back, err := backwards(first, after != nil, last, before != nil)
+	if err != nil {
+		return readmodel.Page{}, err
 	}
-	if last != nil || before != nil {
+	if back {
 		n, err := pageSizeOf("last", last, readmodel.DefaultFirst)
 		return readmodel.Page{Last: n, Before: ptr.Value(before), Empty: n == 0}, err
 	}
 	n, err := pageSize(first, readmodel.DefaultFirst)
 	return readmodel.Page{First: n, After: ptr.Value(after), Empty: n == 0}, err
+}
+
+// backwards reports whether a connection's Relay arguments page from the
+// end (last, before), refusing a mix of both directions.
+func backwards(first *int, after bool, last *int, before bool) (bool, error) {
+	if first != nil && (last != nil || before) || last != nil && after {
+		return false, apierr.InvalidInput("last", "page forwards (first, after) or backwards (last, before), not both")
+	}
+	return last != nil || before, nil
 }
 
 // listPage reads a list query's page arguments, then waits until the read

@@ -34,43 +34,11 @@ func TestReplicasShareTheWork(t *testing.T) {
 	}
 	bins := buildBinaries(t, "cairnd", "cairn-agent")
 	db := testdb.New(t)
-	type replica struct {
-		proc   *testproc.Process
-		base   string
-		killed *bool
-	}
+	type replica = runningReplica
 	dataDir := traversableTempDir(t)
 	start := func(name string, extra ...string) replica {
-		addr := testproc.FreeAddr(t)
-		args := append([]string{"serve", "--listen", addr,
-			"--data-dir", filepath.Join(dataDir, name), "--log-format", "json",
-			"--heartbeat-interval", "1s", "--disconnect-after", "4s", "--down-after", "60s"}, extra...)
-		p := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, args...)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s output:\n%s", name, p.Output())
-			}
-		})
-		killed := new(bool)
-		t.Cleanup(func() {
-			if *killed {
-				return
-			}
-			_ = syscall.Kill(p.Pid(), syscall.SIGCONT)
-			if err := p.Stop(time.Minute); err != nil {
-				t.Errorf("%s after SIGTERM: %v", name, err)
-			}
-		})
-		base := "http://" + addr
-		poll(t, step, name+" to be ready", func() (bool, string) {
-			resp, err := client.Get(base + "/readyz")
-			if err != nil {
-				return false, err.Error()
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, resp.Status
-		}, p)
-		return replica{proc: p, base: base, killed: killed}
+		return startReplica(t, bins, db.ConnString, dataDir, name,
+			append([]string{"--heartbeat-interval", "1s", "--disconnect-after", "4s", "--down-after", "60s"}, extra...)...)
 	}
 	first := start("replica-1")
 	m := firstStartToken.FindStringSubmatch(first.proc.Output())
@@ -283,7 +251,6 @@ func TestReplicasShareTheWork(t *testing.T) {
 
 	// The other replica dies: the agent (moved back to it, or not) ends on
 	// the survivor, which owns the decisions, and work goes on.
-	*other.killed = true
 	other.proc.Kill()
 	killed := time.Now()
 	poll(t, step, "the survivor to own the dispatch", func() (bool, string) {
@@ -346,6 +313,41 @@ type runningReplica struct {
 	base string
 }
 
+// startReplica runs `cairnd serve` on the database dbURL names, with its
+// data in dataDir/name and the extra flags, and waits until it is ready.
+// It is stopped when the test ends (resumed first if it was paused), its
+// output shown if the test failed.
+func startReplica(t *testing.T, bins, dbURL, dataDir, name string, flags ...string) runningReplica {
+	t.Helper()
+	addr := testproc.FreeAddr(t)
+	args := append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(dataDir, name), "--log-format", "json"}, flags...)
+	p := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + dbURL}, args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.Output())
+		}
+	})
+	t.Cleanup(func() {
+		if !p.Running() {
+			return
+		}
+		_ = syscall.Kill(p.Pid(), syscall.SIGCONT)
+		if err := p.Stop(time.Minute); err != nil {
+			t.Errorf("%s after SIGTERM: %v", name, err)
+		}
+	})
+	base := "http://" + addr
+	poll(t, step, name+" to be ready", func() (bool, string) {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	}, p)
+	return runningReplica{proc: p, base: base}
+}
+
 // floodReplicas runs three replicas on the database dbURL names and two
 // agents, floods them with job submissions and deployments, applies fault a
 // third of the way through (it returns the base URL of a replica it killed,
@@ -358,36 +360,11 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 	type replica = runningReplica
 	var reps []replica
 	for i := range 3 {
-		name := fmt.Sprintf("replica-%d", i+1)
-		addr := testproc.FreeAddr(t)
-		args := []string{"serve", "--listen", addr, "--data-dir", filepath.Join(dataDir, name), "--log-format", "json",
-			"--heartbeat-interval", "1s", "--disconnect-after", "10s", "--down-after", "5m"}
+		flags := []string{"--heartbeat-interval", "1s", "--disconnect-after", "10s", "--down-after", "5m"}
 		if i > 0 {
-			args = append(args, "--secrets-key-file", filepath.Join(dataDir, "replica-1", "secrets.key"))
+			flags = append(flags, "--secrets-key-file", filepath.Join(dataDir, "replica-1", "secrets.key"))
 		}
-		p := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + dbURL}, args...)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("%s output:\n%s", name, p.Output())
-			}
-		})
-		t.Cleanup(func() {
-			if p.Running() {
-				if err := p.Stop(time.Minute); err != nil {
-					t.Errorf("%s after SIGTERM: %v", name, err)
-				}
-			}
-		})
-		base := "http://" + addr
-		poll(t, step, name+" to be ready", func() (bool, string) {
-			resp, err := client.Get(base + "/readyz")
-			if err != nil {
-				return false, err.Error()
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, resp.Status
-		}, p)
-		reps = append(reps, replica{proc: p, base: base})
+		reps = append(reps, startReplica(t, bins, dbURL, dataDir, fmt.Sprintf("replica-%d", i+1), flags...))
 	}
 	m := firstStartToken.FindStringSubmatch(reps[0].proc.Output())
 	if m == nil {
