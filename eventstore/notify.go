@@ -2,6 +2,8 @@ package eventstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
 	"time"
 
@@ -10,12 +12,23 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// notifyInterval is the least time between two NOTIFYs of one store. Every
+// NOTIFY wakes every listening session of every replica and takes a lock
+// all committing notifiers share, so under a flood of small commits one per
+// burst would cost more than the appends themselves; other processes learn
+// of new events at most this much later (this process's own subscribers
+// are woken at once).
+const notifyInterval = 5 * time.Millisecond
+
 // notifier holds one LISTEN connection and wakes every subscriber of this
 // process when an append commits. While the connection is down subscribers
 // fall back to polling.
 type notifier struct {
 	pool *pgxpool.Pool
 	log  zerolog.Logger
+	// self is the payload of this store's NOTIFYs, so that its own listener
+	// skips what its subscribers were already told.
+	self string
 	// kick asks notifyLoop to tell other processes that events committed.
 	kick chan struct{}
 
@@ -24,7 +37,13 @@ type notifier struct {
 }
 
 func newNotifier(pool *pgxpool.Pool, log zerolog.Logger) *notifier {
-	return &notifier{pool: pool, log: log, kick: make(chan struct{}, 1), waiters: map[chan struct{}]struct{}{}}
+	return &notifier{pool: pool, log: log, self: randomToken(), kick: make(chan struct{}, 1), waiters: map[chan struct{}]struct{}{}}
+}
+
+func randomToken() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics rather than return short)
+	return hex.EncodeToString(b)
 }
 
 // committed wakes this process's subscribers at once and has other
@@ -39,7 +58,7 @@ func (n *notifier) committed() {
 }
 
 // notifyLoop sends one NOTIFY per burst of commits, outside any append
-// transaction.
+// transaction, and at most one per notifyInterval.
 func (n *notifier) notifyLoop(ctx context.Context) {
 	for {
 		select {
@@ -47,9 +66,14 @@ func (n *notifier) notifyLoop(ctx context.Context) {
 			return
 		case <-n.kick:
 		}
-		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, NotifyChannel); err != nil && ctx.Err() == nil {
+		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, n.self); err != nil && ctx.Err() == nil {
 			// Other processes fall back to polling until the next notify.
 			n.log.Warn().Err(err).Msg("could not notify other processes of new events")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(notifyInterval):
 		}
 	}
 }
@@ -112,9 +136,12 @@ func (n *notifier) listen(ctx context.Context) error {
 	// Anything that committed before LISTEN took effect must be read too.
 	n.broadcast()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		note, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		n.broadcast()
+		if note.Payload != n.self {
+			n.broadcast()
+		}
 	}
 }

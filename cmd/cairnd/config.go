@@ -26,7 +26,10 @@ const DatabaseReadURLEnv = "DATABASE_READ_URL"
 // config is cairnd's configuration. Each setting comes from its flag when
 // given, else from its environment variable when set, else its default.
 type config struct {
-	Listen           string
+	Listen string
+	// Advertise is the address other replicas and people are shown for
+	// this one; empty derives it from the listener (see advertisedAddress).
+	Advertise        string
 	DatabaseURL      string
 	DatabaseOwnerURL string
 	DatabaseReadURL  string
@@ -52,6 +55,7 @@ type config struct {
 // envFlags pairs flags with the environment variables that set them.
 var envFlags = []struct{ flag, env string }{
 	{"listen", "CAIRN_LISTEN"},
+	{"advertise", "CAIRN_ADVERTISE"},
 	{"data-dir", "CAIRN_DATA_DIR"},
 	{"log-format", "CAIRN_LOG_FORMAT"},
 	{"log-level", "CAIRN_LOG_LEVEL"},
@@ -82,6 +86,8 @@ func (c *config) bindGlobalFlags(fs *pflag.FlagSet) {
 func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080",
 		"address to serve HTTP on (env "+envOf("listen")+")")
+	fs.StringVar(&c.Advertise, "advertise", "",
+		"host:port (or URL) this replica is reached at, as the cluster status shows it (env "+envOf("advertise")+"); default: the listen address, with this host's name when listening on every interface")
 	fs.StringVar(&c.Plugins, "plugins", "",
 		"plugins configuration file, YAML or JSON: http endpoints, out-of-process plugins, terraform (env "+envOf("plugins")+"); the agent plugin needs none")
 	c.Jobs.bindFlags(fs)
@@ -119,6 +125,9 @@ func (c *config) resolve(fs *pflag.FlagSet, getenv func(string) string) error {
 		return fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel)
 	}
 	c.level = level
+	if err := checkAdvertise(c.Advertise); err != nil {
+		return fmt.Errorf("advertised address %q: %w (--advertise or %s)", c.Advertise, err, envOf("advertise"))
+	}
 	if c.DataDir == "" {
 		return fmt.Errorf("the data directory must not be empty (--data-dir or %s)", envOf("data-dir"))
 	}

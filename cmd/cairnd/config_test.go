@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +63,53 @@ func TestConfigPrecedence(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestAdvertisedAddress(t *testing.T) {
+	t.Parallel()
+	host := func() (string, error) { return "cairn-2.example", nil }
+	for _, tc := range []struct {
+		setting, listen, want string
+	}{
+		{"", "127.0.0.1:8080", "127.0.0.1:8080"},
+		{"", "0.0.0.0:8080", "cairn-2.example:8080"},
+		{"", "[::]:8443", "cairn-2.example:8443"},
+		{"", "10.0.0.5:8080", "10.0.0.5:8080"},
+		{"https://cairn.example", "0.0.0.0:8080", "https://cairn.example"},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", tc.listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := advertisedAddress(tc.setting, addr, host); got != tc.want {
+			t.Errorf("advertisedAddress(%q, %s) = %q, want %q", tc.setting, tc.listen, got, tc.want)
+		}
+	}
+}
+
+func TestAdvertiseSetting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{
+		{"", true},
+		{"cairn-1:8080", true},
+		{"[fd00::1]:8080", true},
+		{"http://cairn-1:8080", true},
+		{"https://cairn.example", true},
+		{"cairn-1", false},
+		{":8080", false},
+		{"cairn-1:http", false},
+		{"ftp://cairn-1", false},
+		{"https://", false},
+	} {
+		err := checkAdvertise(tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("checkAdvertise(%q) = %v, want ok=%v", tc.value, err, tc.ok)
+		}
+	}
+	if _, err := resolveConfig(t, map[string]string{"CAIRN_ADVERTISE": "cairn-1"}); err == nil || !strings.Contains(err.Error(), "CAIRN_ADVERTISE") {
+		t.Fatalf("a bad CAIRN_ADVERTISE should be refused naming the variable, got %v", err)
+	}
 }

@@ -136,7 +136,7 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	}
 	// Several replicas may share the database: each announces itself, and
 	// the dispatcher's decisions have one owner at a time.
-	cs, err := newClusterSide(ctx, pool, replicaID, ln.Addr(), sealer, metrics, log)
+	cs, err := newClusterSide(ctx, pool, replicaID, advertisedAddress(cfg.Advertise, ln.Addr(), os.Hostname), sealer, metrics, log)
 	if err != nil {
 		return err
 	}
