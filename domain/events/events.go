@@ -8,6 +8,7 @@ import (
 	"cairn/domain/job"
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
+	"cairn/domain/placement"
 	"cairn/domain/resource"
 	"cairn/domain/schedule"
 	"cairn/domain/service"
@@ -26,5 +27,6 @@ func Registry() *domain.Registry {
 	tenant.RegisterEvents(r)
 	jointoken.RegisterEvents(r)
 	schedule.RegisterEvents(r)
+	placement.RegisterEvents(r)
 	return r
 }

@@ -124,7 +124,16 @@ type Resource struct {
 	// Count is an integer or a "${var.NAME}" expression; absent means one
 	// instance that is addressed without an index.
 	Count     json.RawMessage `json:"count,omitempty"`
+	Requests  *Requests       `json:"requests,omitempty"`
 	Placement *Placement      `json:"placement,omitempty"`
+}
+
+// Requests are what one instance of a resource needs of its node. Each is
+// a number or a string, and may be a "${var.NAME}" expression.
+type Requests struct {
+	CPU    json.RawMessage `json:"cpu,omitempty"`
+	Memory json.RawMessage `json:"memory,omitempty"`
+	Disk   json.RawMessage `json:"disk,omitempty"`
 }
 
 // Counted reports whether the resource declares a count, which makes its
@@ -137,6 +146,11 @@ func (r Resource) Counted() bool {
 type Placement struct {
 	Location string            `json:"location,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// Selector holds set-based label requirements (see node.ParseSelector).
+	Selector string `json:"selector,omitempty"`
+	// Spread and Distinct are "node" or "location" (see placement.Ask).
+	Spread   string `json:"spread,omitempty"`
+	Distinct string `json:"distinct,omitempty"`
 }
 
 // Output is a value the service exposes once deployed.

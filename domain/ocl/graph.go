@@ -33,6 +33,8 @@ type Node struct {
 	Properties json.RawMessage `json:"properties,omitempty"`
 	// Placement is fully resolved; nil when the descriptor gives none.
 	Placement *Placement `json:"placement,omitempty"`
+	// Requests are fully resolved; nil when the descriptor gives none.
+	Requests *PlannedRequests `json:"requests,omitempty"`
 	// DependsOn names the nodes that must be in place before this one, from
 	// dependsOn and from output references, in plan order.
 	DependsOn []string `json:"dependsOn,omitempty"`
@@ -48,6 +50,10 @@ func (n Node) clone() Node {
 		p := *n.Placement
 		p.Labels = maps.Clone(p.Labels)
 		n.Placement = &p
+	}
+	if n.Requests != nil {
+		r := *n.Requests
+		n.Requests = &r
 	}
 	return n
 }

@@ -139,6 +139,9 @@ func (pl *planner) nodes() []Node {
 			if r.Placement != nil {
 				n.Placement = pl.placement(p.key("placement"), r.Placement, env)
 			}
+			if r.Requests != nil {
+				n.Requests = pl.requests(p.key("requests"), r.Requests, env)
+			}
 			n.Sensitive = env.sensitive
 			nodes = append(nodes, n)
 			deps = append(deps, env.deps)
@@ -207,6 +210,9 @@ func (pl *planner) placement(p path, pc *Placement, e *expansion) *Placement {
 			out.Labels[k] = pl.expandString(p.key("labels").key(k), pc.Labels[k], pe).(string)
 		}
 	}
+	out.Selector = pl.expandString(p.key("selector"), pc.Selector, pe).(string)
+	pl.checkSelector(p.key("selector"), out.Selector)
+	out.Spread, out.Distinct = pc.Spread, pc.Distinct
 	e.sensitive = e.sensitive || pe.sensitive
 	return out
 }

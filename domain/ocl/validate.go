@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"cairn/domain/node"
 )
 
 // PluginCatalog tells Validate which plugins exist, which resource types each
@@ -227,6 +229,28 @@ func (c *checker) resources() {
 			c.refsInString(p.key("placement").key("location"), r.Placement.Location, pctx)
 			for _, k := range sortedKeys(r.Placement.Labels) {
 				c.refsInString(p.key("placement").key("labels").key(k), r.Placement.Labels[k], pctx)
+			}
+			c.refsInString(p.key("placement").key("selector"), r.Placement.Selector, pctx)
+			if !strings.Contains(r.Placement.Selector, "$") {
+				if _, err := node.ParseSelector(r.Placement.Selector); err != nil {
+					c.add(p.key("placement").key("selector"), "%s", selectorReason(err))
+				}
+			}
+		}
+		if r.Requests != nil {
+			rctx := &refContext{self: i, counted: r.Counted(), count: c.counts[i], noResource: "requests are decided before any resource exists"}
+			for _, q := range r.Requests.fields() {
+				if len(q.raw) == 0 {
+					continue
+				}
+				qp := p.key("requests").key(q.name)
+				if s, ok := jsonString(q.raw); ok && strings.Contains(s, "$") {
+					c.refsInString(qp, s, rctx)
+					continue
+				}
+				if _, err := q.parse(q.raw); err != nil {
+					c.add(qp, "%v", err)
+				}
 			}
 		}
 		c.deps[i] = uniqueInts(c.deps[i])

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cairn/domain"
+	"cairn/domain/placement"
 )
 
 // Status is where a resource is in its life.
@@ -64,8 +65,12 @@ type Resource struct {
 	Status     Status
 	FailedIn   Phase  // set while failed
 	Error      string // the last failure
-	PlannedAt  time.Time
-	UpdatedAt  time.Time
+	// NodeID is the node the scheduler allocated the resource's request
+	// on, until the allocation ends; empty for resources not placed.
+	NodeID    string
+	Request   placement.Resources
+	PlannedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Exists reports whether the resource has been planned.
@@ -100,6 +105,12 @@ func (r *Resource) Apply(e domain.Event) {
 	case Destroyed:
 		r.enter(StatusDestroyed, e.At)
 		r.Outputs = nil
+	case placement.Placed:
+		r.NodeID, r.Request = e.NodeID, e.Request
+		r.UpdatedAt = e.At
+	case placement.Unplaced:
+		r.NodeID, r.Request = "", placement.Resources{}
+		r.UpdatedAt = e.At
 	case Failed:
 		r.enter(StatusFailed, e.At)
 		r.FailedIn = e.Phase
