@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"cairn/domain/placement"
 )
 
 // Op names a lifecycle call.
@@ -58,6 +60,9 @@ type Request struct {
 	Properties json.RawMessage `json:"properties,omitempty"`
 	// Placement is nil when the descriptor gives none.
 	Placement *Placement `json:"placement,omitempty"`
+	// Node is the node the scheduler allocated the resource on, for the
+	// types that are placed (empty when no scheduler runs).
+	Node string `json:"node,omitempty"`
 	// Outputs are the outputs last recorded for the resource (nil before a
 	// create completed). A plugin uses them to find what it made, e.g. the
 	// node a directory was placed on.
@@ -78,6 +83,12 @@ type ResourceType struct {
 	// nil accepts anything.
 	Schema      json.RawMessage `json:"schema,omitempty"`
 	Description string          `json:"description,omitempty"`
+	// Placed says the type's resources run on one of Cairn's nodes, which
+	// the scheduler chooses (and Request.Node names) before create.
+	Placed bool `json:"placed,omitempty"`
+	// DefaultRequests are what an instance asks of its node when the
+	// descriptor's requests leave an amount out.
+	DefaultRequests placement.Resources `json:"defaultRequests,omitzero"`
 }
 
 // Plugin manages resources of some kind of infrastructure.

@@ -25,6 +25,7 @@ import (
 	"cairn/projections"
 	"cairn/projections/models"
 	"cairn/projections/readmodel"
+	"cairn/scheduler"
 )
 
 // serviceSide is what serves the read models, the catalog and services:
@@ -36,7 +37,10 @@ type serviceSide struct {
 	templates *templates.Handlers
 	services  *services.Handlers
 	orch      *orchestrator.Orchestrator
-	plugins   *plugins.Registry
+	// sched follows the nodes' load on every replica, so that a new owner
+	// of the orchestrator places with a view already read.
+	sched   *scheduler.Scheduler
+	plugins *plugins.Registry
 	// orchLease, when set, runs the orchestrator only while this replica
 	// owns it; the projections run on every replica.
 	orchLease *cluster.Lease
@@ -115,8 +119,9 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 	if err != nil {
 		return nil, err
 	}
+	sched := scheduler.New(store, time.Now, log.With().Str("component", "scheduler").Logger())
 	orch, err := orchestrator.New(orchestrator.Config{
-		Store: store, Pool: pool, Plugins: reg, Variables: svc.DecodeVariables,
+		Store: store, Pool: pool, Plugins: reg, Variables: svc.DecodeVariables, Scheduler: sched,
 		Log: log.With().Str("component", "orchestrator").Logger(),
 	})
 	if err != nil {
@@ -131,7 +136,7 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 		return nil, err
 	}
 	return &serviceSide{
-		runner: runner, reader: reader, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, plugins: reg,
+		runner: runner, reader: reader, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, plugins: reg, sched: sched,
 	}, nil
 }
 
@@ -140,6 +145,7 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 func (s *serviceSide) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.runner.Run(gctx) })
+	g.Go(func() error { return s.sched.Run(gctx) })
 	g.Go(func() error {
 		if s.orchLease == nil {
 			return s.orch.Run(gctx)

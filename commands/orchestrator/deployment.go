@@ -312,7 +312,7 @@ func (o *Orchestrator) call(ctx context.Context, d *deployment, t *tracked, op p
 		return nil, fmt.Errorf("resolve the properties of %s: %w", t.node.Name, err)
 	}
 	req := plugins.Request{ResourceID: t.node.ResourceID, Type: t.node.Type, Properties: props, Outputs: t.state.Outputs,
-		ServiceID: d.svc.ID, TenantID: d.svc.TenantID, Sensitive: t.node.Sensitive}
+		ServiceID: d.svc.ID, TenantID: d.svc.TenantID, Sensitive: t.node.Sensitive, Node: t.state.NodeID}
 	if p := t.node.Placement; p != nil {
 		req.Placement = &plugins.Placement{Location: p.Location, Labels: p.Labels}
 	}

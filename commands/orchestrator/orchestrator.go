@@ -28,6 +28,7 @@ import (
 	"cairn/eventbus"
 	"cairn/eventstore"
 	"cairn/plugins"
+	"cairn/scheduler"
 )
 
 // Actor is the actor recorded on the orchestrator's events.
@@ -65,6 +66,13 @@ type Store interface {
 	StreamsEndingWith(ctx context.Context, streamType string, eventTypes []string) ([]string, error)
 }
 
+// Scheduler decides allocations; the orchestrator appends them with the
+// resource's events.
+type Scheduler interface {
+	Reserve(ctx context.Context, r scheduler.Request) (*scheduler.Decision, error)
+	Release(ctx context.Context, nodeID, resourceID string) (*scheduler.Decision, error)
+}
+
 // Config holds the orchestrator's dependencies and limits.
 type Config struct {
 	Store Store
@@ -89,6 +97,10 @@ type Config struct {
 	Group string
 	// Router tunes the retry of the event handler.
 	Router eventbus.RouterOptions
+	// Scheduler chooses the node of every resource whose type is placed
+	// (see plugins.ResourceType.Placed) and records the allocation; nil
+	// leaves the choice to the plugin.
+	Scheduler Scheduler
 	// OnStep, when set, runs after each step commits, on the goroutine that
 	// made it. Metrics and tests (which stop the orchestrator at a chosen
 	// step) use it; it must not block for long.

@@ -196,6 +196,16 @@ func (o *Orchestrator) create(ctx context.Context, d *deployment, t *tracked) (*
 	default:
 		return &failure{t.node.Name, fmt.Errorf("it is %s and cannot be created", describe(s))}, nil
 	}
+	if f, err := o.place(ctx, d, t); err != nil || f != nil {
+		if f != nil {
+			if ferr := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
+				return r.Fail(resource.Fail{ResourceID: r.ID, Error: truncate(f.err.Error(), resource.MaxErrorLength), At: o.cfg.Clock()})
+			}); ferr != nil {
+				return nil, ferr
+			}
+		}
+		return f, err
+	}
 	out, err := o.call(ctx, d, t, plugins.OpCreate)
 	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
 		return r.CompleteCreate(resource.CompleteCreate{ResourceID: r.ID, Outputs: out, At: o.cfg.Clock()})
@@ -339,8 +349,12 @@ func (o *Orchestrator) resourceLeft(ctx context.Context, id string) bool {
 
 func (o *Orchestrator) destroy(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
 	s := t.state
-	if !t.exists() || s.Status == resource.StatusDestroyed {
+	if !t.exists() {
 		return nil, nil
+	}
+	if s.Status == resource.StatusDestroyed {
+		// Its allocation ends with it (again, if a crash came between).
+		return nil, o.unplace(ctx, d, t)
 	}
 	for _, dep := range d.graph.Dependents(t.node.Name) {
 		if u := d.nodes[dep]; u.exists() && u.state.Status != resource.StatusDestroyed {
@@ -380,7 +394,11 @@ func (o *Orchestrator) destroy(ctx context.Context, d *deployment, t *tracked) (
 		}
 	}
 	out, err := o.call(ctx, d, t, plugins.OpDestroy)
-	return o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
+	f, err := o.record(ctx, d, t, err, func(r resource.Resource) ([]domain.Event, error) {
 		return r.CompleteDestroy(resource.CompleteDestroy{ResourceID: r.ID, Output: out, At: o.cfg.Clock()})
 	})
+	if f != nil || err != nil {
+		return f, err
+	}
+	return nil, o.unplace(ctx, d, t)
 }

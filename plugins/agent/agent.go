@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 
+	"cairn/domain/placement"
 	"cairn/plugins"
 	"cairn/sal/catalog"
 )
@@ -107,17 +108,18 @@ const (
 func (p *Plugin) ResourceTypes() []plugins.ResourceType {
 	return []plugins.ResourceType{
 		{
-			Name: TypeDirectory, Description: "A directory on a node; destroying it removes everything in it.",
+			Name: TypeDirectory, Description: "A directory on a node; destroying it removes everything in it.", Placed: true,
 			Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["path"],` +
 				`"properties":{"path":` + pathSchema + `,"mode":` + modeSchema + `,"node":` + nodeSchema + `}}`),
 		},
 		{
-			Name: TypeFile, Description: "A file on a node with the given content.",
+			Name: TypeFile, Description: "A file on a node with the given content.", Placed: true,
 			Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["path","content"],` +
 				`"properties":{"path":` + pathSchema + `,"content":{"type":"string"},"encoding":{"enum":["utf-8","base64"]},"mode":` + modeSchema + `,"node":` + nodeSchema + `}}`),
 		},
 		{
-			Name: TypeProcess, Description: "A process the node's agent keeps running between start and stop.",
+			Name: TypeProcess, Description: "A process the node's agent keeps running between start and stop.", Placed: true,
+			DefaultRequests: placement.Resources{CPUMillis: 100, MemoryBytes: 64 << 20},
 			Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["argv"],` +
 				`"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$","description":"supervised name, unique on the node; default cairn-<resource id>"},` +
 				`"argv":{"type":"array","minItems":1,"items":{"type":"string"}},` +
@@ -179,10 +181,14 @@ func decodeProps(r plugins.Request) (props, error) {
 }
 
 // node decides where the resource is: the node its properties name, else
-// the node it was recorded on, else the placement's choice.
+// the scheduler's, else the node it was recorded on, else the placement's
+// choice (when no scheduler runs).
 func (p *Plugin) node(ctx context.Context, r plugins.Request, pr props) (string, error) {
 	if pr.Node != "" {
 		return pr.Node, nil
+	}
+	if r.Node != "" {
+		return r.Node, nil
 	}
 	if len(r.Outputs) > 0 {
 		var o outputs

@@ -1,0 +1,133 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"cairn/domain"
+	"cairn/domain/node"
+	"cairn/domain/ocl"
+	"cairn/domain/placement"
+	"cairn/eventstore"
+	"cairn/plugins"
+	"cairn/scheduler"
+)
+
+// placeAttempts bounds the retries of an allocation whose node moved
+// between the decision and its append.
+const placeAttempts = 8
+
+// placedType returns the resource's type when the scheduler places it.
+func (o *Orchestrator) placedType(t *tracked) (plugins.ResourceType, bool) {
+	if o.cfg.Scheduler == nil {
+		return plugins.ResourceType{}, false
+	}
+	types, _ := o.reg.Types(t.node.Plugin)
+	for _, rt := range types {
+		if rt.Name == t.node.Type {
+			return rt, rt.Placed
+		}
+	}
+	return plugins.ResourceType{}, false
+}
+
+// ask is what the resource asks of the scheduler.
+func (o *Orchestrator) ask(d *deployment, t *tracked, rt plugins.ResourceType) (scheduler.Request, error) {
+	a := placement.Ask{ResourceID: t.node.ResourceID, Request: t.node.Requests.Or(rt.DefaultRequests),
+		SpreadGroup: "template:" + d.svc.TemplateName + "/" + t.node.Resource, DistinctGroup: "service:" + d.svc.ID + "/" + t.node.Resource}
+	if p := t.node.Placement; p != nil {
+		a.Location = p.Location
+		a.Selector = node.SelectorOf(p.Labels)
+		sel, err := node.ParseSelector(p.Selector)
+		if err != nil {
+			return scheduler.Request{}, err
+		}
+		a.Selector = append(a.Selector, sel...)
+		a.Spread, a.Distinct = placement.Scope(p.Spread), placement.Scope(p.Distinct)
+	}
+	// A resource whose properties name its node (another resource's node
+	// output, say) is allocated there or nowhere.
+	props, err := ocl.ResolveProperties(t.node.Properties, d.output)
+	if err == nil {
+		var named struct {
+			Node string `json:"node"`
+		}
+		if json.Unmarshal(props, &named) == nil {
+			a.Pin = named.Node
+		}
+	}
+	return scheduler.Request{Ask: a, ServiceID: d.svc.ID, Groups: []string{a.SpreadGroup, a.DistinctGroup}}, nil
+}
+
+// place allocates a node for a resource being created, when its type is
+// placed and it has none yet. A request no node can take is the step's
+// failure, naming why each node was left out.
+func (o *Orchestrator) place(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
+	rt, placed := o.placedType(t)
+	if !placed || t.state.NodeID != "" {
+		return nil, nil
+	}
+	req, err := o.ask(d, t, rt)
+	if err != nil {
+		return &failure{t.node.Name, err}, nil
+	}
+	for attempt := 1; ; attempt++ {
+		dec, err := o.cfg.Scheduler.Reserve(ctx, req)
+		if errors.Is(err, placement.ErrNoFit) || errors.Is(err, domain.ErrInvalid) {
+			return &failure{t.node.Name, fmt.Errorf("cannot be placed: %w", err)}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = o.appendDecision(ctx, d, t, dec)
+		var conflict *eventstore.VersionConflictError
+		if errors.As(err, &conflict) && conflict.StreamID == dec.Node.StreamID && attempt < placeAttempts {
+			continue // the node moved: decide again on what it is now
+		}
+		return nil, err
+	}
+}
+
+// unplace ends a destroyed resource's allocation.
+func (o *Orchestrator) unplace(ctx context.Context, d *deployment, t *tracked) error {
+	if o.cfg.Scheduler == nil || t.state.NodeID == "" {
+		return nil
+	}
+	for attempt := 1; ; attempt++ {
+		dec, err := o.cfg.Scheduler.Release(ctx, t.state.NodeID, t.node.ResourceID)
+		if err != nil {
+			return err
+		}
+		err = o.appendDecision(ctx, d, t, dec)
+		var conflict *eventstore.VersionConflictError
+		if errors.As(err, &conflict) && conflict.StreamID == dec.Node.StreamID && attempt < placeAttempts {
+			continue
+		}
+		return err
+	}
+}
+
+// appendDecision appends a scheduler's decision with the resource's half
+// of it, in one append, and tells the scheduler how it went.
+func (o *Orchestrator) appendDecision(ctx context.Context, d *deployment, t *tracked, dec *scheduler.Decision) error {
+	changes := []eventstore.StreamAppend{{
+		StreamID: domain.StreamID(domain.ResourceStream, t.node.ResourceID), StreamType: domain.ResourceStream,
+		Expected: eventstore.Exactly(t.version), Events: dec.Resource,
+	}}
+	if len(dec.Node.Events) > 0 {
+		changes = append(changes, dec.Node)
+	}
+	res, err := o.append(ctx, d, changes)
+	dec.Done(ctx, err)
+	if err != nil {
+		return err
+	}
+	for _, ev := range dec.Resource {
+		t.state.Apply(ev)
+	}
+	t.version += int64(len(dec.Resource))
+	t.last = res.Cursor
+	return nil
+}

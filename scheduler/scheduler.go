@@ -1,0 +1,416 @@
+// Package scheduler places resources on nodes: it keeps every node's load
+// (what it offers, what is allocated on it) and every location's reserve
+// and status, folded from the log, and decides allocations with
+// domain/placement's Schedule.
+//
+// It keeps nothing the log does not hold: it rebuilds its view from the
+// node and location streams when it starts, follows the log after that,
+// and every allocation it decides is appended by the caller (with the
+// resource's own events, in one append) at the node stream's version the
+// decision saw, so two decisions for the last free slot of a node cannot
+// both commit. While an allocation on a node is being appended, the node
+// is held: the next decision waits for it or picks another node.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cairn/domain"
+	"cairn/domain/placement"
+	"cairn/domain/tenant"
+	"cairn/eventstore"
+)
+
+// Log is what the scheduler reads of the event store.
+type Log interface {
+	Head(ctx context.Context) (eventstore.Cursor, error)
+	ReadRange(ctx context.Context, from, to eventstore.Cursor, pageSize int, f eventstore.Filter, handle func([]eventstore.RecordedEvent) error) error
+	Subscribe(ctx context.Context, opts eventstore.SubscribeOptions, handle func(context.Context, eventstore.Batch) error) error
+	ReadStream(ctx context.Context, streamID string, o eventstore.ReadStreamOptions) ([]eventstore.RecordedEvent, error)
+	Decode(e eventstore.RecordedEvent) (domain.Event, error)
+}
+
+// Scheduler decides where resources go. Build it with New, run it with
+// Run; Reserve and Release wait until Run has read the log.
+type Scheduler struct {
+	log   Log
+	clock func() time.Time
+	zl    zerolog.Logger
+
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	mu        sync.Mutex
+	changed   *sync.Cond // a held node was let go
+	nodes     map[string]*nodeEntry
+	locations map[string]*locationEntry
+}
+
+type locationEntry struct {
+	load    placement.LocationLoad
+	version int64
+}
+
+type nodeEntry struct {
+	load    placement.NodeLoad
+	version int64
+	// held is set while an allocation decided on this node is appended.
+	held bool
+}
+
+// New returns a scheduler reading log; clock stamps its events (nil:
+// time.Now).
+func New(log Log, clock func() time.Time, zl zerolog.Logger) *Scheduler {
+	if clock == nil {
+		clock = time.Now
+	}
+	s := &Scheduler{log: log, clock: clock, zl: zl, ready: make(chan struct{}),
+		nodes: map[string]*nodeEntry{}, locations: map[string]*locationEntry{}}
+	s.changed = sync.NewCond(&s.mu)
+	return s
+}
+
+var followed = eventstore.Filter{StreamTypes: []string{domain.NodeStream, domain.LocationStream}}
+
+// Run reads the node and location streams, then follows the log until ctx
+// ends. While the database is away it tries again with a backoff: what it
+// read stays, and events read twice are recognised by their versions.
+func (s *Scheduler) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		head, err := s.catchUp(ctx)
+		if err == nil {
+			err = s.log.Subscribe(ctx, eventstore.SubscribeOptions{From: head, Filter: followed},
+				func(ctx context.Context, b eventstore.Batch) error {
+					s.applyBatch(ctx, b.Events)
+					return nil
+				})
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.zl.Warn().Err(err).Dur("retry_in", backoff).Msg("scheduler lost the log; reading it again")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// catchUp reads the followed streams up to the log's head, which it
+// returns.
+func (s *Scheduler) catchUp(ctx context.Context) (eventstore.Cursor, error) {
+	head, err := s.log.Head(ctx)
+	if err != nil {
+		return head, fmt.Errorf("scheduler: read the log: %w", err)
+	}
+	err = s.log.ReadRange(ctx, eventstore.Start, head, 5000, followed, func(evs []eventstore.RecordedEvent) error {
+		s.applyBatch(ctx, evs)
+		return nil
+	})
+	if err != nil {
+		return head, fmt.Errorf("scheduler: read the log: %w", err)
+	}
+	s.mu.Lock()
+	n := len(s.nodes)
+	s.mu.Unlock()
+	s.readyOnce.Do(func() {
+		close(s.ready)
+		s.zl.Info().Int("nodes", n).Msg("scheduler caught up with the log")
+	})
+	return head, nil
+}
+
+// Ready is closed once Run has read the log.
+func (s *Scheduler) Ready() <-chan struct{} { return s.ready }
+
+func (s *Scheduler) waitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the scheduler is still reading the log: %w", ctx.Err())
+	}
+}
+
+func (s *Scheduler) applyBatch(ctx context.Context, evs []eventstore.RecordedEvent) {
+	var stale []string
+	s.mu.Lock()
+	for _, rec := range evs {
+		ev, err := s.log.Decode(rec)
+		if err != nil {
+			s.zl.Error().Err(err).Str("stream", rec.StreamID).Int64("version", rec.Version).Msg("scheduler cannot decode an event; skipping it")
+			continue
+		}
+		id := rec.StreamID[len(rec.StreamType)+1:]
+		switch rec.StreamType {
+		case domain.LocationStream:
+			l := s.locations[id]
+			if l == nil {
+				l = &locationEntry{}
+				s.locations[id] = l
+			}
+			if rec.Version > l.version {
+				l.load.Apply(ev)
+				l.version = rec.Version
+			}
+		case domain.NodeStream:
+			n := s.nodes[id]
+			if n == nil {
+				n = &nodeEntry{}
+				s.nodes[id] = n
+			}
+			switch {
+			case rec.Version <= n.version:
+				// Already folded: an allocation this scheduler decided.
+			case rec.Version == n.version+1:
+				n.load.Apply(ev)
+				n.version = rec.Version
+			default:
+				stale = append(stale, id)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range stale {
+		if err := s.reload(ctx, id); err != nil && ctx.Err() == nil {
+			s.zl.Warn().Err(err).Str("node", id).Msg("scheduler could not re-read a node; it is read again on its next event")
+		}
+	}
+}
+
+// reload folds a node's stream afresh, replacing what the view holds
+// unless a decision holds it (its outcome reloads it).
+func (s *Scheduler) reload(ctx context.Context, id string) error {
+	recs, err := s.log.ReadStream(ctx, domain.StreamID(domain.NodeStream, id), eventstore.ReadStreamOptions{})
+	if err != nil {
+		return err
+	}
+	fresh := &nodeEntry{}
+	for _, rec := range recs {
+		ev, err := s.log.Decode(rec)
+		if err != nil {
+			return err
+		}
+		fresh.load.Apply(ev)
+		fresh.version = rec.Version
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.nodes[id]; cur != nil && cur.held {
+		return nil
+	}
+	if cur := s.nodes[id]; cur == nil || cur.version <= fresh.version {
+		s.nodes[id] = fresh
+	}
+	return nil
+}
+
+// Request is one resource to place.
+type Request struct {
+	Ask       placement.Ask
+	ServiceID string
+	// Groups are the spread and distinct groups the allocation counts in.
+	Groups []string
+}
+
+// Decision is an allocation (or a release) decided and held until Done.
+// Append Node and the resource's Resource events in one append, then call
+// Done with its error.
+type Decision struct {
+	NodeID   string
+	Node     eventstore.StreamAppend
+	Resource []domain.Event
+
+	s       *Scheduler
+	entry   *nodeEntry
+	undo    nodeEntry
+	settled bool
+}
+
+// Done lets the node go: a nil error keeps the decision in the view, any
+// other undoes it and re-reads the node (another writer may have moved it).
+func (d *Decision) Done(ctx context.Context, err error) {
+	if d == nil || d.settled {
+		return
+	}
+	d.settled = true
+	s := d.s
+	s.mu.Lock()
+	d.entry.held = false
+	if err != nil {
+		d.entry.load, d.entry.version = d.undo.load, d.undo.version
+	}
+	s.changed.Broadcast()
+	s.mu.Unlock()
+	if err != nil {
+		if rerr := s.reload(ctx, d.NodeID); rerr != nil && ctx.Err() == nil {
+			s.zl.Warn().Err(rerr).Str("node", d.NodeID).Msg("scheduler could not re-read a node")
+		}
+	}
+}
+
+// Reserve decides the node for a request and holds it: the caller appends
+// the decision and calls Done. When no node fits the error is a
+// *placement.NoFitError; when every node that fits is held by other
+// decisions, it waits for them.
+func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
+	if err := r.Ask.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.changed.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cands, held := s.candidatesLocked(false)
+		choice, err := placement.Schedule(r.Ask, cands)
+		if err != nil {
+			if held > 0 && errors.Is(err, placement.ErrNoFit) {
+				// A held node may be let go with room to spare.
+				s.changed.Wait()
+				continue
+			}
+			return nil, err
+		}
+		n := s.nodes[choice.NodeID]
+		loc := s.locations[n.load.Node.LocationID]
+		var reserve placement.Resources
+		if loc != nil {
+			reserve = loc.load.Reserve
+		}
+		evs, err := n.load.Allocate(placement.Allocate{NodeID: choice.NodeID, ResourceID: r.Ask.ResourceID, ServiceID: r.ServiceID,
+			Request: r.Ask.Request, Groups: r.Groups, LocationReserve: reserve, At: s.clock()})
+		if err != nil {
+			return nil, fmt.Errorf("allocate on node %s: %w", n.load.Node.Hostname, err)
+		}
+		return s.holdLocked(choice.NodeID, n, evs), nil
+	}
+}
+
+// Release decides the end of a resource's allocation on a node; nil when
+// the node holds none for it.
+func (s *Scheduler) Release(ctx context.Context, nodeID, resourceID string) (*Decision, error) {
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.changed.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := s.nodes[nodeID]
+		if n == nil {
+			n = &nodeEntry{}
+			s.nodes[nodeID] = n
+		}
+		if n.held {
+			s.changed.Wait()
+			continue
+		}
+		evs, err := n.load.Release(resourceID, s.clock())
+		if err != nil {
+			return nil, err
+		}
+		at := s.clock().UTC()
+		if len(evs) == 0 {
+			// Nothing on the node: the resource's record alone ends.
+			return &Decision{NodeID: nodeID, Resource: []domain.Event{placement.Unplaced{ResourceID: resourceID, NodeID: nodeID, At: at}},
+				s: s, entry: n, undo: *n, settled: true}, nil
+		}
+		d := s.holdLocked(nodeID, n, evs)
+		d.Resource = []domain.Event{placement.Unplaced{ResourceID: resourceID, NodeID: nodeID, At: at}}
+		return d, nil
+	}
+}
+
+// holdLocked applies evs to the node's view tentatively and holds it.
+func (s *Scheduler) holdLocked(nodeID string, n *nodeEntry, evs []domain.Event) *Decision {
+	d := &Decision{NodeID: nodeID, s: s, entry: n, undo: nodeEntry{load: n.load.Clone(), version: n.version}}
+	d.Node = eventstore.StreamAppend{StreamID: domain.StreamID(domain.NodeStream, nodeID), StreamType: domain.NodeStream,
+		Expected: eventstore.Exactly(n.version), Events: evs}
+	for _, ev := range evs {
+		n.load.Apply(ev)
+		n.version++
+		if a, ok := ev.(placement.Allocated); ok {
+			_, placed := placement.Placements(a)
+			d.Resource = append(d.Resource, placed)
+		}
+	}
+	n.held = true
+	return d
+}
+
+// candidatesLocked lists the nodes for the scheduler and how many are
+// held. A held node is left out unless withHeld (then it is offered as it
+// will be if its decision commits): its next decision waits for the
+// append under way, so another node is taken rather than waiting.
+func (s *Scheduler) candidatesLocked(withHeld bool) ([]placement.Candidate, int) {
+	out := make([]placement.Candidate, 0, len(s.nodes))
+	held := 0
+	for id, n := range s.nodes {
+		if !n.load.Node.Exists() {
+			continue
+		}
+		if n.held {
+			held++
+			if !withHeld {
+				continue
+			}
+		}
+		out = append(out, s.candidateLocked(id, n))
+	}
+	return out, held
+}
+
+func (s *Scheduler) candidateLocked(id string, n *nodeEntry) placement.Candidate {
+	var reserve placement.Resources
+	retired := false
+	if l := s.locations[n.load.Node.LocationID]; l != nil {
+		reserve = l.load.Reserve
+		retired = l.load.Location.Status == tenant.LocationStatusRetired
+	}
+	name := n.load.Node.Hostname
+	if name == "" {
+		name = id
+	}
+	return placement.Candidate{ID: id, Name: name, Location: n.load.Node.LocationID, Labels: n.load.Node.Labels,
+		NotReady: n.load.NotReady(), LocationRetired: retired,
+		Allocatable: n.load.Allocatable(reserve), Allocated: n.load.Allocated, Groups: n.load.Groups}
+}
+
+// Candidates returns every node as the scheduler sees it now.
+func (s *Scheduler) Candidates(ctx context.Context) ([]placement.Candidate, error) {
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out, _ := s.candidatesLocked(true)
+	return out, nil
+}
