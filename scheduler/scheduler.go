@@ -58,10 +58,14 @@ type locationEntry struct {
 }
 
 type nodeEntry struct {
+	id      string
 	load    placement.NodeLoad
 	version int64
 	// held is set while an allocation decided on this node is appended.
 	held bool
+	// cand is the node as Schedule sees it, made again when stale.
+	cand  placement.Candidate
+	stale bool
 }
 
 // New returns a scheduler reading log; clock stamps its events (nil:
@@ -161,11 +165,17 @@ func (s *Scheduler) applyBatch(ctx context.Context, evs []eventstore.RecordedEve
 			if rec.Version > l.version {
 				l.load.Apply(ev)
 				l.version = rec.Version
+				// Its nodes' reserve or status may have changed.
+				for _, n := range s.nodes {
+					if n.load.Node.LocationID == id {
+						n.stale = true
+					}
+				}
 			}
 		case domain.NodeStream:
 			n := s.nodes[id]
 			if n == nil {
-				n = &nodeEntry{}
+				n = &nodeEntry{id: id}
 				s.nodes[id] = n
 			}
 			switch {
@@ -174,6 +184,7 @@ func (s *Scheduler) applyBatch(ctx context.Context, evs []eventstore.RecordedEve
 			case rec.Version == n.version+1:
 				n.load.Apply(ev)
 				n.version = rec.Version
+				n.stale = true
 			default:
 				stale = append(stale, id)
 			}
@@ -194,7 +205,7 @@ func (s *Scheduler) reload(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	fresh := &nodeEntry{}
+	fresh := &nodeEntry{id: id, stale: true}
 	for _, rec := range recs {
 		ev, err := s.log.Decode(rec)
 		if err != nil {
@@ -245,7 +256,7 @@ func (d *Decision) Done(ctx context.Context, err error) {
 	d.settled = true
 	s := d.s
 	s.mu.Lock()
-	d.entry.held = false
+	d.entry.held, d.entry.stale = false, true
 	if err != nil {
 		d.entry.load, d.entry.version = d.undo.load, d.undo.version
 	}
@@ -281,8 +292,13 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cands, held := s.candidatesLocked(false)
+		cands, held := s.candidatesLocked(r.Ask.Location)
 		choice, err := placement.Schedule(r.Ask, cands)
+		if err != nil && r.Ask.Location != "" {
+			// Explain with every node, those elsewhere included.
+			cands, held = s.candidatesLocked("")
+			choice, err = placement.Schedule(r.Ask, cands)
+		}
 		if err != nil {
 			if held > 0 && errors.Is(err, placement.ErrNoFit) {
 				// A held node may be let go with room to spare.
@@ -326,7 +342,7 @@ func (s *Scheduler) Release(ctx context.Context, nodeID, resourceID string) (*De
 		}
 		n := s.nodes[nodeID]
 		if n == nil {
-			n = &nodeEntry{}
+			n = &nodeEntry{id: nodeID}
 			s.nodes[nodeID] = n
 		}
 		if n.held {
@@ -362,33 +378,34 @@ func (s *Scheduler) holdLocked(nodeID string, n *nodeEntry, evs []domain.Event) 
 			d.Resource = append(d.Resource, placed)
 		}
 	}
-	n.held = true
+	n.held, n.stale = true, true
 	return d
 }
 
-// candidatesLocked lists the nodes for the scheduler and how many are
-// held. A held node is left out unless withHeld (then it is offered as it
-// will be if its decision commits): its next decision waits for the
-// append under way, so another node is taken rather than waiting.
-func (s *Scheduler) candidatesLocked(withHeld bool) ([]placement.Candidate, int) {
+// candidatesLocked lists the nodes for the scheduler, only those of
+// location when it is set, and how many are held. A held node is offered
+// as it will be if its decision commits, but marked held: it counts for
+// spread and distinct, and takes nothing until its append is done
+// (another node is taken rather than waiting).
+func (s *Scheduler) candidatesLocked(location string) ([]placement.Candidate, int) {
 	out := make([]placement.Candidate, 0, len(s.nodes))
 	held := 0
-	for id, n := range s.nodes {
-		if !n.load.Node.Exists() {
+	for _, n := range s.nodes {
+		if location != "" && n.load.Node.LocationID != location || !n.load.Node.Exists() {
 			continue
 		}
 		if n.held {
 			held++
-			if !withHeld {
-				continue
-			}
 		}
-		out = append(out, s.candidateLocked(id, n))
+		if n.stale || n.cand.ID == "" {
+			n.cand, n.stale = s.candidateLocked(n), false
+		}
+		out = append(out, n.cand)
 	}
 	return out, held
 }
 
-func (s *Scheduler) candidateLocked(id string, n *nodeEntry) placement.Candidate {
+func (s *Scheduler) candidateLocked(n *nodeEntry) placement.Candidate {
 	var reserve placement.Resources
 	retired := false
 	if l := s.locations[n.load.Node.LocationID]; l != nil {
@@ -397,10 +414,10 @@ func (s *Scheduler) candidateLocked(id string, n *nodeEntry) placement.Candidate
 	}
 	name := n.load.Node.Hostname
 	if name == "" {
-		name = id
+		name = n.id
 	}
-	return placement.Candidate{ID: id, Name: name, Location: n.load.Node.LocationID, Labels: n.load.Node.Labels,
-		NotReady: n.load.NotReady(), LocationRetired: retired,
+	return placement.Candidate{ID: n.id, Name: name, Location: n.load.Node.LocationID, Labels: n.load.Node.Labels,
+		NotReady: n.load.NotReady(), LocationRetired: retired, Held: n.held,
 		Allocatable: n.load.Allocatable(reserve), Allocated: n.load.Allocated, Groups: n.load.Groups}
 }
 
@@ -411,6 +428,6 @@ func (s *Scheduler) Candidates(ctx context.Context) ([]placement.Candidate, erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out, _ := s.candidatesLocked(true)
+	out, _ := s.candidatesLocked("")
 	return out, nil
 }

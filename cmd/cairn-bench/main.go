@@ -149,6 +149,7 @@ var benchmarks = []benchmark{
 	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
 	{"graphql", benchGraphQL},
 	{"replicas", benchReplicas},
+	{"placement", benchPlacement},
 }
 
 type benchEvent struct {

@@ -40,6 +40,9 @@ type Candidate struct {
 	NotReady string
 	// LocationRetired is set when the node's location takes no new work.
 	LocationRetired bool
+	// Held is set while another decision on the node is being recorded:
+	// it counts for spread and distinct but takes nothing until then.
+	Held bool
 	Allocatable     Resources
 	Allocated       Resources
 	// Groups counts the allocations on the node by group (see Ask).
@@ -127,6 +130,9 @@ type filter struct {
 
 // filters run in this order; a node is counted under the first it fails.
 var filters = []filter{
+	{"held", func(_ Ask, c Candidate, _ *view) (bool, string) {
+		return !c.Held, "being allocated to"
+	}},
 	{"pinned", func(a Ask, c Candidate, _ *view) (bool, string) {
 		return a.Pin == "" || c.ID == a.Pin, "not the node the resource names"
 	}},
@@ -140,7 +146,10 @@ var filters = []filter{
 		return c.NotReady == "", c.NotReady
 	}},
 	{"labels", func(a Ask, c Candidate, _ *view) (bool, string) {
-		return a.Selector.Matches(c.Labels), "not matching the selector " + a.Selector.String()
+		if a.Selector.Matches(c.Labels) {
+			return true, ""
+		}
+		return false, "not matching the selector " + a.Selector.String()
 	}},
 	{"distinct", func(a Ask, c Candidate, v *view) (bool, string) {
 		switch a.Distinct {
@@ -268,9 +277,17 @@ func Schedule(a Ask, nodes []Candidate) (Choice, error) {
 		for _, sc := range scorers {
 			s += sc.score(a, c, v)
 		}
-		tie := tiebreak(a.ResourceID, c.ID)
-		if best.NodeID == "" || s > best.Score || s == best.Score && tie > bestTie {
-			best.NodeID, best.Score, bestTie = c.ID, s, tie
+		switch {
+		case best.NodeID == "" || s > best.Score:
+			best.NodeID, best.Score, bestTie = c.ID, s, 0
+		case s == best.Score:
+			// Hash only on a tie, and the best so far only once.
+			if bestTie == 0 {
+				bestTie = tiebreak(a.ResourceID, best.NodeID)
+			}
+			if tie := tiebreak(a.ResourceID, c.ID); tie > bestTie {
+				best.NodeID, bestTie = c.ID, tie
+			}
 		}
 	}
 	if best.NodeID == "" {
