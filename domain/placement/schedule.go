@@ -42,9 +42,9 @@ type Candidate struct {
 	LocationRetired bool
 	// Held is set while another decision on the node is being recorded:
 	// it counts for spread and distinct but takes nothing until then.
-	Held bool
-	Allocatable     Resources
-	Allocated       Resources
+	Held        bool
+	Allocatable Resources
+	Allocated   Resources
 	// Groups counts the allocations on the node by group (see Ask).
 	Groups map[string]int
 }
