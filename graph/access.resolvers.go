@@ -387,9 +387,12 @@ func (r *userResolver) Tenant(ctx context.Context, obj *model.User) (*model.Tena
 
 func (r *Resolver) ApiToken() generated.ApiTokenResolver { return &apiTokenResolver{r} }
 
+func (r *Resolver) Location() generated.LocationResolver { return &locationResolver{r} }
+
 func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
 
 type (
 	apiTokenResolver struct{ *Resolver }
+	locationResolver struct{ *Resolver }
 	userResolver     struct{ *Resolver }
 )

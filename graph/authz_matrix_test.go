@@ -850,6 +850,7 @@ func (f *mxFixture) rows() []row {
 			pick(f.tokens, f.scratchTokA, f.scratchTokB), nil)...),
 		f.mutation("createLocation", mine("new", `mutation($id: ID) { createLocation(input: {id: $id, name: "m"}) { cursor } }`, auth.LocationCreate, &auth.Resource{}, perCaller("id", "m-"))),
 		f.mutation("updateLocation", onEntity(`mutation($id: ID!) { updateLocation(input: {locationId: $id, name: "renamed"}) { cursor } }`, "", auth.LocationUpdate, "id", pick(locations, "loc-s"), nil)...),
+		f.mutation("setLocationReserve", onEntity(`mutation($id: ID!) { setLocationReserve(input: {locationId: $id, reserve: {cpu: 0.5}}) { cursor } }`, "", auth.LocationUpdate, "id", pick(locations, "loc-s"), nil)...),
 		f.mutation("retireLocation", onEntity(`mutation($id: ID!) { retireLocation(input: {locationId: $id}) { cursor } }`, "", auth.LocationUpdate, "id", pick(locations, "loc-s"), nil)...),
 
 		// Agents.
@@ -876,6 +877,7 @@ func (f *mxFixture) rows() []row {
 		f.mutation("cancelJob", onEntity(`mutation($id: ID!) { cancelJob(input: {jobId: $id}) { cursor } }`, auth.JobRead, auth.JobCancel, "id", pick(f.jobs, "job-ka", "job-kb"), nil)...),
 		f.mutation("setNodeLabels", onEntity(`mutation($id: ID!) { setNodeLabels(input: {nodeId: $id, labels: [{key: "k", value: "v"}]}) { cursor } }`, "", auth.NodeUpdate, "id", nodeW, nil)...),
 		f.mutation("setNodeLocation", onEntity(`mutation($id: ID!) { setNodeLocation(input: {nodeId: $id, locationId: "loc-1"}) { cursor } }`, "", auth.NodeUpdate, "id", nodeW, nil)...),
+		f.mutation("setNodeReserve", onEntity(`mutation($id: ID!) { setNodeReserve(input: {nodeId: $id, reserve: {memoryBytes: 1024}}) { cursor } }`, "", auth.NodeUpdate, "id", nodeW, nil)...),
 		f.mutation("drainNode", onEntity(`mutation($id: ID!) { drainNode(input: {nodeId: $id}) { cursor } }`, "", auth.NodeDrain, "id", nodeW, nil)...),
 		f.mutation("undrainNode", onEntity(`mutation($id: ID!) { undrainNode(input: {nodeId: $id}) { cursor } }`, "", auth.NodeDrain, "id", nodeW, nil)...),
 		f.mutation("decommissionNode", onEntity(`mutation($id: ID!) { decommissionNode(input: {nodeId: $id}) { cursor } }`, "", auth.NodeDecommission, "id", nodeW, nil)...),

@@ -38,6 +38,8 @@ type loaders struct {
 	templates *dataloadgen.Loader[string, *readmodel.Template]
 	services  *dataloadgen.Loader[string, *serviceWithResources]
 	jobs      *dataloadgen.Loader[string, *loadedJob]
+	// capacities are nodes' capacities, by node id.
+	capacities *dataloadgen.Loader[string, *readmodel.Capacity]
 }
 
 // serviceWithResources is a service row and its resources, which the
@@ -51,13 +53,14 @@ func (r *Resolver) newLoaders() *loaders {
 	rm := r.reader
 	wait := dataloadgen.WithWait(r.cfg.BatchWait)
 	return &loaders{
-		nodes:     dataloadgen.NewLoader(batched(rm.NodesByID), wait),
-		locations: dataloadgen.NewLoader(batched(rm.LocationsByID), wait),
-		tenants:   dataloadgen.NewLoader(batched(rm.TenantsByID), wait),
-		users:     dataloadgen.NewLoader(batched(rm.UsersByID), wait),
-		templates: dataloadgen.NewLoader(batched(rm.TemplatesByID), wait),
-		services:  dataloadgen.NewLoader(batched(r.servicesByID), wait),
-		jobs:      dataloadgen.NewLoader(batched(r.jobsByID), wait),
+		nodes:      dataloadgen.NewLoader(batched(rm.NodesByID), wait),
+		locations:  dataloadgen.NewLoader(batched(rm.LocationsByID), wait),
+		tenants:    dataloadgen.NewLoader(batched(rm.TenantsByID), wait),
+		users:      dataloadgen.NewLoader(batched(rm.UsersByID), wait),
+		templates:  dataloadgen.NewLoader(batched(rm.TemplatesByID), wait),
+		services:   dataloadgen.NewLoader(batched(r.servicesByID), wait),
+		jobs:       dataloadgen.NewLoader(batched(r.jobsByID), wait),
+		capacities: dataloadgen.NewLoader(batched(r.capacitiesByID), wait),
 	}
 }
 
@@ -98,6 +101,27 @@ func (r *Resolver) servicesByID(ctx context.Context, ids []string) ([]*serviceWi
 	for i, row := range rows {
 		if row != nil {
 			out[i] = &serviceWithResources{row: *row, resources: mine[row.ID]}
+		}
+	}
+	return out, nil
+}
+
+// capacitiesByID reads nodes' capacities: two queries for any number.
+func (r *Resolver) capacitiesByID(ctx context.Context, ids []string) ([]*readmodel.Capacity, error) {
+	rm := r.readModels(ctx)
+	nodes, err := rm.NodesByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := rm.NodeCapacities(ctx, nodes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*readmodel.Capacity, len(ids))
+	for i, n := range nodes {
+		if n != nil {
+			c := caps[n.ID]
+			out[i] = &c
 		}
 	}
 	return out, nil

@@ -225,6 +225,57 @@ func TestServicesEndToEnd(t *testing.T) {
 		return
 	}
 
+	// The scheduler allocated the node-bound resources on the node: the web
+	// process asks the process type's default, the directory and the page
+	// nothing. A request no node can take fails the deployment, saying why.
+	if !t.Run("capacity", func(t *testing.T) {
+		type capacityView struct {
+			ServerNode struct {
+				Capacity struct {
+					Allocations int
+					Allocated   struct {
+						CPU         float64
+						MemoryBytes int64
+					}
+					Allocatable struct{ MemoryBytes int64 }
+				}
+			}
+		}
+		var cv capacityView
+		admin.must(t, `query($id: ID!) { serverNode(id: $id) { capacity { allocations allocated { cpu memoryBytes } allocatable { memoryBytes } } } }`,
+			map[string]any{"id": nodeID}, &cv)
+		c := cv.ServerNode.Capacity
+		if c.Allocations != 3 || c.Allocated.CPU != 0.1 || c.Allocated.MemoryBytes != 64<<20 || c.Allocatable.MemoryBytes <= 0 {
+			t.Fatalf("node capacity after the deployment: %+v", c)
+		}
+		vendor.must(t, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`,
+			map[string]any{"d": tooBigDescriptor}, nil)
+		vendor.must(t, `mutation { publishTemplate(input: {name: "too-big", version: "1.0.0"}) { template { status } } }`, nil, nil)
+		var made struct {
+			CreateService struct{ Service struct{ ID string } } `json:"createService"`
+		}
+		tenant.must(t, `mutation { createService(input: {name: "huge", templateName: "too-big", templateVersion: "1.0.0"}) { service { id } } }`, nil, &made)
+		id := made.CreateService.Service.ID
+		var failed serviceView
+		poll(t, step, "service "+id+" to fail", func() (bool, string) {
+			var err error
+			if failed, err = readService(tenant, id); err != nil {
+				return false, err.Error()
+			}
+			return failed.Status == "FAILED", failed.Status
+		}, server, agent)
+		if !strings.Contains(failed.Cause, "0 of 1 nodes fit: 1 lacking 100 TiB of memory") {
+			t.Fatalf("the failure says %q", failed.Cause)
+		}
+		admin.must(t, `query($id: ID!) { serverNode(id: $id) { capacity { allocations allocated { cpu memoryBytes } allocatable { memoryBytes } } } }`,
+			map[string]any{"id": nodeID}, &cv)
+		if cv.ServerNode.Capacity.Allocations != 3 {
+			t.Fatalf("a failed placement left allocations: %+v", cv.ServerNode.Capacity)
+		}
+	}) {
+		return
+	}
+
 	// A sensitive variable written into a file on the node: the one place
 	// it goes in clear.
 	password := "pw-" + randomHex(t, 12)
@@ -413,7 +464,7 @@ func TestServicesEndToEnd(t *testing.T) {
 			return got
 		}
 		got := history(admin)
-		if err := matchHistory(got, serviceHistory([]string{"site-root", "dns"}, []string{"index-page", "web"})); err != nil {
+		if err := matchHistory(got, serviceHistory([]string{"site-root", "index-page", "web"}, []string{"site-root", "dns"}, []string{"index-page", "web"})); err != nil {
 			t.Fatalf("%v\nhistory:\n  %s", err, strings.Join(got, "\n  "))
 		}
 		// The tenant sees the same history of its service.
@@ -445,6 +496,22 @@ func TestServicesEndToEnd(t *testing.T) {
 }
 
 // secretFileDescriptor writes a sensitive variable into a file on a node.
+// tooBigDescriptor asks more memory than any node has.
+const tooBigDescriptor = `apiVersion: cairn/v1
+metadata:
+  name: too-big
+  version: 1.0.0
+  vendor: Example Hosting
+resources:
+  - name: hog
+    plugin: agent
+    type: process
+    requests:
+      memory: 100Ti
+    properties:
+      argv: ["true"]
+`
+
 const secretFileDescriptor = `apiVersion: cairn/v1
 metadata:
   name: secret-file
@@ -544,8 +611,9 @@ func userToken(t *testing.T, admin gqlClient, name, role, tenantID string) strin
 
 // serviceHistory is the history of a service created, started, stopped and
 // removed, as groups of "<instance> <event type>" in the order the groups
-// must come; within a group only each instance's own order is fixed.
-func serviceHistory(levels ...[]string) [][]string {
+// must come; within a group only each instance's own order is fixed. The
+// placed instances are allocated a node (and released) by the scheduler.
+func serviceHistory(placed []string, levels ...[]string) [][]string {
 	var all []string
 	for _, l := range levels {
 		all = append(all, l...)
@@ -554,7 +622,16 @@ func serviceHistory(levels ...[]string) [][]string {
 		var g []string
 		for _, in := range instances {
 			for _, typ := range types {
+				// The scheduler's allocation comes between a placed
+				// resource's create_begun and created, and its release
+				// after destroyed.
+				if typ == "created" && slices.Contains(placed, in) {
+					g = append(g, in+" resource.placed")
+				}
 				g = append(g, in+" resource."+typ)
+				if typ == "destroyed" && slices.Contains(placed, in) {
+					g = append(g, in+" resource.unplaced")
+				}
 			}
 		}
 		return g
@@ -708,7 +785,7 @@ func killLeftover(t *testing.T, pid int) {
 // The history check itself: it accepts the steps in any order a level
 // allows and refuses a level begun early, a missing event and an extra one.
 func TestMatchHistory(t *testing.T) {
-	groups := serviceHistory([]string{"a", "b"}, []string{"c"})
+	groups := serviceHistory(nil, []string{"a", "b"}, []string{"c"})
 	var ok []string
 	for _, g := range groups {
 		ok = append(ok, g...)

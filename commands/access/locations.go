@@ -6,6 +6,7 @@ import (
 
 	"cairn/commands"
 	"cairn/domain"
+	"cairn/domain/placement"
 	"cairn/domain/tenant"
 )
 
@@ -52,5 +53,20 @@ func (h *Handlers) UpdateLocation(ctx context.Context, meta commands.Meta, in Up
 func (h *Handlers) RetireLocation(ctx context.Context, meta commands.Meta, in RetireLocation) (commands.Outcome, error) {
 	return execute(ctx, h, domain.LocationStream, "locationId", in.LocationID, meta, in, func(l tenant.Location, at time.Time) ([]domain.Event, error) {
 		return l.Retire(tenant.RetireLocation{LocationID: in.LocationID, At: at})
+	})
+}
+
+// SetLocationReserve sets what of each node of a location the scheduler
+// leaves to the system, for the nodes that set no reserve of their own.
+type SetLocationReserve struct {
+	LocationID string              `json:"locationId"`
+	Reserve    placement.Resources `json:"reserve"`
+}
+
+// SetLocationReserve sets a location's reserve; the same reserve changes
+// nothing.
+func (h *Handlers) SetLocationReserve(ctx context.Context, meta commands.Meta, in SetLocationReserve) (commands.Outcome, error) {
+	return execute(ctx, h, domain.LocationStream, "locationId", in.LocationID, meta, in, func(l placement.LocationLoad, at time.Time) ([]domain.Event, error) {
+		return l.SetReserve(in.LocationID, in.Reserve, at)
 	})
 }

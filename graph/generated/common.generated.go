@@ -41,6 +41,8 @@ type MutationResolver interface {
 	ReportFacts(ctx context.Context, input model.ReportFactsInput) (*model.NodePayload, error)
 	ReportStats(ctx context.Context, input model.ReportStatsInput) (*model.ReportStatsPayload, error)
 	PollAgentJobs(ctx context.Context, input model.PollAgentJobsInput) (*model.PollAgentJobsPayload, error)
+	SetNodeReserve(ctx context.Context, input model.SetNodeReserveInput) (*model.NodePayload, error)
+	SetLocationReserve(ctx context.Context, input model.SetLocationReserveInput) (*model.LocationPayload, error)
 	SubmitJob(ctx context.Context, input model.SubmitJobInput) (*model.JobPayload, error)
 	CancelJob(ctx context.Context, input model.CancelJobInput) (*model.JobPayload, error)
 	SetNodeLabels(ctx context.Context, input model.SetNodeLabelsInput) (*model.NodePayload, error)
@@ -569,6 +571,20 @@ func (ec *executionContext) field_Mutation_revokeApiToken_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setLocationReserve_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetLocationReserveInput, error) {
+			return ec.unmarshalNSetLocationReserveInput2cairnᚋgraphᚋmodelᚐSetLocationReserveInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setNodeLabels_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -589,6 +605,20 @@ func (ec *executionContext) field_Mutation_setNodeLocation_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetNodeLocationInput, error) {
 			return ec.unmarshalNSetNodeLocationInput2cairnᚋgraphᚋmodelᚐSetNodeLocationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setNodeReserve_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetNodeReserveInput, error) {
+			return ec.unmarshalNSetNodeReserveInput2cairnᚋgraphᚋmodelᚐSetNodeReserveInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2641,6 +2671,94 @@ func (ec *executionContext) fieldContext_Mutation_pollAgentJobs(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_pollAgentJobs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setNodeReserve(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setNodeReserve(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetNodeReserve(ctx, fc.Args["input"].(model.SetNodeReserveInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NodePayload) graphql.Marshaler {
+			return ec.marshalNNodePayload2ᚖcairnᚋgraphᚋmodelᚐNodePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setNodeReserve(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NodePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setNodeReserve_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setLocationReserve(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setLocationReserve(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetLocationReserve(ctx, fc.Args["input"].(model.SetLocationReserveInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LocationPayload) graphql.Marshaler {
+			return ec.marshalNLocationPayload2ᚖcairnᚋgraphᚋmodelᚐLocationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setLocationReserve(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LocationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setLocationReserve_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5610,6 +5728,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setNodeReserve":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setNodeReserve(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setLocationReserve":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setLocationReserve(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "submitJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_submitJob(ctx, field)
@@ -6710,6 +6842,24 @@ func (ec *executionContext) marshalOCursor2ᚖcairnᚋgraphᚋmodelᚐCursor(ctx
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalOInt642ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt642ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt64(*v)
+	return res
 }
 
 func (ec *executionContext) unmarshalOJSON2cairnᚋgraphᚋmodelᚐJSON(ctx context.Context, v any) (model.JSON, error) {

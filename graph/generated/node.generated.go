@@ -24,6 +24,7 @@ type ServerNodeResolver interface {
 	Location(ctx context.Context, obj *model.ServerNode) (*model.Location, error)
 
 	Statistics(ctx context.Context, obj *model.ServerNode, rangeArg *model.TimeRange, maxPoints *int) ([]model.NodeStatSample, error)
+	Capacity(ctx context.Context, obj *model.ServerNode) (*model.NodeCapacity, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1436,6 +1437,38 @@ func (ec *executionContext) fieldContext_ServerNode_statistics(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _ServerNode_capacity(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ServerNode_capacity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ServerNode().Capacity(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NodeCapacity) graphql.Marshaler {
+			return ec.marshalNNodeCapacity2ᚖcairnᚋgraphᚋmodelᚐNodeCapacity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ServerNode_capacity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ServerNode",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NodeCapacity(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ServerNodeConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ServerNodeConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2532,6 +2565,44 @@ func (ec *executionContext) _ServerNode(ctx context.Context, sel ast.SelectionSe
 					}
 				}()
 				res = ec._ServerNode_statistics(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "capacity":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ServerNode_capacity(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -26,6 +26,7 @@ type ResolverRoot interface {
 	Job() JobResolver
 	JobTarget() JobTargetResolver
 	JoinToken() JoinTokenResolver
+	Location() LocationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Resource() ResourceResolver
@@ -46,6 +47,17 @@ type ComplexityRoot struct {
 		Cursor          func(childComplexity int) int
 		Job             func(childComplexity int) int
 		LeaseUntil      func(childComplexity int) int
+	}
+
+	Allocation struct {
+		AllocatedAt  func(childComplexity int) int
+		Hostname     func(childComplexity int) int
+		NodeID       func(childComplexity int) int
+		Request      func(childComplexity int) int
+		ResourceID   func(childComplexity int) int
+		ResourceType func(childComplexity int) int
+		ServiceID    func(childComplexity int) int
+		ServiceName  func(childComplexity int) int
 	}
 
 	ApiToken struct {
@@ -339,6 +351,7 @@ type ComplexityRoot struct {
 	}
 
 	Location struct {
+		Capacity    func(childComplexity int, limit *int) int
 		CreatedAt   func(childComplexity int) int
 		Description func(childComplexity int) int
 		ID          func(childComplexity int) int
@@ -346,6 +359,17 @@ type ComplexityRoot struct {
 		Status      func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 		Version     func(childComplexity int) int
+	}
+
+	LocationCapacity struct {
+		Allocatable      func(childComplexity int) int
+		Allocated        func(childComplexity int) int
+		Fullest          func(childComplexity int) int
+		Nodes            func(childComplexity int) int
+		Reserve          func(childComplexity int) int
+		Running          func(childComplexity int) int
+		RunningTotal     func(childComplexity int) int
+		SchedulableNodes func(childComplexity int) int
 	}
 
 	LocationConnection struct {
@@ -398,8 +422,10 @@ type ComplexityRoot struct {
 		ResumeTenant         func(childComplexity int, input model.ResumeTenantInput) int
 		RetireLocation       func(childComplexity int, input model.RetireLocationInput) int
 		RevokeAPIToken       func(childComplexity int, input model.RevokeAPITokenInput) int
+		SetLocationReserve   func(childComplexity int, input model.SetLocationReserveInput) int
 		SetNodeLabels        func(childComplexity int, input model.SetNodeLabelsInput) int
 		SetNodeLocation      func(childComplexity int, input model.SetNodeLocationInput) int
+		SetNodeReserve       func(childComplexity int, input model.SetNodeReserveInput) int
 		StartJob             func(childComplexity int, input model.AgentJobInput) int
 		StartService         func(childComplexity int, input model.ServiceCommandInput) int
 		StopService          func(childComplexity int, input model.ServiceCommandInput) int
@@ -426,6 +452,15 @@ type ComplexityRoot struct {
 		Name      func(childComplexity int) int
 	}
 
+	NodeCapacity struct {
+		Allocatable     func(childComplexity int) int
+		Allocated       func(childComplexity int) int
+		Allocations     func(childComplexity int) int
+		Fill            func(childComplexity int) int
+		LocationReserve func(childComplexity int) int
+		Reserve         func(childComplexity int) int
+	}
+
 	NodeChange struct {
 		Event func(childComplexity int) int
 		Node  func(childComplexity int) int
@@ -437,6 +472,13 @@ type ComplexityRoot struct {
 		MemoryBytes func(childComplexity int) int
 		Network     func(childComplexity int) int
 		Os          func(childComplexity int) int
+	}
+
+	NodeFill struct {
+		Capacity func(childComplexity int) int
+		Hostname func(childComplexity int) int
+		NodeID   func(childComplexity int) int
+		Status   func(childComplexity int) int
 	}
 
 	NodePayload struct {
@@ -574,6 +616,12 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Resources struct {
+		CPU         func(childComplexity int) int
+		DiskBytes   func(childComplexity int) int
+		MemoryBytes func(childComplexity int) int
+	}
+
 	RetryPolicy struct {
 		BackoffSeconds func(childComplexity int) int
 		Max            func(childComplexity int) int
@@ -615,6 +663,7 @@ type ComplexityRoot struct {
 
 	ServerNode struct {
 		AllowedActions func(childComplexity int) int
+		Capacity       func(childComplexity int) int
 		ConnectedAt    func(childComplexity int) int
 		Cordoned       func(childComplexity int) int
 		DisconnectedAt func(childComplexity int) int
@@ -864,6 +913,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentJob.LeaseUntil(childComplexity), true
+
+	case "Allocation.allocatedAt":
+		if e.ComplexityRoot.Allocation.AllocatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.AllocatedAt(childComplexity), true
+	case "Allocation.hostname":
+		if e.ComplexityRoot.Allocation.Hostname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.Hostname(childComplexity), true
+	case "Allocation.nodeId":
+		if e.ComplexityRoot.Allocation.NodeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.NodeID(childComplexity), true
+	case "Allocation.request":
+		if e.ComplexityRoot.Allocation.Request == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.Request(childComplexity), true
+	case "Allocation.resourceId":
+		if e.ComplexityRoot.Allocation.ResourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.ResourceID(childComplexity), true
+	case "Allocation.resourceType":
+		if e.ComplexityRoot.Allocation.ResourceType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.ResourceType(childComplexity), true
+	case "Allocation.serviceId":
+		if e.ComplexityRoot.Allocation.ServiceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.ServiceID(childComplexity), true
+	case "Allocation.serviceName":
+		if e.ComplexityRoot.Allocation.ServiceName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Allocation.ServiceName(childComplexity), true
 
 	case "ApiToken.expiresAt":
 		if e.ComplexityRoot.ApiToken.ExpiresAt == nil {
@@ -1969,6 +2067,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Label.Value(childComplexity), true
 
+	case "Location.capacity":
+		if e.ComplexityRoot.Location.Capacity == nil {
+			break
+		}
+
+		args, err := ec.field_Location_capacity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Location.Capacity(childComplexity, args["limit"].(*int)), true
 	case "Location.createdAt":
 		if e.ComplexityRoot.Location.CreatedAt == nil {
 			break
@@ -2011,6 +2120,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Location.Version(childComplexity), true
+
+	case "LocationCapacity.allocatable":
+		if e.ComplexityRoot.LocationCapacity.Allocatable == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.Allocatable(childComplexity), true
+	case "LocationCapacity.allocated":
+		if e.ComplexityRoot.LocationCapacity.Allocated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.Allocated(childComplexity), true
+	case "LocationCapacity.fullest":
+		if e.ComplexityRoot.LocationCapacity.Fullest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.Fullest(childComplexity), true
+	case "LocationCapacity.nodes":
+		if e.ComplexityRoot.LocationCapacity.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.Nodes(childComplexity), true
+	case "LocationCapacity.reserve":
+		if e.ComplexityRoot.LocationCapacity.Reserve == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.Reserve(childComplexity), true
+	case "LocationCapacity.running":
+		if e.ComplexityRoot.LocationCapacity.Running == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.Running(childComplexity), true
+	case "LocationCapacity.runningTotal":
+		if e.ComplexityRoot.LocationCapacity.RunningTotal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.RunningTotal(childComplexity), true
+	case "LocationCapacity.schedulableNodes":
+		if e.ComplexityRoot.LocationCapacity.SchedulableNodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocationCapacity.SchedulableNodes(childComplexity), true
 
 	case "LocationConnection.edges":
 		if e.ComplexityRoot.LocationConnection.Edges == nil {
@@ -2420,6 +2578,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAPIToken(childComplexity, args["input"].(model.RevokeAPITokenInput)), true
+	case "Mutation.setLocationReserve":
+		if e.ComplexityRoot.Mutation.SetLocationReserve == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setLocationReserve_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetLocationReserve(childComplexity, args["input"].(model.SetLocationReserveInput)), true
 	case "Mutation.setNodeLabels":
 		if e.ComplexityRoot.Mutation.SetNodeLabels == nil {
 			break
@@ -2442,6 +2611,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetNodeLocation(childComplexity, args["input"].(model.SetNodeLocationInput)), true
+	case "Mutation.setNodeReserve":
+		if e.ComplexityRoot.Mutation.SetNodeReserve == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setNodeReserve_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetNodeReserve(childComplexity, args["input"].(model.SetNodeReserveInput)), true
 	case "Mutation.startJob":
 		if e.ComplexityRoot.Mutation.StartJob == nil {
 			break
@@ -2588,6 +2768,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NetworkInterface.Name(childComplexity), true
 
+	case "NodeCapacity.allocatable":
+		if e.ComplexityRoot.NodeCapacity.Allocatable == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeCapacity.Allocatable(childComplexity), true
+	case "NodeCapacity.allocated":
+		if e.ComplexityRoot.NodeCapacity.Allocated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeCapacity.Allocated(childComplexity), true
+	case "NodeCapacity.allocations":
+		if e.ComplexityRoot.NodeCapacity.Allocations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeCapacity.Allocations(childComplexity), true
+	case "NodeCapacity.fill":
+		if e.ComplexityRoot.NodeCapacity.Fill == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeCapacity.Fill(childComplexity), true
+	case "NodeCapacity.locationReserve":
+		if e.ComplexityRoot.NodeCapacity.LocationReserve == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeCapacity.LocationReserve(childComplexity), true
+	case "NodeCapacity.reserve":
+		if e.ComplexityRoot.NodeCapacity.Reserve == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeCapacity.Reserve(childComplexity), true
+
 	case "NodeChange.event":
 		if e.ComplexityRoot.NodeChange.Event == nil {
 			break
@@ -2631,6 +2848,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NodeFacts.Os(childComplexity), true
+
+	case "NodeFill.capacity":
+		if e.ComplexityRoot.NodeFill.Capacity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeFill.Capacity(childComplexity), true
+	case "NodeFill.hostname":
+		if e.ComplexityRoot.NodeFill.Hostname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeFill.Hostname(childComplexity), true
+	case "NodeFill.nodeId":
+		if e.ComplexityRoot.NodeFill.NodeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeFill.NodeID(childComplexity), true
+	case "NodeFill.status":
+		if e.ComplexityRoot.NodeFill.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NodeFill.Status(childComplexity), true
 
 	case "NodePayload.cursor":
 		if e.ComplexityRoot.NodePayload.Cursor == nil {
@@ -3325,6 +3567,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ResourceEdge.Node(childComplexity), true
 
+	case "Resources.cpu":
+		if e.ComplexityRoot.Resources.CPU == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resources.CPU(childComplexity), true
+	case "Resources.diskBytes":
+		if e.ComplexityRoot.Resources.DiskBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resources.DiskBytes(childComplexity), true
+	case "Resources.memoryBytes":
+		if e.ComplexityRoot.Resources.MemoryBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resources.MemoryBytes(childComplexity), true
+
 	case "RetryPolicy.backoffSeconds":
 		if e.ComplexityRoot.RetryPolicy.BackoffSeconds == nil {
 			break
@@ -3480,6 +3741,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ServerNode.AllowedActions(childComplexity), true
+	case "ServerNode.capacity":
+		if e.ComplexityRoot.ServerNode.Capacity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServerNode.Capacity(childComplexity), true
 	case "ServerNode.connectedAt":
 		if e.ComplexityRoot.ServerNode.ConnectedAt == nil {
 			break
@@ -4394,6 +4661,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputReportFactsInput,
 		ec.unmarshalInputReportStatsInput,
 		ec.unmarshalInputResourceFilter,
+		ec.unmarshalInputResourcesInput,
 		ec.unmarshalInputResumeTenantInput,
 		ec.unmarshalInputRetireLocationInput,
 		ec.unmarshalInputRetryPolicyInput,
@@ -4403,8 +4671,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputScriptSpecInput,
 		ec.unmarshalInputServiceCommandInput,
 		ec.unmarshalInputServiceFilter,
+		ec.unmarshalInputSetLocationReserveInput,
 		ec.unmarshalInputSetNodeLabelsInput,
 		ec.unmarshalInputSetNodeLocationInput,
+		ec.unmarshalInputSetNodeReserveInput,
 		ec.unmarshalInputSubmitJobInput,
 		ec.unmarshalInputSuspendTenantInput,
 		ec.unmarshalInputTemplateFilter,
@@ -5600,6 +5870,145 @@ extend type Query {
     "One stream to check (\"<type>-<id>\"); every stream when left out. Costs a complexity point per 1,000 events it reads."
     streamId: String
   ): ChainVerification!
+}
+`, BuiltIn: false},
+	{Name: "../schema/capacity.graphqls", Input: `# Capacity: what nodes offer the scheduler, what is allocated on them, and
+# the reserves operators set.
+
+"Amounts of what the scheduler counts: CPU, memory and disk."
+type Resources {
+  "CPUs (hardware threads), e.g. 0.5."
+  cpu: Float!
+  "Memory in bytes."
+  memoryBytes: Int64!
+  "Disk in bytes."
+  diskBytes: Int64!
+}
+
+"Amounts of CPU, memory and disk; a missing amount is zero."
+input ResourcesInput {
+  "CPUs (hardware threads), e.g. 0.5 or 2; not negative."
+  cpu: Float
+  "Memory in bytes; not negative."
+  memoryBytes: Int64
+  "Disk in bytes; not negative."
+  diskBytes: Int64
+}
+
+"What a node offers the scheduler and what is allocated on it."
+type NodeCapacity {
+  "What the scheduler may allocate: the node's reported facts less its reserve (zero before the first report)."
+  allocatable: Resources!
+  "The sum of the node's allocations."
+  allocated: Resources!
+  "The reserve set on the node itself; null when it inherits its location's."
+  reserve: Resources
+  "The reserve of its location, which applies when the node sets none."
+  locationReserve: Resources!
+  "How many resources are allocated on the node."
+  allocations: Int!
+  "The largest allocated share of any of CPU, memory and disk, from 0 (empty) to 1 (full)."
+  fill: Float!
+}
+
+"A location's capacity: its nodes summed, the fullest nodes, and what runs there."
+type LocationCapacity {
+  "What its nodes offer the scheduler, summed (decommissioned nodes left out)."
+  allocatable: Resources!
+  "What is allocated on its nodes, summed."
+  allocated: Resources!
+  "The reserve its nodes inherit unless they set their own."
+  reserve: Resources!
+  "Its nodes, decommissioned ones left out."
+  nodes: Int!
+  "Its nodes that take new work (online, not drained)."
+  schedulableNodes: Int!
+  "Its nodes by fill, fullest first, up to the limit asked for."
+  fullest: [NodeFill!]!
+  "What is allocated in the location, newest first, up to the limit asked for."
+  running: [Allocation!]!
+  "How many allocations the location holds in all."
+  runningTotal: Int!
+}
+
+"A node with its capacity."
+type NodeFill {
+  "The node's id."
+  nodeId: ID!
+  "The node's host name."
+  hostname: String!
+  "Where the node is in its life."
+  status: NodeStatus!
+  "Its capacity."
+  capacity: NodeCapacity!
+}
+
+"One resource's share of a node."
+type Allocation {
+  "The resource allocated."
+  resourceId: ID!
+  "Its type, e.g. process."
+  resourceType: String!
+  "The service it belongs to."
+  serviceId: ID
+  "That service's name."
+  serviceName: String
+  "The node it is allocated on."
+  nodeId: ID!
+  "That node's host name."
+  hostname: String!
+  "What it asked for."
+  request: Resources!
+  "When it was allocated."
+  allocatedAt: Time!
+}
+
+extend type ServerNode {
+  "What the node offers the scheduler and what is allocated on it."
+  capacity: NodeCapacity!
+}
+
+extend type Location {
+  "The location's capacity, its fullest nodes and what runs there."
+  capacity(
+    "How many nodes and allocations to list, from 0 to 200."
+    limit: Int = 20
+  ): LocationCapacity!
+}
+
+"Input of the ` + "`" + `setNodeReserve` + "`" + ` mutation."
+input SetNodeReserveInput {
+  "The node."
+  nodeId: ID!
+  "What the scheduler leaves to the system on this node; required unless inherit is true."
+  reserve: ResourcesInput
+  "True sets no reserve of the node's own: its location's applies."
+  inherit: Boolean
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
+  commandId: String
+}
+
+"Input of the ` + "`" + `setLocationReserve` + "`" + ` mutation."
+input SetLocationReserveInput {
+  "The location."
+  locationId: ID!
+  "What the scheduler leaves to the system on each node of the location that sets no reserve itself."
+  reserve: ResourcesInput!
+  "Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing."
+  commandId: String
+}
+
+extend type Mutation {
+  "Set what of a node the scheduler leaves to the system, or go back to its location's reserve."
+  setNodeReserve(
+    "The command's input."
+    input: SetNodeReserveInput!
+  ): NodePayload!
+  "Set what of each node of a location the scheduler leaves to the system."
+  setLocationReserve(
+    "The command's input."
+    input: SetLocationReserveInput!
+  ): LocationPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/cluster.graphqls", Input: `# The cluster: the cairnd replicas sharing one database.
@@ -7525,6 +7934,28 @@ func (ec *executionContext) childFields_AgentJob(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type AgentJob", field.Name)
 }
 
+func (ec *executionContext) childFields_Allocation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "resourceId":
+		return ec.fieldContext_Allocation_resourceId(ctx, field)
+	case "resourceType":
+		return ec.fieldContext_Allocation_resourceType(ctx, field)
+	case "serviceId":
+		return ec.fieldContext_Allocation_serviceId(ctx, field)
+	case "serviceName":
+		return ec.fieldContext_Allocation_serviceName(ctx, field)
+	case "nodeId":
+		return ec.fieldContext_Allocation_nodeId(ctx, field)
+	case "hostname":
+		return ec.fieldContext_Allocation_hostname(ctx, field)
+	case "request":
+		return ec.fieldContext_Allocation_request(ctx, field)
+	case "allocatedAt":
+		return ec.fieldContext_Allocation_allocatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Allocation", field.Name)
+}
+
 func (ec *executionContext) childFields_ApiToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -8121,8 +8552,32 @@ func (ec *executionContext) childFields_Location(ctx context.Context, field grap
 		return ec.fieldContext_Location_updatedAt(ctx, field)
 	case "version":
 		return ec.fieldContext_Location_version(ctx, field)
+	case "capacity":
+		return ec.fieldContext_Location_capacity(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Location", field.Name)
+}
+
+func (ec *executionContext) childFields_LocationCapacity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "allocatable":
+		return ec.fieldContext_LocationCapacity_allocatable(ctx, field)
+	case "allocated":
+		return ec.fieldContext_LocationCapacity_allocated(ctx, field)
+	case "reserve":
+		return ec.fieldContext_LocationCapacity_reserve(ctx, field)
+	case "nodes":
+		return ec.fieldContext_LocationCapacity_nodes(ctx, field)
+	case "schedulableNodes":
+		return ec.fieldContext_LocationCapacity_schedulableNodes(ctx, field)
+	case "fullest":
+		return ec.fieldContext_LocationCapacity_fullest(ctx, field)
+	case "running":
+		return ec.fieldContext_LocationCapacity_running(ctx, field)
+	case "runningTotal":
+		return ec.fieldContext_LocationCapacity_runningTotal(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LocationCapacity", field.Name)
 }
 
 func (ec *executionContext) childFields_LocationConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -8191,6 +8646,24 @@ func (ec *executionContext) childFields_NetworkInterface(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type NetworkInterface", field.Name)
 }
 
+func (ec *executionContext) childFields_NodeCapacity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "allocatable":
+		return ec.fieldContext_NodeCapacity_allocatable(ctx, field)
+	case "allocated":
+		return ec.fieldContext_NodeCapacity_allocated(ctx, field)
+	case "reserve":
+		return ec.fieldContext_NodeCapacity_reserve(ctx, field)
+	case "locationReserve":
+		return ec.fieldContext_NodeCapacity_locationReserve(ctx, field)
+	case "allocations":
+		return ec.fieldContext_NodeCapacity_allocations(ctx, field)
+	case "fill":
+		return ec.fieldContext_NodeCapacity_fill(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeCapacity", field.Name)
+}
+
 func (ec *executionContext) childFields_NodeChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "event":
@@ -8215,6 +8688,20 @@ func (ec *executionContext) childFields_NodeFacts(ctx context.Context, field gra
 		return ec.fieldContext_NodeFacts_os(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NodeFacts", field.Name)
+}
+
+func (ec *executionContext) childFields_NodeFill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodeId":
+		return ec.fieldContext_NodeFill_nodeId(ctx, field)
+	case "hostname":
+		return ec.fieldContext_NodeFill_hostname(ctx, field)
+	case "status":
+		return ec.fieldContext_NodeFill_status(ctx, field)
+	case "capacity":
+		return ec.fieldContext_NodeFill_capacity(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NodeFill", field.Name)
 }
 
 func (ec *executionContext) childFields_NodePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -8423,6 +8910,18 @@ func (ec *executionContext) childFields_ResourceEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type ResourceEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Resources(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cpu":
+		return ec.fieldContext_Resources_cpu(ctx, field)
+	case "memoryBytes":
+		return ec.fieldContext_Resources_memoryBytes(ctx, field)
+	case "diskBytes":
+		return ec.fieldContext_Resources_diskBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Resources", field.Name)
+}
+
 func (ec *executionContext) childFields_RetryPolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "max":
@@ -8537,6 +9036,8 @@ func (ec *executionContext) childFields_ServerNode(ctx context.Context, field gr
 		return ec.fieldContext_ServerNode_allowedActions(ctx, field)
 	case "statistics":
 		return ec.fieldContext_ServerNode_statistics(ctx, field)
+	case "capacity":
+		return ec.fieldContext_ServerNode_capacity(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ServerNode", field.Name)
 }

@@ -40,6 +40,26 @@ type AgentJobInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// One resource's share of a node.
+type Allocation struct {
+	// The resource allocated.
+	ResourceID string `json:"resourceId"`
+	// Its type, e.g. process.
+	ResourceType string `json:"resourceType"`
+	// The service it belongs to.
+	ServiceID *string `json:"serviceId,omitempty"`
+	// That service's name.
+	ServiceName *string `json:"serviceName,omitempty"`
+	// The node it is allocated on.
+	NodeID string `json:"nodeId"`
+	// That node's host name.
+	Hostname string `json:"hostname"`
+	// What it asked for.
+	Request *Resources `json:"request"`
+	// When it was allocated.
+	AllocatedAt time.Time `json:"allocatedAt"`
+}
+
 // An API token. Its secret is shown once, when it is created; only a hash is kept.
 type APIToken struct {
 	// The API token's id, unique across every kind of object.
@@ -941,9 +961,31 @@ type Location struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Version of the location's event stream: how many events it holds.
 	Version int `json:"version"`
+	// The location's capacity, its fullest nodes and what runs there.
+	Capacity *LocationCapacity `json:"capacity"`
 }
 
 func (Location) IsNode() {}
+
+// A location's capacity: its nodes summed, the fullest nodes, and what runs there.
+type LocationCapacity struct {
+	// What its nodes offer the scheduler, summed (decommissioned nodes left out).
+	Allocatable *Resources `json:"allocatable"`
+	// What is allocated on its nodes, summed.
+	Allocated *Resources `json:"allocated"`
+	// The reserve its nodes inherit unless they set their own.
+	Reserve *Resources `json:"reserve"`
+	// Its nodes, decommissioned ones left out.
+	Nodes int `json:"nodes"`
+	// Its nodes that take new work (online, not drained).
+	SchedulableNodes int `json:"schedulableNodes"`
+	// Its nodes by fill, fullest first, up to the limit asked for.
+	Fullest []NodeFill `json:"fullest"`
+	// What is allocated in the location, newest first, up to the limit asked for.
+	Running []Allocation `json:"running"`
+	// How many allocations the location holds in all.
+	RunningTotal int `json:"runningTotal"`
+}
 
 // A page of locations (a Relay connection).
 type LocationConnection struct {
@@ -1054,6 +1096,22 @@ type NetworkInterfaceInput struct {
 	Mtu int `json:"mtu"`
 }
 
+// What a node offers the scheduler and what is allocated on it.
+type NodeCapacity struct {
+	// What the scheduler may allocate: the node's reported facts less its reserve (zero before the first report).
+	Allocatable *Resources `json:"allocatable"`
+	// The sum of the node's allocations.
+	Allocated *Resources `json:"allocated"`
+	// The reserve set on the node itself; null when it inherits its location's.
+	Reserve *Resources `json:"reserve,omitempty"`
+	// The reserve of its location, which applies when the node sets none.
+	LocationReserve *Resources `json:"locationReserve"`
+	// How many resources are allocated on the node.
+	Allocations int `json:"allocations"`
+	// The largest allocated share of any of CPU, memory and disk, from 0 (empty) to 1 (full).
+	Fill float64 `json:"fill"`
+}
+
 // A change to a node, delivered after the read models applied it.
 type NodeChange struct {
 	// The event that changed the node; resume from its cursor.
@@ -1088,6 +1146,18 @@ type NodeFactsInput struct {
 	Network []NetworkInterfaceInput `json:"network"`
 	// Operating system.
 	Os *OSFactsInput `json:"os"`
+}
+
+// A node with its capacity.
+type NodeFill struct {
+	// The node's id.
+	NodeID string `json:"nodeId"`
+	// The node's host name.
+	Hostname string `json:"hostname"`
+	// Where the node is in its life.
+	Status NodeStatus `json:"status"`
+	// Its capacity.
+	Capacity *NodeCapacity `json:"capacity"`
 }
 
 // Narrows a list of nodes; fields left out match every row, the fields given must all match.
@@ -1401,6 +1471,26 @@ type ResourceFilter struct {
 	TenantID *string `json:"tenantId,omitempty"`
 }
 
+// Amounts of what the scheduler counts: CPU, memory and disk.
+type Resources struct {
+	// CPUs (hardware threads), e.g. 0.5.
+	CPU float64 `json:"cpu"`
+	// Memory in bytes.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// Disk in bytes.
+	DiskBytes int64 `json:"diskBytes"`
+}
+
+// Amounts of CPU, memory and disk; a missing amount is zero.
+type ResourcesInput struct {
+	// CPUs (hardware threads), e.g. 0.5 or 2; not negative.
+	CPU *float64 `json:"cpu,omitempty"`
+	// Memory in bytes; not negative.
+	MemoryBytes *int64 `json:"memoryBytes,omitempty"`
+	// Disk in bytes; not negative.
+	DiskBytes *int64 `json:"diskBytes,omitempty"`
+}
+
 // Input of the `resumeTenant` mutation.
 type ResumeTenantInput struct {
 	// The suspended tenant to resume.
@@ -1575,6 +1665,8 @@ type ServerNode struct {
 	AllowedActions []string `json:"allowedActions"`
 	// Statistics the agent reported, oldest first, downsampled to at most maxPoints samples.
 	Statistics []NodeStatSample `json:"statistics"`
+	// What the node offers the scheduler and what is allocated on it.
+	Capacity *NodeCapacity `json:"capacity"`
 }
 
 func (ServerNode) IsNode() {}
@@ -1691,6 +1783,16 @@ type ServicePayload struct {
 	Duplicate bool `json:"duplicate"`
 }
 
+// Input of the `setLocationReserve` mutation.
+type SetLocationReserveInput struct {
+	// The location.
+	LocationID string `json:"locationId"`
+	// What the scheduler leaves to the system on each node of the location that sets no reserve itself.
+	Reserve *ResourcesInput `json:"reserve"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
+}
+
 // Input of the `setNodeLabels` mutation.
 type SetNodeLabelsInput struct {
 	// The node to label.
@@ -1707,6 +1809,18 @@ type SetNodeLocationInput struct {
 	NodeID string `json:"nodeId"`
 	// Null or absent unassigns the node.
 	LocationID *string `json:"locationId,omitempty"`
+	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
+}
+
+// Input of the `setNodeReserve` mutation.
+type SetNodeReserveInput struct {
+	// The node.
+	NodeID string `json:"nodeId"`
+	// What the scheduler leaves to the system on this node; required unless inherit is true.
+	Reserve *ResourcesInput `json:"reserve,omitempty"`
+	// True sets no reserve of the node's own: its location's applies.
+	Inherit *bool `json:"inherit,omitempty"`
 	// Makes the mutation safe to retry: a retry with the same id and input returns the first result and appends nothing.
 	CommandID *string `json:"commandId,omitempty"`
 }

@@ -15,7 +15,7 @@ import (
 
 // All returns every read-model projection, in the order they are listed.
 func All() []projections.Projection {
-	return []projections.Projection{Nodes{}, Jobs{}, Catalog{}, Services{}, Tenancy{}, EventVolume{}}
+	return []projections.Projection{Nodes{}, Jobs{}, Catalog{}, Services{}, Tenancy{}, EventVolume{}, Capacity{}}
 }
 
 // Names lists the projections All returns.
