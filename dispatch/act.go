@@ -221,7 +221,7 @@ func (d *Dispatcher) canTake(n *nodeEntry, e *jobEntry, now time.Time) bool {
 func (d *Dispatcher) pick(e *jobEntry, now time.Time) *nodeEntry {
 	var best []*nodeEntry
 	for _, n := range d.nodes {
-		if !n.n.Matches(e.j.Target.Selector) || !d.canTake(n, e, now) {
+		if !e.j.Target.Selects(n.n) || !d.canTake(n, e, now) {
 			continue
 		}
 		switch {

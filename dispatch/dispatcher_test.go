@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
 	"cairn/dispatch"
@@ -153,6 +154,72 @@ func TestFanOutAll(t *testing.T) {
 		t.Errorf("counts %+v", p.Counts)
 	}
 	agents[3].quiet(100 * time.Millisecond)
+}
+
+// Job targets beyond a label map: every node, the nodes of a location, and
+// set-based requirements; a fan-out reaches exactly the nodes they select.
+func TestFanOutTargetSets(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	must(t)(e.Access.CreateLocation(ctxFor(t), dispatchtest.Operator, access.CreateLocation{LocationID: "ams", Name: "Amsterdam"}))
+	for _, n := range []struct {
+		id, loc string
+		labels  map[string]string
+	}{
+		{"s1", "ams", map[string]string{"zone": "a", "gpu": "a100"}},
+		{"s2", "ams", map[string]string{"zone": "b"}},
+		{"s3", "", map[string]string{"zone": "c"}},
+		{"s4", "", map[string]string{}},
+	} {
+		must(t)(e.Nodes.Enroll(ctxFor(t), dispatchtest.Operator, nodes.Enroll{NodeID: n.id, Hostname: n.id, LocationID: n.loc, Labels: n.labels}))
+	}
+	agents := map[string]*agent{}
+	for _, id := range []string{"s1", "s2", "s3", "s4"} {
+		agents[id] = e.connect(id, eventstore.Cursor{})
+	}
+	eventually(t, "nodes online", func() bool {
+		for id := range agents {
+			if e.node(id).Status != node.StatusOnline {
+				return false
+			}
+		}
+		return true
+	})
+	for _, tc := range []struct {
+		name   string
+		target job.Target
+		want   []string
+	}{
+		{"every node", job.Target{Every: true, Mode: job.ModeAll}, []string{"s1", "s2", "s3", "s4"}},
+		{"a location", job.Target{Location: "ams", Mode: job.ModeAll}, []string{"s1", "s2"}},
+		{"zone notin (a,b)", job.Target{Requirements: node.Selector{{Key: "zone", Op: node.OpNotIn, Values: []string{"a", "b"}}}, Mode: job.ModeAll}, []string{"s3", "s4"}},
+		{"!gpu in ams", job.Target{Location: "ams", Requirements: node.Selector{{Key: "gpu", Op: node.OpNotExists}}, Mode: job.ModeAll}, []string{"s2"}},
+	} {
+		parent := e.submit(jobs.Submit{Spec: echo, Target: tc.target})
+		var got []string
+		eventually(t, tc.name+": children leased", func() bool {
+			for id, a := range agents {
+				select {
+				case it := <-a.items:
+					if it.Job.ParentID != parent {
+						t.Fatalf("%s: %s received %s of another job", tc.name, id, it.Job.ID)
+					}
+					got = append(got, id)
+					a.run(it.Job.ID, job.StatusSucceeded)
+				default:
+				}
+			}
+			return len(got) >= len(tc.want)
+		})
+		e.waitStatus(parent, job.StatusSucceeded)
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s ran on %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, a := range agents {
+		a.quiet(100 * time.Millisecond)
+	}
 }
 
 // A fan-out that matches no node fails at once.

@@ -47,7 +47,7 @@ func (d *Dispatcher) actFanOut(e *jobEntry, now time.Time) {
 func (d *Dispatcher) spawn(e *jobEntry, now time.Time) {
 	var targets []string
 	for id, n := range d.nodes {
-		if n.n.Matches(e.j.Target.Selector) && n.n.Schedulable() {
+		if e.j.Target.Selects(n.n) && n.n.Schedulable() {
 			targets = append(targets, id)
 		}
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 
+	"cairn/domain/node"
 	"cairn/domain/placement"
 	"cairn/graph/apierr"
 	"cairn/graph/model"
@@ -48,6 +49,37 @@ func locationCapacityModel(c readmodel.LocationCapacity) *model.LocationCapacity
 		out.Running = append(out.Running, model.Allocation{ResourceID: a.ResourceID, ResourceType: a.ResourceType,
 			ServiceID: optional(a.ServiceID), ServiceName: optional(a.ServiceName), NodeID: a.NodeID, Hostname: a.Hostname,
 			Request: resourcesModel(a.Request), AllocatedAt: a.AllocatedAt})
+	}
+	return out
+}
+
+// The API's label operators and the domain's.
+var labelOperators = map[model.LabelOperator]node.Operator{
+	model.LabelOperatorEquals: node.OpEquals, model.LabelOperatorNotEquals: node.OpNotEquals,
+	model.LabelOperatorIn: node.OpIn, model.LabelOperatorNotIn: node.OpNotIn,
+	model.LabelOperatorExists: node.OpExists, model.LabelOperatorNotExists: node.OpNotExists,
+}
+
+func requirementsInput(in []model.LabelRequirementInput) node.Selector {
+	var out node.Selector
+	for _, r := range in {
+		out = append(out, node.Requirement{Key: r.Key, Op: labelOperators[r.Operator], Values: r.Values})
+	}
+	return out
+}
+
+func requirementsModel(s node.Selector) []model.LabelRequirement {
+	out := []model.LabelRequirement{}
+	for _, r := range s {
+		for api, op := range labelOperators {
+			if op == r.Op {
+				values := r.Values
+				if values == nil {
+					values = []string{}
+				}
+				out = append(out, model.LabelRequirement{Key: r.Key, Operator: api, Values: values})
+			}
+		}
 	}
 	return out
 }

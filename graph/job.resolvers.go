@@ -139,6 +139,9 @@ func (r *mutationResolver) SubmitJob(ctx context.Context, input model.SubmitJobI
 	if err != nil {
 		return nil, err
 	}
+	if err := r.requireSelectedNode(ctx, in.Target); err != nil {
+		return nil, err
+	}
 	out, err := r.deps.Jobs.Submit(ctx, meta(ctx, p, input.CommandID), in)
 	var dup *jobs.DuplicateJobError
 	if errors.As(err, &dup) {

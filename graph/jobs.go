@@ -25,6 +25,7 @@ import (
 	"cairn/internal/ptr"
 	"cairn/joblogs"
 	"cairn/nodestats"
+	"cairn/projections/readmodel"
 )
 
 // Jobs, job output, node statistics and the agent operations are served
@@ -154,7 +155,8 @@ func specModel(s job.Spec) *model.JobSpec {
 }
 
 func targetModel(t job.Target) *model.JobTarget {
-	out := &model.JobTarget{NodeID: optional(t.NodeID), Selector: labels(t.Selector), MaxParallel: t.MaxParallel}
+	out := &model.JobTarget{NodeID: optional(t.NodeID), Selector: labels(t.Selector), MaxParallel: t.MaxParallel,
+		Requirements: requirementsModel(t.Requirements), Location: optional(t.Location), Every: t.Every}
 	if t.Mode != "" {
 		m := model.TargetMode(upper(t.Mode))
 		out.Mode = &m
@@ -189,8 +191,9 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 		out.Spec.Script = &job.Script{Interpreter: x.Interpreter, Body: x.Body}
 	}
 	t := in.Target
-	out.Target = job.Target{NodeID: ptr.Value(t.NodeID), Selector: labelMap(t.Selector)}
-	if len(t.Selector) > 0 {
+	out.Target = job.Target{NodeID: ptr.Value(t.NodeID), Selector: labelMap(t.Selector),
+		Requirements: requirementsInput(t.Requirements), Location: ptr.Value(t.Location), Every: ptr.Value(t.Every)}
+	if out.Target.IsSet() {
 		out.Target.Mode = job.ModeAny
 	}
 	if t.Mode != nil {
@@ -380,4 +383,38 @@ func (r *Resolver) agentCall(ctx context.Context, action auth.Action, nodeID str
 		return dispatch.Caller{}, err
 	}
 	return dispatch.Caller{NodeID: nodeID, CommandID: ptr.Value(commandID), CorrelationID: correlationID(ctx)}, nil
+}
+
+// requireSelectedNode refuses a target set that selects no node that is
+// not decommissioned: such a job would wait for ever. A target that does
+// not validate is left to the command, which says what is wrong with it.
+func (r *Resolver) requireSelectedNode(ctx context.Context, t job.Target) error {
+	if !t.IsSet() || t.Requirements.Validate("target.requirements") != nil {
+		return nil
+	}
+	f := readmodel.NodeFilter{LocationID: t.Location, Labels: t.Selector}
+	page := readmodel.Page{First: 500}
+	for {
+		conn, err := r.readModels(ctx).ListNodes(ctx, f, page)
+		if err != nil {
+			return err
+		}
+		for _, e := range conn.Edges {
+			if e.Node.Status != node.StatusDecommissioned && t.Requirements.Matches(e.Node.Labels) {
+				return nil
+			}
+		}
+		if !conn.PageInfo.HasNextPage {
+			break
+		}
+		page.After = conn.PageInfo.EndCursor
+	}
+	what := "no node"
+	if sel := node.SelectorOf(t.Selector).String(); sel != "" || len(t.Requirements) > 0 {
+		what = "no node matches " + strings.Trim(sel+","+t.Requirements.String(), ",")
+	}
+	if t.Location != "" {
+		what += " in location " + t.Location
+	}
+	return apierr.InvalidInput("target", "%s: label a node to match, or change the target", what)
 }

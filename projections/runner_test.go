@@ -14,6 +14,7 @@ import (
 	"cairn/domain/service"
 	"cairn/eventstore"
 	"cairn/projections"
+	"cairn/projections/models"
 )
 
 // The read models agree with the aggregates folded from their streams, and
@@ -181,7 +182,7 @@ func TestRebuildOfUnknownProjection(t *testing.T) {
 	e := newEnv(t)
 	r := start(t, e, fastOptions())
 	var unknown *projections.UnknownProjectionError
-	if err := r.Rebuild(testCtx(t), "nodez"); !errors.As(err, &unknown) || len(unknown.Known) != 6 {
+	if err := r.Rebuild(testCtx(t), "nodez"); !errors.As(err, &unknown) || len(unknown.Known) != len(models.All()) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := r.Parked(testCtx(t), "nodez", 10); !errors.As(err, &unknown) {

@@ -3,6 +3,8 @@ package job
 import (
 	"encoding/json"
 	"time"
+
+	"cairn/domain/node"
 )
 
 // Kind says how the agent runs a job.
@@ -58,13 +60,35 @@ const (
 	ModeAll Mode = "all" // every matching node runs it: a fan-out to child jobs
 )
 
-// Target says where a job runs: one node by id, or the nodes a label selector
-// picks. Exactly one of NodeID and Selector is set.
+// Target says where a job runs: one node by id, or a set of nodes — every
+// node, or those of a location, those carrying the Selector's labels and
+// meeting the Requirements (all that are given) — of which one (ModeAny)
+// or every one (ModeAll) runs it.
 type Target struct {
-	NodeID      string            `json:"nodeId,omitempty"`
-	Selector    map[string]string `json:"selector"`
-	Mode        Mode              `json:"mode,omitempty"`        // with Selector only
-	MaxParallel int               `json:"maxParallel,omitempty"` // with ModeAll only; 0 is no limit
+	NodeID   string            `json:"nodeId,omitempty"`
+	Selector map[string]string `json:"selector"`
+	// Requirements are set-based label tests (in, notin, exists, ...).
+	Requirements node.Selector `json:"requirements,omitempty"`
+	// Location keeps the nodes of one location.
+	Location string `json:"location,omitempty"`
+	// Every selects every node, when nothing else narrows the set.
+	Every       bool `json:"every,omitempty"`
+	Mode        Mode `json:"mode,omitempty"`        // with a set of nodes only
+	MaxParallel int  `json:"maxParallel,omitempty"` // with ModeAll only; 0 is no limit
+}
+
+// IsSet reports whether the target is a set of nodes rather than one.
+func (t Target) IsSet() bool {
+	return t.NodeID == "" && (len(t.Selector) > 0 || len(t.Requirements) > 0 || t.Location != "" || t.Every)
+}
+
+// Selects reports whether a node belongs to the target's set (or is its
+// node).
+func (t Target) Selects(n node.Node) bool {
+	if t.NodeID != "" {
+		return n.ID == t.NodeID
+	}
+	return (t.Location == "" || n.LocationID == t.Location) && n.Matches(t.Selector) && t.Requirements.Matches(n.Labels)
 }
 
 // RetryPolicy says how often a failed attempt is tried again. Retry number n
@@ -95,4 +119,35 @@ type FanOutCounts struct {
 // Total is the number of children counted.
 func (c FanOutCounts) Total() int {
 	return c.Succeeded + c.Failed + c.TimedOut + c.Cancelled + c.Lost
+}
+
+// targetSet is the part of a Target beyond a node id and a label map, as
+// read models keep it in one column.
+type targetSet struct {
+	Requirements node.Selector `json:"requirements,omitempty"`
+	Location     string        `json:"location,omitempty"`
+	Every        bool          `json:"every,omitempty"`
+}
+
+// SetJSON encodes the requirements, location and every of the target; nil
+// when it has none.
+func (t Target) SetJSON() []byte {
+	if len(t.Requirements) == 0 && t.Location == "" && !t.Every {
+		return nil
+	}
+	b, _ := json.Marshal(targetSet{Requirements: t.Requirements, Location: t.Location, Every: t.Every})
+	return b
+}
+
+// SetFromJSON reads what SetJSON wrote; empty leaves the target as it is.
+func (t *Target) SetFromJSON(raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s targetSet
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	t.Requirements, t.Location, t.Every = s.Requirements, s.Location, s.Every
+	return nil
 }

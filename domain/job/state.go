@@ -174,5 +174,9 @@ func (s Spec) Clone() Spec {
 
 func (t Target) clone() Target {
 	t.Selector = maps.Clone(t.Selector)
+	t.Requirements = slices.Clone(t.Requirements)
+	for i := range t.Requirements {
+		t.Requirements[i].Values = slices.Clone(t.Requirements[i].Values)
+	}
 	return t
 }

@@ -130,27 +130,35 @@ func onlyKindFields(s Spec, kind string) error {
 }
 
 func validateTarget(t Target, child bool) error {
+	set := len(t.Selector) > 0 || len(t.Requirements) > 0 || t.Location != "" || t.Every
 	switch {
-	case t.NodeID == "" && len(t.Selector) == 0:
-		return domain.Invalid("target", "needs a node id or a label selector")
-	case t.NodeID != "" && len(t.Selector) > 0:
-		return domain.Invalid("target", "takes a node id or a label selector, not both")
+	case t.NodeID == "" && !set:
+		return domain.Invalid("target", "needs a node id, or a set of nodes: every node, a location, a label selector or requirements")
+	case t.NodeID != "" && set:
+		return domain.Invalid("target", "takes a node id or a set of nodes, not both")
 	case t.NodeID != "":
 		if err := domain.ValidateID("target.nodeId", t.NodeID); err != nil {
 			return err
 		}
 		if t.Mode != "" {
-			return domain.Invalid("target.mode", "applies to a label selector only")
+			return domain.Invalid("target.mode", "applies to a set of nodes only")
 		}
 	default:
 		if child {
 			return domain.Invalid("target", "a fan-out's child runs on one node: give its node id")
 		}
-		if err := node.ValidateLabels("target.selector", t.Selector); err != nil {
+		if t.Every && (len(t.Selector) > 0 || len(t.Requirements) > 0 || t.Location != "") {
+			return domain.Invalid("target.every", "selects every node: leave out the selector, requirements and location, or every")
+		}
+		if err := domain.FirstError(
+			node.ValidateLabels("target.selector", t.Selector),
+			t.Requirements.Validate("target.requirements"),
+			domain.ValidateOptionalID("target.location", t.Location),
+		); err != nil {
 			return err
 		}
 		if t.Mode != ModeAny && t.Mode != ModeAll {
-			return domain.Invalid("target.mode", fmt.Sprintf("%q must be \"any\" or \"all\" with a label selector", t.Mode))
+			return domain.Invalid("target.mode", fmt.Sprintf("%q must be \"any\" or \"all\" with a set of nodes", t.Mode))
 		}
 	}
 	switch {

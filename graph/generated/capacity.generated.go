@@ -218,6 +218,75 @@ func (ec *executionContext) fieldContext_Allocation_allocatedAt(_ context.Contex
 	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _LabelRequirement_key(ctx context.Context, field graphql.CollectedField, obj *model.LabelRequirement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LabelRequirement_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LabelRequirement_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LabelRequirement_operator(ctx context.Context, field graphql.CollectedField, obj *model.LabelRequirement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LabelRequirement_operator(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operator, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.LabelOperator) graphql.Marshaler {
+			return ec.marshalNLabelOperator2cairnᚋgraphᚋmodelᚐLabelOperator(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LabelRequirement_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, errors.New("field of type LabelOperator does not have child fields"))
+}
+
+func (ec *executionContext) _LabelRequirement_values(ctx context.Context, field graphql.CollectedField, obj *model.LabelRequirement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LabelRequirement_values(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Values, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LabelRequirement_values(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _LocationCapacity_allocatable(ctx context.Context, field graphql.CollectedField, obj *model.LocationCapacity) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -795,6 +864,50 @@ func (ec *executionContext) fieldContext_Resources_diskBytes(_ context.Context, 
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputLabelRequirementInput(ctx context.Context, obj any) (model.LabelRequirementInput, error) {
+	var it model.LabelRequirementInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"key", "operator", "values"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "key":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("key"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Key = data
+		case "operator":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("operator"))
+			data, err := ec.unmarshalNLabelOperator2cairnᚋgraphᚋmodelᚐLabelOperator(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Operator = data
+		case "values":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("values"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Values = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputResourcesInput(ctx context.Context, obj any) (model.ResourcesInput, error) {
 	var it model.ResourcesInput
 	if obj == nil {
@@ -991,6 +1104,54 @@ func (ec *executionContext) _Allocation(ctx context.Context, sel ast.SelectionSe
 			}
 		case "allocatedAt":
 			out.Values[i] = ec._Allocation_allocatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var labelRequirementImplementors = []string{"LabelRequirement"}
+
+func (ec *executionContext) _LabelRequirement(ctx context.Context, sel ast.SelectionSet, obj *model.LabelRequirement) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, labelRequirementImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LabelRequirement")
+		case "key":
+			out.Values[i] = ec._LabelRequirement_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "operator":
+			out.Values[i] = ec._LabelRequirement_operator(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "values":
+			out.Values[i] = ec._LabelRequirement_values(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -1276,6 +1437,41 @@ func (ec *executionContext) marshalNAllocation2ᚕcairnᚋgraphᚋmodelᚐAlloca
 	return ret
 }
 
+func (ec *executionContext) unmarshalNLabelOperator2cairnᚋgraphᚋmodelᚐLabelOperator(ctx context.Context, v any) (model.LabelOperator, error) {
+	var res model.LabelOperator
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLabelOperator2cairnᚋgraphᚋmodelᚐLabelOperator(ctx context.Context, sel ast.SelectionSet, v model.LabelOperator) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNLabelRequirement2cairnᚋgraphᚋmodelᚐLabelRequirement(ctx context.Context, sel ast.SelectionSet, v model.LabelRequirement) graphql.Marshaler {
+	return ec._LabelRequirement(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNLabelRequirement2ᚕcairnᚋgraphᚋmodelᚐLabelRequirementᚄ(ctx context.Context, sel ast.SelectionSet, v []model.LabelRequirement) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLabelRequirement2cairnᚋgraphᚋmodelᚐLabelRequirement(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNLabelRequirementInput2cairnᚋgraphᚋmodelᚐLabelRequirementInput(ctx context.Context, v any) (model.LabelRequirementInput, error) {
+	res, err := ec.unmarshalInputLabelRequirementInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNLocationCapacity2ᚖcairnᚋgraphᚋmodelᚐLocationCapacity(ctx context.Context, sel ast.SelectionSet, v *model.LocationCapacity) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -1339,6 +1535,23 @@ func (ec *executionContext) unmarshalNSetLocationReserveInput2cairnᚋgraphᚋmo
 func (ec *executionContext) unmarshalNSetNodeReserveInput2cairnᚋgraphᚋmodelᚐSetNodeReserveInput(ctx context.Context, v any) (model.SetNodeReserveInput, error) {
 	res, err := ec.unmarshalInputSetNodeReserveInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOLabelRequirementInput2ᚕcairnᚋgraphᚋmodelᚐLabelRequirementInputᚄ(ctx context.Context, v any) ([]model.LabelRequirementInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.LabelRequirementInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNLabelRequirementInput2cairnᚋgraphᚋmodelᚐLabelRequirementInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOResources2ᚖcairnᚋgraphᚋmodelᚐResources(ctx context.Context, sel ast.SelectionSet, v *model.Resources) graphql.Marshaler {

@@ -327,11 +327,14 @@ type ComplexityRoot struct {
 	}
 
 	JobTarget struct {
-		MaxParallel func(childComplexity int) int
-		Mode        func(childComplexity int) int
-		Node        func(childComplexity int) int
-		NodeID      func(childComplexity int) int
-		Selector    func(childComplexity int) int
+		Every        func(childComplexity int) int
+		Location     func(childComplexity int) int
+		MaxParallel  func(childComplexity int) int
+		Mode         func(childComplexity int) int
+		Node         func(childComplexity int) int
+		NodeID       func(childComplexity int) int
+		Requirements func(childComplexity int) int
+		Selector     func(childComplexity int) int
 	}
 
 	JoinToken struct {
@@ -348,6 +351,12 @@ type ComplexityRoot struct {
 	Label struct {
 		Key   func(childComplexity int) int
 		Value func(childComplexity int) int
+	}
+
+	LabelRequirement struct {
+		Key      func(childComplexity int) int
+		Operator func(childComplexity int) int
+		Values   func(childComplexity int) int
 	}
 
 	Location struct {
@@ -1974,6 +1983,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.JobSpec.SealedArgs(childComplexity), true
 
+	case "JobTarget.every":
+		if e.ComplexityRoot.JobTarget.Every == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.Every(childComplexity), true
+	case "JobTarget.location":
+		if e.ComplexityRoot.JobTarget.Location == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.Location(childComplexity), true
 	case "JobTarget.maxParallel":
 		if e.ComplexityRoot.JobTarget.MaxParallel == nil {
 			break
@@ -1998,6 +2019,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.JobTarget.NodeID(childComplexity), true
+	case "JobTarget.requirements":
+		if e.ComplexityRoot.JobTarget.Requirements == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobTarget.Requirements(childComplexity), true
 	case "JobTarget.selector":
 		if e.ComplexityRoot.JobTarget.Selector == nil {
 			break
@@ -2066,6 +2093,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Label.Value(childComplexity), true
+
+	case "LabelRequirement.key":
+		if e.ComplexityRoot.LabelRequirement.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LabelRequirement.Key(childComplexity), true
+	case "LabelRequirement.operator":
+		if e.ComplexityRoot.LabelRequirement.Operator == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LabelRequirement.Operator(childComplexity), true
+	case "LabelRequirement.values":
+		if e.ComplexityRoot.LabelRequirement.Values == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LabelRequirement.Values(childComplexity), true
 
 	case "Location.capacity":
 		if e.ComplexityRoot.Location.Capacity == nil {
@@ -4645,6 +4691,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputJobSpecInput,
 		ec.unmarshalInputJobTargetInput,
 		ec.unmarshalInputLabelInput,
+		ec.unmarshalInputLabelRequirementInput,
 		ec.unmarshalInputLocationFilter,
 		ec.unmarshalInputMarkServiceCleanedUpInput,
 		ec.unmarshalInputNetworkCountersInput,
@@ -6010,6 +6057,42 @@ extend type Mutation {
     input: SetLocationReserveInput!
   ): LocationPayload!
 }
+
+"How a label requirement tests a node's label."
+enum LabelOperator {
+  "The label has the one value given."
+  EQUALS
+  "The label is missing or has another value than the one given."
+  NOT_EQUALS
+  "The label has one of the values given."
+  IN
+  "The label is missing or has none of the values given."
+  NOT_IN
+  "The node carries the label, with any value."
+  EXISTS
+  "The node does not carry the label."
+  NOT_EXISTS
+}
+
+"A set-based test of one node label."
+type LabelRequirement {
+  "The label's key."
+  key: String!
+  "How it is tested."
+  operator: LabelOperator!
+  "The values it is tested against (none for EXISTS and NOT_EXISTS)."
+  values: [String!]!
+}
+
+"A set-based test of one node label."
+input LabelRequirementInput {
+  "The label's key."
+  key: String!
+  "How it is tested."
+  operator: LabelOperator!
+  "The values: one for EQUALS and NOT_EQUALS, one or more for IN and NOT_IN, none for EXISTS and NOT_EXISTS."
+  values: [String!]
+}
 `, BuiltIn: false},
 	{Name: "../schema/cluster.graphqls", Input: `# The cluster: the cairnd replicas sharing one database.
 
@@ -6480,7 +6563,13 @@ type JobTarget {
   node: ServerNode
   "Labels a node must carry to run it."
   selector: [Label!]!
-  "With a selector: one matching node (ANY) or every one (ALL)."
+  "Set-based label tests a node must meet to run it."
+  requirements: [LabelRequirement!]!
+  "Only the nodes of this location."
+  location: ID
+  "Every node."
+  every: Boolean!
+  "With a set of nodes: one of them (ANY) or every one (ALL)."
   mode: TargetMode
   "ALL only: children running at once; 0 is no limit."
   maxParallel: Int!
@@ -6639,7 +6728,13 @@ input JobTargetInput {
   nodeId: ID
   "Run on nodes carrying every one of these labels."
   selector: [LabelInput!]
-  "With a selector: ANY (default) or ALL."
+  "Run on nodes meeting every one of these set-based label tests."
+  requirements: [LabelRequirementInput!]
+  "Run on the nodes of this location."
+  location: ID
+  "Run on every node (with mode ALL: each one; with ANY: any one); not with selector, requirements or location."
+  every: Boolean
+  "With a set of nodes: ANY (default) or ALL."
   mode: TargetMode
   "With mode ALL: how many children run at once; 0 is no limit."
   maxParallel: Int
@@ -8496,6 +8591,12 @@ func (ec *executionContext) childFields_JobTarget(ctx context.Context, field gra
 		return ec.fieldContext_JobTarget_node(ctx, field)
 	case "selector":
 		return ec.fieldContext_JobTarget_selector(ctx, field)
+	case "requirements":
+		return ec.fieldContext_JobTarget_requirements(ctx, field)
+	case "location":
+		return ec.fieldContext_JobTarget_location(ctx, field)
+	case "every":
+		return ec.fieldContext_JobTarget_every(ctx, field)
 	case "mode":
 		return ec.fieldContext_JobTarget_mode(ctx, field)
 	case "maxParallel":
@@ -8534,6 +8635,18 @@ func (ec *executionContext) childFields_Label(ctx context.Context, field graphql
 		return ec.fieldContext_Label_value(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Label", field.Name)
+}
+
+func (ec *executionContext) childFields_LabelRequirement(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_LabelRequirement_key(ctx, field)
+	case "operator":
+		return ec.fieldContext_LabelRequirement_operator(ctx, field)
+	case "values":
+		return ec.fieldContext_LabelRequirement_values(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LabelRequirement", field.Name)
 }
 
 func (ec *executionContext) childFields_Location(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

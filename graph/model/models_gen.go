@@ -890,7 +890,13 @@ type JobTarget struct {
 	Node *ServerNode `json:"node,omitempty"`
 	// Labels a node must carry to run it.
 	Selector []Label `json:"selector"`
-	// With a selector: one matching node (ANY) or every one (ALL).
+	// Set-based label tests a node must meet to run it.
+	Requirements []LabelRequirement `json:"requirements"`
+	// Only the nodes of this location.
+	Location *string `json:"location,omitempty"`
+	// Every node.
+	Every bool `json:"every"`
+	// With a set of nodes: one of them (ANY) or every one (ALL).
 	Mode *TargetMode `json:"mode,omitempty"`
 	// ALL only: children running at once; 0 is no limit.
 	MaxParallel int `json:"maxParallel"`
@@ -902,7 +908,13 @@ type JobTargetInput struct {
 	NodeID *string `json:"nodeId,omitempty"`
 	// Run on nodes carrying every one of these labels.
 	Selector []LabelInput `json:"selector,omitempty"`
-	// With a selector: ANY (default) or ALL.
+	// Run on nodes meeting every one of these set-based label tests.
+	Requirements []LabelRequirementInput `json:"requirements,omitempty"`
+	// Run on the nodes of this location.
+	Location *string `json:"location,omitempty"`
+	// Run on every node (with mode ALL: each one; with ANY: any one); not with selector, requirements or location.
+	Every *bool `json:"every,omitempty"`
+	// With a set of nodes: ANY (default) or ALL.
 	Mode *TargetMode `json:"mode,omitempty"`
 	// With mode ALL: how many children run at once; 0 is no limit.
 	MaxParallel *int `json:"maxParallel,omitempty"`
@@ -943,6 +955,26 @@ type LabelInput struct {
 	Key string `json:"key"`
 	// The label's value.
 	Value string `json:"value"`
+}
+
+// A set-based test of one node label.
+type LabelRequirement struct {
+	// The label's key.
+	Key string `json:"key"`
+	// How it is tested.
+	Operator LabelOperator `json:"operator"`
+	// The values it is tested against (none for EXISTS and NOT_EXISTS).
+	Values []string `json:"values"`
+}
+
+// A set-based test of one node label.
+type LabelRequirementInput struct {
+	// The label's key.
+	Key string `json:"key"`
+	// How it is tested.
+	Operator LabelOperator `json:"operator"`
+	// The values: one for EQUALS and NOT_EQUALS, one or more for IN and NOT_IN, none for EXISTS and NOT_EXISTS.
+	Values []string `json:"values,omitempty"`
 }
 
 // A site or region nodes and services are placed in.
@@ -2426,6 +2458,76 @@ func (e *JobStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e JobStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// How a label requirement tests a node's label.
+type LabelOperator string
+
+const (
+	// The label has the one value given.
+	LabelOperatorEquals LabelOperator = "EQUALS"
+	// The label is missing or has another value than the one given.
+	LabelOperatorNotEquals LabelOperator = "NOT_EQUALS"
+	// The label has one of the values given.
+	LabelOperatorIn LabelOperator = "IN"
+	// The label is missing or has none of the values given.
+	LabelOperatorNotIn LabelOperator = "NOT_IN"
+	// The node carries the label, with any value.
+	LabelOperatorExists LabelOperator = "EXISTS"
+	// The node does not carry the label.
+	LabelOperatorNotExists LabelOperator = "NOT_EXISTS"
+)
+
+var AllLabelOperator = []LabelOperator{
+	LabelOperatorEquals,
+	LabelOperatorNotEquals,
+	LabelOperatorIn,
+	LabelOperatorNotIn,
+	LabelOperatorExists,
+	LabelOperatorNotExists,
+}
+
+func (e LabelOperator) IsValid() bool {
+	switch e {
+	case LabelOperatorEquals, LabelOperatorNotEquals, LabelOperatorIn, LabelOperatorNotIn, LabelOperatorExists, LabelOperatorNotExists:
+		return true
+	}
+	return false
+}
+
+func (e LabelOperator) String() string {
+	return string(e)
+}
+
+func (e *LabelOperator) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = LabelOperator(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid LabelOperator", str)
+	}
+	return nil
+}
+
+func (e LabelOperator) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *LabelOperator) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e LabelOperator) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

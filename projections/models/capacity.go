@@ -20,7 +20,16 @@ func (Capacity) Name() string     { return "capacity" }
 func (Capacity) Version() int     { return 1 }
 func (Capacity) Tables() []string { return []string{"allocations", "reserves"} }
 func (Capacity) Filter() projections.Filter {
-	return projections.Filter{StreamTypes: []string{"node", "location"}}
+	// Undecoded: the node and location events it does not read (one this
+	// build cannot decode included) pass by; Apply refuses one of its own
+	// that does not decode.
+	return projections.Filter{StreamTypes: []string{"node", "location"}, Undecoded: true}
+}
+
+// capacityEvents are the events Capacity reads.
+var capacityEvents = map[string]bool{
+	placement.Allocated{}.EventType(): true, placement.Released{}.EventType(): true,
+	placement.ReserveSet{}.EventType(): true, placement.LocationReserveSet{}.EventType(): true,
 }
 
 func (Capacity) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
@@ -61,6 +70,9 @@ func (Capacity) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 			kind, id, r.CPUMillis, r.MemoryBytes, r.DiskBytes)
 	}
 	for _, e := range evs {
+		if e.DecodeErr != nil && capacityEvents[e.Type] {
+			return fmt.Errorf("%s at %s: %w", e.Type, e.Cursor(), e.DecodeErr)
+		}
 		switch d := e.Data.(type) {
 		case placement.Allocated:
 			b.Queue(`INSERT INTO `+alloc+` (resource_id, node_id, service_id, cpu_millis, memory_bytes, disk_bytes, allocated_at)

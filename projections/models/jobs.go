@@ -20,7 +20,7 @@ import (
 type Jobs struct{}
 
 func (Jobs) Name() string     { return "jobs" }
-func (Jobs) Version() int     { return 2 } // 2: queued jobs by target node
+func (Jobs) Version() int     { return 3 } // 2: queued jobs by target node; 3: target sets
 func (Jobs) Tables() []string { return []string{"jobs"} }
 func (Jobs) Filter() projections.Filter {
 	return projections.Filter{StreamTypes: []string{"job"}}
@@ -39,6 +39,7 @@ func (Jobs) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) error {
 			target_node_id  text,
 			target_selector json,
 			target_mode     text,
+			target_set      json,
 			max_parallel    bigint NOT NULL,
 			timeout_ms      bigint NOT NULL,
 			grace_ms        bigint NOT NULL,
@@ -89,7 +90,7 @@ type jobRow struct {
 var jobColumns = []column{
 	{"id", kText}, {"parent_id", kNText}, {"tenant_id", kNText}, {"submitter", kText}, {"kind", kText},
 	{"action", kNText}, {"spec", kJSON}, {"target_node_id", kNText}, {"target_selector", kJSON}, {"target_mode", kNText},
-	{"max_parallel", kInt}, {"timeout_ms", kInt}, {"grace_ms", kInt}, {"retry_max", kInt}, {"retry_backoff_ms", kInt},
+	{"target_set", kJSON}, {"max_parallel", kInt}, {"timeout_ms", kInt}, {"grace_ms", kInt}, {"retry_max", kInt}, {"retry_backoff_ms", kInt},
 	{"queue", kNText}, {"state", kText}, {"node_id", kNText}, {"attempt", kInt}, {"lease_until", kTime},
 	{"acknowledged", kBool}, {"not_before", kTime}, {"exit_code", kNInt}, {"error", kNText}, {"result", kJSON},
 	{"cancel_reason", kNText}, {"lost_reason", kNText}, {"children", kJSON}, {"counts", kJSON},
@@ -139,7 +140,7 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 		}
 		out.row(f.existed).text(j.ID).ntext(j.ParentID).ntext(j.tenant).text(j.Submitter).text(string(j.Spec.Kind)).
 			ntext(j.Spec.Action).jsonOf(j.Spec).ntext(j.Target.NodeID).json(selector).ntext(string(j.Target.Mode)).
-			int(int64(j.Target.MaxParallel)).int(j.Timeout.Milliseconds()).int(j.Grace.Milliseconds()).
+			json(j.Target.SetJSON()).int(int64(j.Target.MaxParallel)).int(j.Timeout.Milliseconds()).int(j.Grace.Milliseconds()).
 			int(int64(j.Retries.Max)).int(j.Retries.Backoff.Milliseconds()).
 			ntext(j.Queue).text(string(j.Status)).ntext(j.NodeID).int(int64(j.Attempt)).time(j.LeaseUntil).
 			bool(j.Acknowledged).time(j.NotBefore).nint(exit, j.Result != nil).ntext(errText).json(result).
@@ -152,7 +153,7 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 
 func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*jobRow, error) {
 	sql := `SELECT id, coalesce(parent_id, ''), coalesce(tenant_id, ''), submitter, spec::text,
-		coalesce(target_node_id, ''), coalesce(target_selector::text, ''), coalesce(target_mode, ''), max_parallel,
+		coalesce(target_node_id, ''), coalesce(target_selector::text, ''), coalesce(target_mode, ''), coalesce(target_set::text, ''), max_parallel,
 		timeout_ms, grace_ms, retry_max, retry_backoff_ms, coalesce(queue, ''), state, coalesce(node_id, ''), attempt,
 		lease_until, acknowledged, not_before, coalesce(result::text, ''), coalesce(cancel_reason, ''),
 		coalesce(lost_reason, ''), children::text, coalesce(counts::text, ''), submitted_at, started_at, finished_at,
@@ -160,10 +161,10 @@ func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map
 		FROM ` + t.Table("jobs") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*jobRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, j *jobRow) (string, error) {
-			var spec, selector, mode, state, result, children, counts string
+			var spec, selector, mode, set, state, result, children, counts string
 			var maxParallel, timeout, grace, retryMax, retryBackoff, attempt int64
 			var lease, notBefore, submitted, started, finished, updated pgtype.Timestamptz
-			err := rows.Scan(&j.ID, &j.ParentID, &j.tenant, &j.Submitter, &spec, &j.Target.NodeID, &selector, &mode,
+			err := rows.Scan(&j.ID, &j.ParentID, &j.tenant, &j.Submitter, &spec, &j.Target.NodeID, &selector, &mode, &set,
 				&maxParallel, &timeout, &grace, &retryMax, &retryBackoff, &j.Queue, &state, &j.NodeID, &attempt,
 				&lease, &j.Acknowledged, &notBefore, &result, &j.CancelReason, &j.LostReason, &children, &counts,
 				&submitted, &started, &finished, &updated, &j.version, &j.position)
@@ -182,6 +183,9 @@ func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map
 				if err := json.Unmarshal([]byte(f.raw), f.into); err != nil {
 					return "", fmt.Errorf("job %q: %s: %w", j.ID, f.name, err)
 				}
+			}
+			if err := j.Target.SetFromJSON([]byte(set)); err != nil {
+				return "", fmt.Errorf("job %q: target set: %w", j.ID, err)
 			}
 			j.Target.Mode, j.Target.MaxParallel, j.Status = job.Mode(mode), int(maxParallel), job.Status(state)
 			j.Timeout, j.Grace = time.Duration(timeout)*time.Millisecond, time.Duration(grace)*time.Millisecond

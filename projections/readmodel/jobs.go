@@ -74,17 +74,17 @@ type JobFilter struct {
 }
 
 const jobColumns = `id, coalesce(parent_id, ''), coalesce(tenant_id, ''), submitter, spec::text, coalesce(target_node_id, ''),
-	coalesce(target_selector::text, ''), coalesce(target_mode, ''), max_parallel, timeout_ms, grace_ms, retry_max,
+	coalesce(target_selector::text, ''), coalesce(target_mode, ''), coalesce(target_set::text, ''), max_parallel, timeout_ms, grace_ms, retry_max,
 	retry_backoff_ms, coalesce(queue, ''), state, coalesce(node_id, ''), attempt, lease_until, acknowledged, not_before,
 	coalesce(result::text, ''), coalesce(cancel_reason, ''), coalesce(lost_reason, ''), children::text,
 	coalesce(counts::text, ''), submitted_at, started_at, finished_at, updated_at, stream_version, position`
 
 func scanJob(rows pgx.Row) (Job, error) {
 	var j Job
-	var spec, selector, mode, state, result, children, counts string
+	var spec, selector, mode, set, state, result, children, counts string
 	var maxParallel, timeout, grace, retryMax, retryBackoff, attempt int64
 	var lease, notBefore, started, finished, updated pgtype.Timestamptz
-	err := rows.Scan(&j.ID, &j.ParentID, &j.TenantID, &j.Submitter, &spec, &j.Target.NodeID, &selector, &mode,
+	err := rows.Scan(&j.ID, &j.ParentID, &j.TenantID, &j.Submitter, &spec, &j.Target.NodeID, &selector, &mode, &set,
 		&maxParallel, &timeout, &grace, &retryMax, &retryBackoff, &j.Queue, &state, &j.NodeID, &attempt, &lease,
 		&j.Acknowledged, &notBefore, &result, &j.CancelReason, &j.LostReason, &children, &counts, &j.SubmittedAt,
 		&started, &finished, &updated, &j.Version, &j.Position)
@@ -95,6 +95,9 @@ func scanJob(rows pgx.Row) (Job, error) {
 		return j, err
 	}
 	if err := jsonInto([]byte(selector), &j.Target.Selector); err != nil {
+		return j, err
+	}
+	if err := j.Target.SetFromJSON([]byte(set)); err != nil {
 		return j, err
 	}
 	if err := jsonInto([]byte(result), &j.Result); err != nil {
