@@ -295,4 +295,18 @@ func TestCLI(t *testing.T) {
 	if _, errOut, code := cairn("", "run", "--", "true"); code != 2 || !strings.Contains(errOut, "--node") {
 		t.Errorf("run without a target: exit %d, %q", code, errOut)
 	}
+	// Every node, and a set-based selector; one that selects no node is
+	// refused before anything runs, and one that does not parse says why.
+	if out, _, code := cairn("", "run", "--all", "--", "echo", "everywhere"); code != 0 || out != "["+node+"] everywhere\n" {
+		t.Errorf("run on every node: exit %d, stdout %q", code, out)
+	}
+	if out, _, code := cairn("", "run", "--selector", "team in (cli, ops), !gpu", "--", "echo", "set"); code != 0 || out != "set\n" {
+		t.Errorf("run with a set-based selector: exit %d, stdout %q", code, out)
+	}
+	if _, errOut, code := cairn("", "run", "--selector", "team notin (cli)", "--all", "--", "true"); code != 1 || !strings.Contains(errOut, "no node matches team notin (cli)") {
+		t.Errorf("run on a selector matching nothing: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := cairn("", "run", "--selector", "team ~ cli", "--", "true"); code != 2 || !strings.Contains(errOut, `unknown operator "~"`) {
+		t.Errorf("run with an unknown operator: exit %d, %q", code, errOut)
+	}
 }

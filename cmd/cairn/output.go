@@ -104,10 +104,16 @@ type pageInfo struct {
 // fetchList pages through the connection field of query (which declares
 // $first: Int and $after: String) until it has limit rows (0: all of them).
 func fetchList[T any](ctx context.Context, a *app, c *client.Client, query, field string, vars map[string]any, limit int) ([]T, error) {
+	return fetchPages[T](ctx, a, c, query, field, vars, limit, maxPage)
+}
+
+// fetchPages is fetchList in pages of at most page rows, for rows whose
+// fields cost more than the server lets a page of maxPage cost.
+func fetchPages[T any](ctx context.Context, a *app, c *client.Client, query, field string, vars map[string]any, limit, page int) ([]T, error) {
 	var rows []T
 	var after *string
 	for {
-		first := maxPage
+		first := page
 		if limit > 0 {
 			first = min(first, limit-len(rows))
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"cairn/domain/node"
 	"cairn/graph/client"
 	"cairn/internal/ptr"
 )
@@ -77,20 +78,27 @@ type jobResult struct {
 
 func newRunCommand(a *app) *cobra.Command {
 	var (
-		node, queue, jobID, workdir, interpreter string
+		node, location, queue, jobID, workdir    string
+		interpreter                              string
 		selector, env                            []string
 		all, stdin, detach                       bool
 		maxParallel, retries                     int
 		timeout, grace, backoff                  time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run (--node NODE | --selector KEY=VALUE ...) [flags] -- PROGRAM [ARG...]",
-		Short: "Run a program on a node, or on nodes picked by labels, and follow its output",
-		Long: `Run a program on one node (--node), on one node of those carrying the labels
-(--selector), or on all of them (--selector with --all), and print its output
-as it runs. cairn exits with the program's exit status; 124 when it timed
-out, 130 when it was cancelled. On a fan-out (--all), each line is prefixed
-with its node, and cairn exits 0 only if every node succeeded.
+		Use:   "run (--node NODE | --selector EXPR | --location LOCATION | --all) [flags] -- PROGRAM [ARG...]",
+		Short: "Run a program on a node, on nodes picked by labels or location, or on every node, and follow its output",
+		Long: `Run a program on one node (--node), on one node of a set, or on every node of
+the set (--all), and print its output as it runs. The set is the nodes of a
+location (--location) meeting the label selector (--selector), or with --all
+alone every node. A selector is written as Kubernetes writes them:
+key=value, key!=value, key in (a,b), key notin (a,b), key (the label exists),
+!key (it does not), separated by commas or given as several --selector.
+
+cairn exits with the program's exit status; 124 when it timed out, 130 when
+it was cancelled. On a fan-out (--all), each line is prefixed with its node,
+and cairn exits 0 only if every node succeeded. A set that selects no node
+is refused before anything runs.
 
 The program runs without a shell; with --script, PROGRAM is instead a script
 body run by the interpreter (sh, bash or python3). Interrupting cairn cancels
@@ -98,21 +106,25 @@ the job.
 
     cairn run --node n1 -- uname -a
     cairn run --selector role=web --all --max-parallel 5 -- systemctl restart nginx
+    cairn run --location ams --selector 'zone in (a,b), !gpu' --all -- uptime
+    cairn run --all -- df -h /
     cairn run --node n1 --script sh -- 'for i in 1 2 3; do echo $i; sleep 1; done'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &usageError{fmt.Errorf("give the program to run after --, e.g. cairn run --node n1 -- uptime")}
 			}
-			if (node == "") == (len(selector) == 0) {
-				return &usageError{fmt.Errorf("give exactly one of --node and --selector")}
-			}
-			if all && node != "" {
-				return &usageError{fmt.Errorf("--all goes with --selector: a job on one node is already on all of it")}
+			set := len(selector) > 0 || location != ""
+			switch {
+			case node != "" && (set || all):
+				return &usageError{fmt.Errorf("--node runs on one node: leave out --selector, --location and --all")}
+			case node == "" && !set && !all:
+				return &usageError{fmt.Errorf("say where to run it: --node NODE, --selector EXPR, --location LOCATION, or --all for every node")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			input, err := runInput(node, selector, all, maxParallel, args, interpreter, env, workdir, stdin, a.stdin)
+			input, err := runInput(runTarget{node: node, selector: selector, location: location, all: all, maxParallel: maxParallel},
+				args, interpreter, env, workdir, stdin, a.stdin)
 			if err != nil {
 				return err
 			}
@@ -140,8 +152,9 @@ the job.
 	}
 	f := cmd.Flags()
 	f.StringVar(&node, "node", "", "run on this node id")
-	f.StringArrayVar(&selector, "selector", nil, "run on a node carrying this label, key=value (repeat for several)")
-	f.BoolVar(&all, "all", false, "with --selector: run on every matching node")
+	f.StringArrayVar(&selector, "selector", nil, "run on nodes whose labels meet this selector, e.g. 'role=web, zone in (a,b)' (repeat for several)")
+	f.StringVar(&location, "location", "", "run on the nodes of this location")
+	f.BoolVar(&all, "all", false, "run on every node of the set (alone: on every node)")
 	f.IntVar(&maxParallel, "max-parallel", 0, "with --all: at most this many nodes at once (0: no limit)")
 	f.StringVar(&interpreter, "script", "", "run PROGRAM as a script body with this interpreter (sh, bash, python3)")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment variable NAME=VALUE for the program (repeat for several)")
@@ -157,25 +170,59 @@ the job.
 	return cmd
 }
 
-// runInput builds the submission of `cairn run`.
-func runInput(node string, selector []string, all bool, maxParallel int, args []string, interpreter string,
-	env []string, workdir string, withStdin bool, stdin io.Reader) (map[string]any, error) {
-	target := map[string]any{}
-	if node != "" {
-		target["nodeId"] = node
-	} else {
-		ls, err := parseLabels(selector)
+// runTarget is where `cairn run` runs its program.
+type runTarget struct {
+	node        string
+	selector    []string
+	location    string
+	all         bool
+	maxParallel int
+}
+
+// apiTarget is the target as the API takes it.
+func (t runTarget) apiTarget() (map[string]any, error) {
+	if t.node != "" {
+		return map[string]any{"nodeId": t.node}, nil
+	}
+	target := map[string]any{"mode": "ANY"}
+	if t.all {
+		target["mode"] = "ALL"
+		if t.maxParallel > 0 {
+			target["maxParallel"] = t.maxParallel
+		}
+	}
+	if t.location != "" {
+		target["location"] = t.location
+	}
+	if len(t.selector) > 0 {
+		sel, err := node.ParseSelector(strings.Join(t.selector, ","))
 		if err != nil {
-			return nil, err
+			return nil, &usageError{fmt.Errorf("--selector: %w", err)}
 		}
-		target["selector"] = ls
-		target["mode"] = "ANY"
-		if all {
-			target["mode"] = "ALL"
-			if maxParallel > 0 {
-				target["maxParallel"] = maxParallel
-			}
+		var reqs []map[string]any
+		for _, r := range sel {
+			reqs = append(reqs, map[string]any{"key": r.Key, "operator": labelOperators[r.Op], "values": r.Values})
 		}
+		target["requirements"] = reqs
+	}
+	if t.location == "" && len(t.selector) == 0 {
+		target["every"] = true
+	}
+	return target, nil
+}
+
+// labelOperators are the API's names of the selector's operators.
+var labelOperators = map[node.Operator]string{
+	node.OpEquals: "EQUALS", node.OpNotEquals: "NOT_EQUALS", node.OpIn: "IN", node.OpNotIn: "NOT_IN",
+	node.OpExists: "EXISTS", node.OpNotExists: "NOT_EXISTS",
+}
+
+// runInput builds the submission of `cairn run`.
+func runInput(where runTarget, args []string, interpreter string,
+	env []string, workdir string, withStdin bool, stdin io.Reader) (map[string]any, error) {
+	target, err := where.apiTarget()
+	if err != nil {
+		return nil, err
 	}
 	var spec map[string]any
 	if interpreter != "" {
