@@ -78,12 +78,12 @@ type jobResult struct {
 
 func newRunCommand(a *app) *cobra.Command {
 	var (
-		node, location, queue, jobID, workdir    string
-		interpreter                              string
-		selector, env                            []string
-		all, stdin, detach                       bool
-		maxParallel, retries                     int
-		timeout, grace, backoff                  time.Duration
+		node, location, queue, jobID, workdir string
+		interpreter                           string
+		selector, env                         []string
+		all, stdin, detach                    bool
+		maxParallel, retries                  int
+		timeout, grace, backoff               time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run (--node NODE | --selector EXPR | --location LOCATION | --all) [flags] -- PROGRAM [ARG...]",
