@@ -74,3 +74,13 @@ func (e *NotFoundError) Error() string {
 
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Reason is a validation error's reason without its field (for a caller
+// that names the field its own way), or any other error's message.
+func Reason(err error) string {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Reason
+	}
+	return err.Error()
+}

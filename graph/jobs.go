@@ -193,6 +193,13 @@ func submitInput(in model.SubmitJobInput) (jobs.Submit, error) {
 	t := in.Target
 	out.Target = job.Target{NodeID: ptr.Value(t.NodeID), Selector: labelMap(t.Selector),
 		Requirements: requirementsInput(t.Requirements), Location: ptr.Value(t.Location), Every: ptr.Value(t.Every)}
+	if m := ptr.Value(t.Match); m != "" {
+		reqs, err := node.ParseSelector(m)
+		if err != nil {
+			return out, apierr.InvalidInput("target.match", "%s", domain.Reason(err))
+		}
+		out.Target.Requirements = append(out.Target.Requirements, reqs...)
+	}
 	if out.Target.IsSet() {
 		out.Target.Mode = job.ModeAny
 	}

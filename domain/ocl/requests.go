@@ -2,7 +2,6 @@ package ocl
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"cairn/domain"
@@ -61,16 +60,6 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// selectorReason is a selector error without the field name the selector
-// parser puts first: the problem's path names the field.
-func selectorReason(err error) string {
-	var ve *domain.ValidationError
-	if errors.As(err, &ve) {
-		return ve.Reason
-	}
-	return err.Error()
-}
-
 // requests expands and parses a resource's requests for one instance.
 func (pl *planner) requests(p path, rq *Requests, e *expansion) *PlannedRequests {
 	out := &PlannedRequests{}
@@ -104,6 +93,6 @@ func (pl *planner) requests(p path, rq *Requests, e *expansion) *PlannedRequests
 // checkSelector reports a planned selector that does not parse.
 func (pl *planner) checkSelector(p path, s string) {
 	if _, err := node.ParseSelector(s); err != nil {
-		pl.ps.add(p, "%s", selectorReason(err))
+		pl.ps.add(p, "%s", domain.Reason(err))
 	}
 }

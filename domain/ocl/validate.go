@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"cairn/domain"
 	"cairn/domain/node"
 )
 
@@ -233,7 +234,7 @@ func (c *checker) resources() {
 			c.refsInString(p.key("placement").key("selector"), r.Placement.Selector, pctx)
 			if !strings.Contains(r.Placement.Selector, "$") {
 				if _, err := node.ParseSelector(r.Placement.Selector); err != nil {
-					c.add(p.key("placement").key("selector"), "%s", selectorReason(err))
+					c.add(p.key("placement").key("selector"), "%s", domain.Reason(err))
 				}
 			}
 		}

@@ -2548,7 +2548,7 @@ func (ec *executionContext) unmarshalInputJobTargetInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"nodeId", "selector", "requirements", "location", "every", "mode", "maxParallel"}
+	fieldsInOrder := [...]string{"nodeId", "selector", "requirements", "match", "location", "every", "mode", "maxParallel"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -2576,6 +2576,13 @@ func (ec *executionContext) unmarshalInputJobTargetInput(ctx context.Context, ob
 				return it, err
 			}
 			it.Requirements = data
+		case "match":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("match"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Match = data
 		case "location":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("location"))
 			data, err := ec.unmarshalOID2ᚖstring(ctx, v)

@@ -6730,6 +6730,8 @@ input JobTargetInput {
   selector: [LabelInput!]
   "Run on nodes meeting every one of these set-based label tests."
   requirements: [LabelRequirementInput!]
+  "The same tests written as text, as Kubernetes writes selectors: ` + "`" + `zone in (a,b), !gpu, role=web` + "`" + `; added to requirements."
+  match: String
   "Run on the nodes of this location."
   location: ID
   "Run on every node (with mode ALL: each one; with ANY: any one); not with selector, requirements or location."

@@ -910,6 +910,8 @@ type JobTargetInput struct {
 	Selector []LabelInput `json:"selector,omitempty"`
 	// Run on nodes meeting every one of these set-based label tests.
 	Requirements []LabelRequirementInput `json:"requirements,omitempty"`
+	// The same tests written as text, as Kubernetes writes selectors: `zone in (a,b), !gpu, role=web`; added to requirements.
+	Match *string `json:"match,omitempty"`
 	// Run on the nodes of this location.
 	Location *string `json:"location,omitempty"`
 	// Run on every node (with mode ALL: each one; with ANY: any one); not with selector, requirements or location.

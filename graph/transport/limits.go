@@ -21,10 +21,12 @@ type weighted struct{ graphql.ExecutableSchema }
 // object they are asked on, instead of through the batching loaders
 // (loaders.go; their resolvers say why). Each call costs this much on top of
 // its selection, so asking for them on every row of a long list is refused
-// before it runs: nodes(first: 500) { ... statistics } is 500 reads.
+// before it runs: nodes(first: 500) { ... statistics } is 500 reads. A
+// location's capacity reads its nodes and allocations.
 var ownQuery = map[string]int{
 	"ServerNode.statistics": 20,
 	"Job.log":               20,
+	"Location.capacity":     20,
 }
 
 // defaultPage is what a connection returns when asked with neither first

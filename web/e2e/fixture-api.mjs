@@ -22,8 +22,8 @@ const viewers = {
 viewers['op-early'] = { ...viewers.op, id: 't-op-early' };
 
 const allRoots = {
-  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain', 'cluster'],
-  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation'],
+  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'location', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain', 'cluster'],
+  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation', 'setLocationReserve'],
   subscription: ['events', 'nodeChanged', 'jobChanged', 'jobLog', 'serviceChanged'],
 };
 const earlyRoots = {
@@ -38,6 +38,24 @@ const schemaOf = (roots) => {
 
 const label = (key, value) => ({ key, value });
 const location = { id: 'ams1', name: 'Amsterdam 1' };
+const res = (cpu, memGiB, diskGiB = 0) => ({ cpu, memoryBytes: memGiB * 2 ** 30, diskBytes: diskGiB * 2 ** 30 });
+const nodeCapacity = (cpu, memGiB, fill, allocations) => ({ allocatable: res(32, 64, 900), allocated: res(cpu, memGiB, 10), reserve: null, locationReserve: res(1, 2), allocations, fill });
+const locationCapacity = {
+  allocatable: res(64, 128, 1800),
+  allocated: res(20.5, 52, 20),
+  reserve: res(1, 2),
+  nodes: 2,
+  schedulableNodes: 1,
+  runningTotal: 2,
+  fullest: [
+    { nodeId: 'n1', hostname: 'edge-01', status: 'ONLINE', capacity: nodeCapacity(18.5, 48, 0.75, 7) },
+    { nodeId: 'n2', hostname: 'edge-02', status: 'DISCONNECTED', capacity: nodeCapacity(2, 4, 0.0625, 1) },
+  ],
+  running: [
+    { resourceId: 'r1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6', resourceType: 'process', serviceId: 's1', serviceName: 'shop', nodeId: 'n1', hostname: 'edge-01', request: res(0.5, 1), allocatedAt: ago(3600) },
+    { resourceId: 'r9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4', resourceType: 'directory', serviceId: 's1', serviceName: 'shop', nodeId: 'n2', hostname: 'edge-02', request: res(0, 0), allocatedAt: ago(7200) },
+  ],
+};
 const nodes = [
   { id: 'n1', hostname: 'edge-01', status: 'ONLINE', cordoned: false, labels: [label('zone', 'a'), label('role', 'web')], locationId: 'ams1', location, connectedAt: ago(3600), disconnectedAt: null, enrolledAt: ago(86400), updatedAt: ago(60) },
   { id: 'n2', hostname: 'edge-02', status: 'DISCONNECTED', cordoned: false, labels: [label('zone', 'b')], locationId: 'ams1', location, connectedAt: ago(7200), disconnectedAt: ago(300), enrolledAt: ago(86400), updatedAt: ago(300) },
@@ -121,7 +139,15 @@ function answer(viewer, op, vars, calls) {
     case 'NodeStats':
       return { data: { node: { id: vars.id, statistics: stats } } };
     case 'Locations':
-      return { data: { locations: conn([{ ...location, description: 'Rack row C', status: 'ACTIVE', createdAt: ago(86400 * 30) }]) } };
+      return { data: { locations: conn([{ ...location, description: 'Rack row C', status: 'ACTIVE', createdAt: ago(86400 * 30), capacity: locationCapacity }]) } };
+    case 'LocationNames':
+      return { data: { locations: conn([{ ...location, status: 'ACTIVE' }]) } };
+    case 'Location':
+      if (vars.id !== location.id) return { data: { location: null } };
+      return { data: { location: { ...location, description: 'Rack row C', status: 'ACTIVE', createdAt: ago(86400 * 30), capacity: locationCapacity } } };
+    case 'SetLocationReserve':
+      calls.push({ op, vars });
+      return { data: { setLocationReserve: { cursor: '98', duplicate: false } } };
     case 'Jobs':
       return { data: { jobs: conn(jobs) } };
     case 'Job': {

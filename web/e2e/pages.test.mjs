@@ -68,6 +68,17 @@ describe('operator', () => {
     const call = api.calls.find((c) => c.op === 'SubmitJob');
     assert.deepEqual(call.vars.input.spec, { kind: 'SCRIPT', script: { interpreter: 'sh', body: 'echo hello' } });
     assert.deepEqual(call.vars.input.target, { nodeId: 'n1' });
+    // A set of nodes: a location and a set-based selector, every one of them.
+    await page.goto(`${api.url}/jobs/new`);
+    await page.getByRole('radio', { name: 'Nodes by location or labels' }).check();
+    await page.getByLabel('Location', { exact: true }).selectOption('ams1');
+    await page.getByLabel(/^Label selector/).fill('zone in (a,b), !gpu');
+    await page.getByRole('radio', { name: 'All of them' }).check();
+    await page.getByLabel(/^Script/).fill('uptime');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await page.waitForURL(/\/jobs\/j-2$/);
+    const sets = api.calls.filter((c) => c.op === 'SubmitJob');
+    assert.deepEqual(sets[sets.length - 1].vars.input.target, { match: 'zone in (a,b), !gpu', location: 'ams1', mode: 'ALL', maxParallel: 0 });
     assert.ok(call.vars.input.commandId, 'a command id makes the submission idempotent');
     await page.getByTestId('job-log').waitFor();
     await screenshot(page, 'pages-operator-job');
@@ -100,6 +111,28 @@ describe('operator', () => {
     assert.equal(await replicas.count(), 2);
     assert.match(await replicas.first().innerText(), /dispatch, orchestrator/);
     assert.match(await replicas.nth(1).innerText(), /Gone/i);
+    // A location shows its capacity, its nodes by fill and what runs there.
+    await page.goto(`${api.url}/locations`);
+    await page.getByRole('link', { name: 'Amsterdam 1' }).click();
+    await page.waitForURL('**/locations/ams1');
+    await page.getByRole('heading', { level: 1, name: /Amsterdam 1/ }).waitFor();
+    await page.getByRole('img', { name: /Nodes by fill: edge-01 75 %, edge-02 6 %/ }).waitFor();
+    assert.match(await page.getByLabel('capacity').innerText(), /20\.5 of 64 CPU/);
+    assert.equal(await page.locator('main table tbody tr').count(), 2);
+    await screenshot(page, 'pages-operator-location');
+    await page.getByText('Reserve per node…').click();
+    await page.getByLabel('Memory (GiB)').fill('4');
+    await page.getByRole('button', { name: 'Set reserve' }).click();
+    await page.waitForFunction(() => true);
+    const reserve = await (async () => {
+      for (let i = 0; i < 50; i++) {
+        const c = api.calls.find((x) => x.op === 'SetLocationReserve');
+        if (c) return c;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return null;
+    })();
+    assert.deepEqual(reserve?.vars.input.reserve, { cpu: 1, memoryBytes: 4 * 2 ** 30, diskBytes: 0 });
     // Operators read users but not tokens.
     await page.goto(`${api.url}/users`);
     await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();

@@ -17,6 +17,7 @@ import type {
   JobSummary,
   Label,
   Location,
+  LocationCapacity,
   LocationStatus,
   NodeDetail,
   NodeStatSample,
@@ -101,7 +102,7 @@ const JobSummaryFields = gql`
       exec { argv workdir }
       script { interpreter body }
     }
-    target { nodeId selector { key value } mode maxParallel }
+    target { nodeId selector { key value } requirements { key operator values } location every mode maxParallel }
     nodeId
     submitter
     attempt
@@ -310,7 +311,16 @@ export interface SubmitJobInput {
     exec?: { argv: string[]; workdir?: string };
     script?: { interpreter: string; body: string };
   };
-  target: { nodeId?: string; selector?: Label[]; mode?: TargetMode; maxParallel?: number };
+  target: {
+    nodeId?: string;
+    selector?: Label[];
+    /** Set-based label tests as text: `zone in (a,b), !gpu`. */
+    match?: string;
+    location?: string;
+    every?: boolean;
+    mode?: TargetMode;
+    maxParallel?: number;
+  };
   timeoutSeconds?: number;
   commandId?: string;
 }
@@ -700,17 +710,58 @@ export const ClusterQuery = gql<{ cluster: { replicas: Replica[] } }, Record<str
   }
 `;
 
+/** Locations' names, for selects and for showing ids as names. */
+export const LocationNamesQuery = gql<{ locations: Connection<Pick<Location, 'id' | 'name' | 'status'>> }, Page>`
+  query LocationNames($first: Int, $after: String) {
+    locations(first: $first, after: $after) {
+      edges { cursor node { id name status } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+`;
+
+/** The totals of a location's capacity, as lists show them. */
+export type CapacityTotals = Pick<LocationCapacity, 'allocatable' | 'allocated' | 'nodes' | 'schedulableNodes'>;
+
 export const LocationsQuery = gql<
-  { locations: Connection<Location> },
+  { locations: Connection<Location & { capacity: CapacityTotals }> },
   Page & { filter?: { status?: LocationStatus[] }; consistentWith?: Cursor }
 >`
   query Locations($first: Int, $after: String, $filter: LocationFilter, $consistentWith: Cursor) {
     locations(first: $first, after: $after, filter: $filter, consistentWith: $consistentWith) {
-      edges { cursor node { ...LocationFields } }
+      edges { cursor node { ...LocationFields
+        capacity(limit: 0) { allocatable { cpu memoryBytes diskBytes } allocated { cpu memoryBytes diskBytes } nodes schedulableNodes } } }
       pageInfo { hasNextPage endCursor }
     }
   }
   ${LocationFields}
+`;
+
+export const LocationQuery = gql<
+  { location: (Location & { capacity: LocationCapacity }) | null },
+  { id: string; consistentWith?: Cursor }
+>`
+  query Location($id: ID!, $consistentWith: Cursor) {
+    location(id: $id, consistentWith: $consistentWith) {
+      ...LocationFields
+        capacity(limit: 50) {
+          allocatable { cpu memoryBytes diskBytes } allocated { cpu memoryBytes diskBytes } reserve { cpu memoryBytes diskBytes }
+          nodes schedulableNodes runningTotal
+          fullest { nodeId hostname status capacity { allocatable { cpu memoryBytes diskBytes } allocated { cpu memoryBytes diskBytes } allocations fill } }
+          running { resourceId resourceType serviceId serviceName nodeId hostname request { cpu memoryBytes diskBytes } allocatedAt }
+        }
+    }
+  }
+  ${LocationFields}
+`;
+
+export const SetLocationReserveMutation = gql<
+  { setLocationReserve: Payload },
+  { input: { locationId: string; reserve: { cpu?: number; memoryBytes?: number; diskBytes?: number }; commandId?: string } }
+>`
+  mutation SetLocationReserve($input: SetLocationReserveInput!) {
+    setLocationReserve(input: $input) { cursor duplicate }
+  }
 `;
 
 export const CreateLocationMutation = gql<

@@ -103,7 +103,15 @@ export interface JobSummary {
   parentId: string | null;
   status: JobStatus;
   spec: JobSpec;
-  target: { nodeId: string | null; selector: Label[]; mode: TargetMode | null; maxParallel: number };
+  target: {
+    nodeId: string | null;
+    selector: Label[];
+    requirements?: { key: string; operator: LabelOperator; values: string[] }[];
+    location?: string | null;
+    every?: boolean;
+    mode: TargetMode | null;
+    maxParallel: number;
+  };
   nodeId: string | null;
   submitter: string;
   attempt: number;
@@ -312,6 +320,47 @@ export interface Location {
   description: string | null;
   status: LocationStatus;
   createdAt: string;
+}
+
+/** How a label requirement tests a node's label. */
+export type LabelOperator = 'EQUALS' | 'NOT_EQUALS' | 'IN' | 'NOT_IN' | 'EXISTS' | 'NOT_EXISTS';
+
+/** Amounts of CPU (in CPUs), memory and disk (in bytes). */
+export interface Resources {
+  cpu: number;
+  memoryBytes: number;
+  diskBytes: number;
+}
+
+/** What a node offers the scheduler and what is allocated on it. */
+export interface NodeCapacity {
+  allocatable: Resources;
+  allocated: Resources;
+  reserve: Resources | null;
+  locationReserve: Resources;
+  allocations: number;
+  fill: number;
+}
+
+/** A location's capacity: totals, fullest nodes, what runs there. */
+export interface LocationCapacity {
+  allocatable: Resources;
+  allocated: Resources;
+  reserve: Resources;
+  nodes: number;
+  schedulableNodes: number;
+  fullest: { nodeId: string; hostname: string; status: NodeStatus; capacity: NodeCapacity }[];
+  running: {
+    resourceId: string;
+    resourceType: string;
+    serviceId: string | null;
+    serviceName: string | null;
+    nodeId: string;
+    hostname: string;
+    request: Resources;
+    allocatedAt: string;
+  }[];
+  runningTotal: number;
 }
 
 /** A cairnd replica serving the database (the cluster query). */

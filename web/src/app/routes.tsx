@@ -8,6 +8,7 @@ import { RunJobPage } from '../pages/operator/RunJob';
 import { TenantsPage } from '../pages/operator/Tenants';
 import { UsersPage } from '../pages/operator/Users';
 import { LocationsPage } from '../pages/operator/Locations';
+import { LocationPage } from '../pages/operator/Location';
 import { ClusterPage } from '../pages/operator/Cluster';
 import { CatalogPage } from '../pages/catalog/Catalog';
 import { TemplatePage } from '../pages/catalog/Template';
@@ -36,6 +37,7 @@ export const routes: RouteDef[] = [
   { pattern: '/tenants', page: 'tenants', component: TenantsPage },
   { pattern: '/users', page: 'users', component: UsersPage },
   { pattern: '/locations', page: 'locations', component: LocationsPage },
+  { pattern: '/locations/:id', page: 'location', component: LocationPage },
   { pattern: '/cluster', page: 'cluster', component: ClusterPage },
   { pattern: '/catalog', page: 'catalog', component: CatalogPage },
   { pattern: '/catalog/register', page: 'register-template', component: RegisterTemplatePage },

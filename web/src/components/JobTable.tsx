@@ -18,10 +18,25 @@ export function jobWhat(j: Pick<JobSummary, 'spec'>): string {
   }
 }
 
-export function jobTarget(j: Pick<JobSummary, 'target' | 'nodeId'>): string {
-  if (j.target.nodeId) return j.target.nodeId;
-  const sel = j.target.selector.map((l) => `${l.key}=${l.value}`).join(', ');
-  return `${j.target.mode === 'ALL' ? 'all of' : 'any of'} ${sel || 'every node'}`;
+const operatorText: Record<string, (k: string, v: string[]) => string> = {
+  EQUALS: (k, v) => `${k}=${v[0] ?? ''}`,
+  NOT_EQUALS: (k, v) => `${k}!=${v[0] ?? ''}`,
+  IN: (k, v) => `${k} in (${v.join(',')})`,
+  NOT_IN: (k, v) => `${k} notin (${v.join(',')})`,
+  EXISTS: (k) => k,
+  NOT_EXISTS: (k) => `!${k}`,
+};
+
+export function jobTarget(j: Pick<JobSummary, 'target' | 'nodeId'>, locationName: (id: string) => string = (id) => id): string {
+  const t = j.target;
+  if (t.nodeId) return t.nodeId;
+  const parts = [
+    ...t.selector.map((l) => `${l.key}=${l.value}`),
+    ...(t.requirements ?? []).map((r) => (operatorText[r.operator] ?? ((k: string) => k))(r.key, r.values)),
+  ];
+  let set = parts.join(', ');
+  if (t.location) set = `${set ? `${set} ` : 'nodes '}in ${locationName(t.location)}`;
+  return `${t.mode === 'ALL' ? 'all of' : 'any of'} ${set || 'every node'}`;
 }
 
 export function JobTable({ jobs, busy, showTarget = true }: { jobs: JobSummary[]; busy?: boolean; showTarget?: boolean }) {

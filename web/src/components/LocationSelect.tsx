@@ -1,4 +1,4 @@
-import { LocationsQuery } from '../api/ops';
+import { LocationNamesQuery } from '../api/ops';
 import { useApiQuery } from '../app/hooks';
 
 /** A select of the locations, with "any" (or "none") first. */
@@ -15,7 +15,7 @@ export function LocationSelect({
   label?: string;
   empty?: string;
 }) {
-  const q = useApiQuery(LocationsQuery, { first: 200 });
+  const q = useApiQuery(LocationNamesQuery, { first: 200 });
   return (
     <div className="field inline">
       <label htmlFor={id}>{label}</label>

@@ -2,12 +2,15 @@
 // with a message per field at fault.
 import type { SubmitJobInput } from '../api/ops';
 import type { JobKind, TargetMode } from '../api/types';
-import { parseLabels } from './urlState';
 
 export interface JobForm {
-  targetBy: 'node' | 'selector';
+  /** One node, a set of nodes (a location and/or a label selector), or every node. */
+  targetBy: 'node' | 'selector' | 'every';
   nodeId: string;
+  /** A label selector as text: role=web, zone in (a,b), !gpu. */
   selector: string;
+  /** The location of the set; empty for any. */
+  location: string;
   mode: TargetMode;
   maxParallel: string;
   kind: JobKind;
@@ -26,6 +29,7 @@ export const emptyJobForm: JobForm = {
   targetBy: 'node',
   nodeId: '',
   selector: '',
+  location: '',
   mode: 'ANY',
   maxParallel: '0',
   kind: 'SCRIPT',
@@ -45,17 +49,17 @@ export function jobInput(f: JobForm): { input?: SubmitJobInput; errors: Partial<
     if (f.nodeId.trim() === '') errors.nodeId = 'Choose a node.';
     else target.nodeId = f.nodeId.trim();
   } else {
-    const sel = parseLabels(f.selector);
-    if (sel.error) errors.selector = sel.error;
-    else if (sel.labels.length === 0) errors.selector = 'Give at least one label, key=value.';
+    if (f.targetBy === 'every') target.every = true;
+    else if (f.selector.trim() === '' && f.location === '') errors.selector = 'Give a label selector or choose a location.';
     else {
-      target.selector = sel.labels;
-      target.mode = f.mode;
-      if (f.mode === 'ALL') {
-        const n = Number(f.maxParallel || '0');
-        if (!Number.isInteger(n) || n < 0) errors.maxParallel = 'A whole number, 0 for no limit.';
-        else target.maxParallel = n;
-      }
+      if (f.selector.trim() !== '') target.match = f.selector.trim();
+      if (f.location !== '') target.location = f.location;
+    }
+    target.mode = f.mode;
+    if (f.mode === 'ALL') {
+      const n = Number(f.maxParallel || '0');
+      if (!Number.isInteger(n) || n < 0) errors.maxParallel = 'A whole number, 0 for no limit.';
+      else target.maxParallel = n;
     }
   }
   const spec: SubmitJobInput['spec'] = { kind: f.kind };

@@ -73,19 +73,23 @@ describe('the run-a-job form', () => {
       timeoutSeconds: 3600,
     });
   });
-  it('builds a fan-out over a selector', () => {
-    const r = jobInput({ ...emptyJobForm, targetBy: 'selector', selector: 'zone=a', mode: 'ALL', maxParallel: '2', kind: 'EXEC', argv: 'uname\n-a\n' });
+  it('builds a fan-out over a selector in a location', () => {
+    const r = jobInput({ ...emptyJobForm, targetBy: 'selector', selector: ' zone in (a,b), !gpu ', location: 'ams', mode: 'ALL', maxParallel: '2', kind: 'EXEC', argv: 'uname\n-a\n' });
     expect(r.input).toEqual({
       spec: { kind: 'EXEC', exec: { argv: ['uname', '-a'] } },
-      target: { selector: [{ key: 'zone', value: 'a' }], mode: 'ALL', maxParallel: 2 },
+      target: { match: 'zone in (a,b), !gpu', location: 'ams', mode: 'ALL', maxParallel: 2 },
       timeoutSeconds: 3600,
     });
+  });
+  it('builds a job on every node', () => {
+    const r = jobInput({ ...emptyJobForm, targetBy: 'every', mode: 'ALL', body: 'uptime' });
+    expect(r.input?.target).toEqual({ every: true, mode: 'ALL', maxParallel: 0 });
   });
   it('says what is missing', () => {
     const r = jobInput({ ...emptyJobForm, targetBy: 'selector', kind: 'ACTION', args: '[1]', timeoutSeconds: '0' });
     expect(r.input).toBeUndefined();
     expect(r.errors).toEqual({
-      selector: 'Give at least one label, key=value.',
+      selector: 'Give a label selector or choose a location.',
       action: 'Name the action, e.g. system.info.',
       args: 'The arguments must be a JSON object.',
       timeoutSeconds: 'A whole number of seconds, more than 0.',

@@ -11,6 +11,7 @@ export type PageId =
   | 'tenants'
   | 'users'
   | 'locations'
+  | 'location'
   | 'catalog'
   | 'template'
   | 'register-template'
@@ -33,6 +34,7 @@ export const pageNeeds: Record<PageId, { query?: string[]; mutation?: string[] }
   tenants: { query: ['tenants'] },
   users: { query: ['users'] },
   locations: { query: ['locations'] },
+  location: { query: ['location'] },
   catalog: { query: ['templates'] },
   template: { query: ['template'] },
   'register-template': { mutation: ['registerTemplate'] },

@@ -5,9 +5,9 @@ import type { Role, Viewer } from '../api/types';
 import { everything, type Capabilities } from './capabilities';
 import { serves, type PageId } from './pages';
 
-const operatorPages: PageId[] = ['nodes', 'node', 'jobs', 'job', 'run-job', 'tenants', 'locations', 'catalog', 'template', 'register-template', 'services', 'service', 'events', 'event', 'cluster'];
+const operatorPages: PageId[] = ['nodes', 'node', 'jobs', 'job', 'run-job', 'tenants', 'locations', 'location', 'catalog', 'template', 'register-template', 'services', 'service', 'events', 'event', 'cluster'];
 const tenantPages: PageId[] = ['catalog', 'template', 'services', 'service', 'deploy'];
-const auditorPages: PageId[] = ['events', 'event', 'as-of', 'verify', 'nodes', 'node', 'jobs', 'job', 'services', 'service', 'tenants', 'locations', 'catalog', 'template'];
+const auditorPages: PageId[] = ['events', 'event', 'as-of', 'verify', 'nodes', 'node', 'jobs', 'job', 'services', 'service', 'tenants', 'locations', 'location', 'catalog', 'template'];
 
 const pagesByRole: Record<Role, ReadonlySet<PageId>> = {
   ADMIN: new Set<PageId>([...operatorPages, ...auditorPages, 'users', 'deploy']),

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { CreateLocationMutation, LocationsQuery, RetireLocationMutation } from '../../api/ops';
+import type { CapacityTotals } from '../../api/ops';
 import type { Location, LocationStatus } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand } from '../../app/hooks';
@@ -7,6 +8,7 @@ import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { Checks } from '../../components/Checks';
 import { CreatePanel } from '../../components/CreatePanel';
+import { Meter } from '../../components/Capacity';
 import { ConfirmButton } from '../../components/Confirm';
 import { Field } from '../../components/Field';
 import { Link } from '../../components/Link';
@@ -23,8 +25,9 @@ export function LocationsPage() {
   const access = useAccess();
   const [state, setState] = useUrlState(spec);
   const [cw, setCw] = useState<string>();
+  // Pages of 100: a location's capacity reads its nodes.
   const q = useApiQuery(LocationsQuery, {
-    first: 200,
+    first: 100,
     filter: { status: state.status.length ? (state.status as LocationStatus[]) : undefined },
     consistentWith: cw,
   });
@@ -43,6 +46,8 @@ export function LocationsPage() {
               { header: 'Name' },
               { header: 'Description' },
               { header: 'Status' },
+              { header: 'CPU allocated' },
+              { header: 'Memory allocated' },
               { header: 'Nodes', srOnly: true, hidden: !access.page('nodes') },
               { header: 'Created' },
             ]}
@@ -59,21 +64,35 @@ export function LocationsPage() {
   );
 }
 
-function LocationRow({ location: l, showNodes, onChanged }: { location: Location; showNodes: boolean; onChanged(c: string): void }) {
+function LocationRow({
+  location: l,
+  showNodes,
+  onChanged,
+}: {
+  location: Location & { capacity: CapacityTotals };
+  showNodes: boolean;
+  onChanged(c: string): void;
+}) {
   const access = useAccess();
   const [retire, st] = useCommand(RetireLocationMutation);
   return (
     <tr>
       <td>
-        {l.name} <code className="muted">{l.id}</code>
+        <Link to={`/locations/${encodeURIComponent(l.id)}`}>{l.name}</Link> <code className="muted">{l.id}</code>
       </td>
       <td>{l.description ?? <span className="muted">—</span>}</td>
       <td>
         <Status value={l.status} />
       </td>
+      <td>
+        <Meter kind="cpu" allocated={l.capacity.allocated} allocatable={l.capacity.allocatable} />
+      </td>
+      <td>
+        <Meter kind="memory" allocated={l.capacity.allocated} allocatable={l.capacity.allocatable} />
+      </td>
       {showNodes ? (
         <td>
-          <Link to={`/nodes?location=${encodeURIComponent(l.id)}`}>Nodes</Link>
+          <Link to={`/nodes?location=${encodeURIComponent(l.id)}`}>{`${l.capacity.nodes} nodes`}</Link>
         </td>
       ) : null}
       <td>

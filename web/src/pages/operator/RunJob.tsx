@@ -6,12 +6,13 @@ import { useTitle } from '../../app/title';
 import { useUrlState } from '../../app/useUrlState';
 import { Field } from '../../components/Field';
 import { Link } from '../../components/Link';
+import { LocationSelect } from '../../components/LocationSelect';
 import { Problems } from '../../components/states';
 import { humanize } from '../../lib/format';
 import { emptyJobForm, jobInput, type JobForm } from '../../lib/jobForm';
 import { navigate } from '../../lib/router';
 
-const spec = { node: 'string', selector: 'string' } as const;
+const spec = { node: 'string', selector: 'string', location: 'string' } as const;
 
 export function RunJobPage() {
   useTitle('Run a job');
@@ -20,7 +21,8 @@ export function RunJobPage() {
     ...emptyJobForm,
     nodeId: initial.node,
     selector: initial.selector,
-    targetBy: initial.selector && !initial.node ? 'selector' : 'node',
+    location: initial.location,
+    targetBy: (initial.selector || initial.location) && !initial.node ? 'selector' : 'node',
   }));
   const [errors, setErrors] = useState<Partial<Record<keyof JobForm, string>>>({});
   const [submit, st] = useCommand(SubmitJobMutation);
@@ -53,16 +55,29 @@ export function RunJobPage() {
               <input type="radio" name="targetBy" checked={form.targetBy === 'node'} onChange={() => set('targetBy', 'node')} /> One node
             </label>
             <label>
-              <input type="radio" name="targetBy" checked={form.targetBy === 'selector'} onChange={() => set('targetBy', 'selector')} /> Nodes with labels
+              <input type="radio" name="targetBy" checked={form.targetBy === 'selector'} onChange={() => set('targetBy', 'selector')} /> Nodes by location or labels
+            </label>
+            <label>
+              <input type="radio" name="targetBy" checked={form.targetBy === 'every'} onChange={() => set('targetBy', 'every')} /> Every node
             </label>
           </div>
           {form.targetBy === 'node' ? (
             <NodeSelect value={form.nodeId} error={errors.nodeId} onChange={(v) => set('nodeId', v)} />
           ) : (
             <>
-              <Field id="job-selector" label="Labels" hint="key=value, comma separated: nodes carrying all of them" error={errors.selector} required>
-                {(a) => <input {...a} value={form.selector} onChange={(e) => set('selector', e.target.value)} />}
-              </Field>
+              {form.targetBy === 'selector' ? (
+                <>
+                  <LocationSelect id="job-location" value={form.location} onChange={(v) => set('location', v)} />
+                  <Field
+                    id="job-selector"
+                    label="Label selector"
+                    hint="role=web, zone in (a,b), zone notin (c), gpu (has the label), !gpu (has not); comma separated, all must hold"
+                    error={errors.selector}
+                  >
+                    {(a) => <input {...a} value={form.selector} spellCheck={false} onChange={(e) => set('selector', e.target.value)} />}
+                  </Field>
+                </>
+              ) : null}
               <div className="radios" role="radiogroup" aria-label="how many nodes">
                 <label>
                   <input type="radio" name="mode" checked={form.mode === 'ANY'} onChange={() => set('mode', 'ANY')} /> Any one of them
