@@ -251,10 +251,20 @@ func TestServicesEndToEnd(t *testing.T) {
 		vendor.must(t, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`,
 			map[string]any{"d": tooBigDescriptor}, nil)
 		vendor.must(t, `mutation { publishTemplate(input: {name: "too-big", version: "1.0.0"}) { template { status } } }`, nil, nil)
+		// More than the node has at all: refused before anything is recorded.
+		err := tenant.do(`mutation { createService(input: {name: "huge", templateName: "too-big", templateVersion: "1.0.0",
+			variables: {memory: "100Ti"}}) { service { id } } }`, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), "resources.hog.requests: asks 0.1 CPU, 100 TiB memory, more than any of the 1 nodes it may go on offers") {
+			t.Fatalf("a request larger than any node: %v", err)
+		}
+		// Less than the node offers but more than it has free: the
+		// deployment fails at the resource, saying why.
 		var made struct {
 			CreateService struct{ Service struct{ ID string } } `json:"createService"`
 		}
-		tenant.must(t, `mutation { createService(input: {name: "huge", templateName: "too-big", templateVersion: "1.0.0"}) { service { id } } }`, nil, &made)
+		almost := c.Allocatable.MemoryBytes - 32<<20
+		tenant.must(t, `mutation($v: JSON) { createService(input: {name: "almost", templateName: "too-big", templateVersion: "1.0.0",
+			variables: $v}) { service { id } } }`, map[string]any{"v": map[string]any{"memory": strconv.FormatInt(almost, 10)}}, &made)
 		id := made.CreateService.Service.ID
 		var failed serviceView
 		poll(t, step, "service "+id+" to fail", func() (bool, string) {
@@ -264,7 +274,7 @@ func TestServicesEndToEnd(t *testing.T) {
 			}
 			return failed.Status == "FAILED", failed.Status
 		}, server, agent)
-		if !strings.Contains(failed.Cause, "0 of 1 nodes fit: 1 lacking 100 TiB of memory") {
+		if !strings.Contains(failed.Cause, "0 of 1 nodes fit: 1 lacking") || !strings.Contains(failed.Cause, "of memory") {
 			t.Fatalf("the failure says %q", failed.Cause)
 		}
 		admin.must(t, `query($id: ID!) { serverNode(id: $id) { capacity { allocations allocated { cpu memoryBytes } allocatable { memoryBytes } } } }`,
@@ -496,18 +506,22 @@ func TestServicesEndToEnd(t *testing.T) {
 }
 
 // secretFileDescriptor writes a sensitive variable into a file on a node.
-// tooBigDescriptor asks more memory than any node has.
+// tooBigDescriptor asks as much memory as it is told.
 const tooBigDescriptor = `apiVersion: cairn/v1
 metadata:
   name: too-big
   version: 1.0.0
   vendor: Example Hosting
+variables:
+  memory:
+    type: string
+    required: true
 resources:
   - name: hog
     plugin: agent
     type: process
     requests:
-      memory: 100Ti
+      memory: ${var.memory}
     properties:
       argv: ["true"]
 `

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"cairn/domain"
-	"cairn/domain/node"
 	"cairn/domain/ocl"
 	"cairn/domain/placement"
 	"cairn/eventstore"
@@ -24,41 +23,23 @@ func (o *Orchestrator) placedType(t *tracked) (plugins.ResourceType, bool) {
 	if o.cfg.Scheduler == nil {
 		return plugins.ResourceType{}, false
 	}
-	types, _ := o.reg.Types(t.node.Plugin)
-	for _, rt := range types {
-		if rt.Name == t.node.Type {
-			return rt, rt.Placed
-		}
-	}
-	return plugins.ResourceType{}, false
+	return scheduler.PlacedType(o.reg, t.node.Plugin, t.node.Type)
 }
 
-// ask is what the resource asks of the scheduler.
+// ask is what the resource asks of the scheduler. A resource whose
+// properties name its node (another resource's node output, say) is
+// allocated there or nowhere.
 func (o *Orchestrator) ask(d *deployment, t *tracked, rt plugins.ResourceType) (scheduler.Request, error) {
-	a := placement.Ask{ResourceID: t.node.ResourceID, Request: t.node.Requests.Or(rt.DefaultRequests),
-		SpreadGroup: "template:" + d.svc.TemplateName + "/" + t.node.Resource, DistinctGroup: "service:" + d.svc.ID + "/" + t.node.Resource}
-	if p := t.node.Placement; p != nil {
-		a.Location = p.Location
-		a.Selector = node.SelectorOf(p.Labels)
-		sel, err := node.ParseSelector(p.Selector)
-		if err != nil {
-			return scheduler.Request{}, err
-		}
-		a.Selector = append(a.Selector, sel...)
-		a.Spread, a.Distinct = placement.Scope(p.Spread), placement.Scope(p.Distinct)
-	}
-	// A resource whose properties name its node (another resource's node
-	// output, say) is allocated there or nowhere.
-	props, err := ocl.ResolveProperties(t.node.Properties, d.output)
-	if err == nil {
+	var pin string
+	if props, err := ocl.ResolveProperties(t.node.Properties, d.output); err == nil {
 		var named struct {
 			Node string `json:"node"`
 		}
 		if json.Unmarshal(props, &named) == nil {
-			a.Pin = named.Node
+			pin = named.Node
 		}
 	}
-	return scheduler.Request{Ask: a, ServiceID: d.svc.ID, Groups: []string{a.SpreadGroup, a.DistinctGroup}}, nil
+	return scheduler.RequestFor(t.node, rt, d.svc.ID, d.svc.TemplateName, pin)
 }
 
 // place allocates a node for a resource being created, when its type is

@@ -22,11 +22,22 @@ import (
 
 // Handlers runs service commands against the event store.
 type Handlers struct {
-	store   commands.Store
-	now     commands.Clock
-	newID   commands.IDGenerator
-	secrets *Secrets
+	store    commands.Store
+	now      commands.Clock
+	newID    commands.IDGenerator
+	secrets  *Secrets
+	capacity CapacityCheck
 }
+
+// CapacityCheck refuses a plan with a resource no node could ever take,
+// before the service is registered (see scheduler.PlanCheck).
+type CapacityCheck interface {
+	CheckPlan(ctx context.Context, plan *ocl.Graph, serviceID, templateName string) error
+}
+
+// CheckCapacity has Register refuse plans that check refuses; without it
+// such a deployment fails when it reaches the resource.
+func (h *Handlers) CheckCapacity(check CapacityCheck) { h.capacity = check }
 
 // NewHandlers returns service handlers; clock stamps commands, ids names
 // services registered without a caller-chosen id, and sealer seals the
@@ -109,6 +120,11 @@ func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register
 	plan, err := d.Plan(vars, ocl.ServiceContext{ID: id, Tenant: in.TenantID})
 	if err != nil {
 		return commands.Outcome{}, err
+	}
+	if h.capacity != nil {
+		if err := h.capacity.CheckPlan(ctx, plan, id, in.TemplateName); err != nil {
+			return commands.Outcome{}, err
+		}
 	}
 	var resources []string
 	for _, n := range plan.Nodes() {
