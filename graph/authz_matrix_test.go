@@ -896,6 +896,7 @@ func (f *mxFixture) rows() []row {
 				auth.ServiceCreate, &auth.Resource{TenantID: tenantA}, perCaller("n", "m-a-")),
 			mine("for B", `mutation($n: String!) { createService(input: {tenantId: "tenant-b", name: $n, templateName: "kv-store", templateVersion: "1.0.0", variables: {password: "pw"}}) { cursor } }`,
 				auth.ServiceCreate, &auth.Resource{TenantID: tenantB}, perCaller("n", "m-b-"))),
+		f.mutation("retryService", onEntity(`mutation($id: ID!) { retryService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceCreate, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
 		f.mutation("startService", onEntity(`mutation($id: ID!) { startService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceStart, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
 		f.mutation("stopService", onEntity(`mutation($id: ID!) { stopService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceStop, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
 		f.mutation("removeService", onEntity(`mutation($id: ID!) { removeService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceRemove, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),

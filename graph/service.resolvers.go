@@ -50,6 +50,18 @@ func (r *mutationResolver) CreateService(ctx context.Context, input model.Create
 	return r.servicePayload(ctx, out)
 }
 
+func (r *mutationResolver) RetryService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error) {
+	p, err := r.authorizeService(ctx, auth.ServiceCreate, input.ServiceID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.deps.Services.Retry(ctx, meta(ctx, p, input.CommandID), services.Retry{ServiceID: input.ServiceID})
+	if err != nil {
+		return nil, err
+	}
+	return r.servicePayload(ctx, out)
+}
+
 func (r *mutationResolver) StartService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error) {
 	p, err := r.authorizeService(ctx, auth.ServiceStart, input.ServiceID)
 	if err != nil {

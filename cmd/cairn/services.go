@@ -18,11 +18,12 @@ import (
 	"cairn/internal/ptr"
 )
 
-// withServiceCommands adds the lifecycle commands (create, start, stop,
-// remove, show) under the services list command.
+// withServiceCommands adds the lifecycle commands (create, retry, start,
+// stop, remove, show) under the services list command.
 func withServiceCommands(a *app, cmd *cobra.Command) *cobra.Command {
 	cmd.AddCommand(
 		newServiceCreateCommand(a),
+		newServiceRequestCommand(a, "retry", "retryService", "Deploy again a service whose registration failed and was rolled back (after a placement failure, once a node has room)"),
 		newServiceRequestCommand(a, "start", "startService", "Start a service's resources, in dependency order"),
 		newServiceRequestCommand(a, "stop", "stopService", "Stop a service's resources, in reverse dependency order"),
 		newServiceRequestCommand(a, "remove", "removeService", "Destroy every resource of a service"),

@@ -257,26 +257,36 @@ func TestServicesEndToEnd(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "resources.hog.requests: asks 0.1 CPU, 100 TiB memory, more than any of the 1 nodes it may go on offers") {
 			t.Fatalf("a request larger than any node: %v", err)
 		}
-		// Less than the node offers but more than it has free: the
-		// deployment fails at the resource, saying why.
+		// A reserve that leaves the node 16 MiB free: 32 MiB fits the node
+		// but not what is left, so the deployment fails at the resource,
+		// saying why; with the reserve lifted, a retry deploys it.
+		admin.must(t, `mutation($id: ID!, $m: Int64!) { setNodeReserve(input: {nodeId: $id, reserve: {memoryBytes: $m}}) { cursor } }`,
+			map[string]any{"id": nodeID, "m": c.Allocatable.MemoryBytes - c.Allocated.MemoryBytes - 16<<20}, nil)
 		var made struct {
 			CreateService struct{ Service struct{ ID string } } `json:"createService"`
 		}
-		almost := c.Allocatable.MemoryBytes - 32<<20
-		tenant.must(t, `mutation($v: JSON) { createService(input: {name: "almost", templateName: "too-big", templateVersion: "1.0.0",
-			variables: $v}) { service { id } } }`, map[string]any{"v": map[string]any{"memory": strconv.FormatInt(almost, 10)}}, &made)
+		tenant.must(t, `mutation { createService(input: {name: "almost", templateName: "too-big", templateVersion: "1.0.0",
+			variables: {memory: "32Mi"}}) { service { id } } }`, nil, &made)
 		id := made.CreateService.Service.ID
-		var failed serviceView
-		poll(t, step, "service "+id+" to fail", func() (bool, string) {
-			var err error
-			if failed, err = readService(tenant, id); err != nil {
-				return false, err.Error()
-			}
-			return failed.Status == "FAILED", failed.Status
-		}, server, agent)
-		if !strings.Contains(failed.Cause, "0 of 1 nodes fit: 1 lacking") || !strings.Contains(failed.Cause, "of memory") {
+		settle := func(want string) serviceView {
+			var s serviceView
+			poll(t, step, "service "+id+" "+want, func() (bool, string) {
+				var err error
+				if s, err = readService(tenant, id); err != nil {
+					return false, err.Error()
+				}
+				return s.Status == want, s.Status + " " + s.Cause
+			}, server, agent)
+			return s
+		}
+		if failed := settle("FAILED"); !strings.Contains(failed.Cause, "0 of 1 nodes fit: 1 lacking 32 MiB of memory") {
 			t.Fatalf("the failure says %q", failed.Cause)
 		}
+		admin.must(t, `mutation($id: ID!) { setNodeReserve(input: {nodeId: $id, inherit: true}) { cursor } }`, map[string]any{"id": nodeID}, nil)
+		tenant.must(t, `mutation($id: ID!) { retryService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": id}, nil)
+		settle("REGISTERED")
+		tenant.must(t, `mutation($id: ID!) { removeService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": id}, nil)
+		settle("REMOVED")
 		admin.must(t, `query($id: ID!) { serverNode(id: $id) { capacity { allocations allocated { cpu memoryBytes } allocatable { memoryBytes } } } }`,
 			map[string]any{"id": nodeID}, &cv)
 		if cv.ServerNode.Capacity.Allocations != 3 {

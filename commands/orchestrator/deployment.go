@@ -197,7 +197,7 @@ func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
 	var missing []*tracked
 	at := o.cfg.Clock()
 	for _, t := range d.order {
-		if t.exists() {
+		if t.exists() && t.state.Status != resource.StatusDestroyed {
 			continue
 		}
 		props := t.node.Properties
@@ -215,9 +215,13 @@ func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
 		if err != nil {
 			return &planError{fmt.Errorf("resource %s: %w", t.node.Name, err)}
 		}
+		expected := eventstore.NoStream
+		if t.exists() {
+			expected = eventstore.Exactly(t.version)
+		}
 		changes = append(changes, eventstore.StreamAppend{
 			StreamID: domain.StreamID(domain.ResourceStream, t.node.ResourceID), StreamType: domain.ResourceStream,
-			Expected: eventstore.NoStream, Events: evs,
+			Expected: expected, Events: evs,
 		})
 		missing = append(missing, t)
 	}
@@ -232,7 +236,7 @@ func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
 		for _, ev := range changes[i].Events {
 			t.state.Apply(ev)
 		}
-		t.version = int64(len(changes[i].Events))
+		t.version += int64(len(changes[i].Events))
 		t.last = res.Cursor
 	}
 	return nil

@@ -41,6 +41,7 @@ const DefaultGroup = "orchestrator"
 // orchestrator has work to do.
 var triggers = []string{
 	service.RegistrationRequested{}.EventType(),
+	service.RegistrationRetried{}.EventType(),
 	service.RegistrationFailed{}.EventType(),
 	service.StartRequested{}.EventType(),
 	service.StopRequested{}.EventType(),

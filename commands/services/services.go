@@ -69,6 +69,12 @@ type Start struct {
 	ServiceID string `json:"serviceId"`
 }
 
+// Retry asks to deploy again a service whose registration failed and was
+// rolled back (when a node has room again, say).
+type Retry struct {
+	ServiceID string `json:"serviceId"`
+}
+
 // Stop asks to stop a service's resources.
 type Stop struct {
 	ServiceID string `json:"serviceId"`
@@ -204,6 +210,13 @@ func (h *Handlers) DecodeVariables(ctx context.Context, s service.Service) (map[
 func (h *Handlers) Start(ctx context.Context, meta commands.Meta, in Start) (commands.Outcome, error) {
 	return h.existing(ctx, meta, in.ServiceID, in, func(s service.Service, at time.Time) ([]domain.Event, error) {
 		return s.Start(service.Start{ServiceID: in.ServiceID, At: at})
+	})
+}
+
+// Retry registers again a service whose registration was rolled back.
+func (h *Handlers) Retry(ctx context.Context, meta commands.Meta, in Retry) (commands.Outcome, error) {
+	return h.existing(ctx, meta, in.ServiceID, in, func(s service.Service, at time.Time) ([]domain.Event, error) {
+		return s.Retry(service.Retry{ServiceID: in.ServiceID, At: at})
 	})
 }
 

@@ -41,8 +41,8 @@ var Allowed = map[Status][]string{
 	StatusStopping:   {CmdCompleteStop, CmdFail},
 	StatusStopped:    {CmdBeginStart, CmdBeginDestroy},
 	StatusDestroying: {CmdCompleteDestroy, CmdFail},
-	StatusDestroyed:  {},
-	StatusFailed:     nil, // see AllowedAfterFailure
+	StatusDestroyed:  {CmdPlan}, // planned again when its service's registration is retried
+	StatusFailed:     nil,       // see AllowedAfterFailure
 }
 
 // AllowedAfterFailure lists the commands a failed resource accepts, by the

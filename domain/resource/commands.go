@@ -86,7 +86,9 @@ type Fail struct {
 
 // Plan decides the planning of a resource that does not exist yet.
 func (r Resource) Plan(c Plan) ([]domain.Event, error) {
-	if r.Exists() {
+	// A destroyed resource is planned again when its service's registration
+	// is retried: its stream goes on from where it ended.
+	if r.Exists() && !slices.Contains(AllowedCommands(r.Status, r.FailedIn), CmdPlan) {
 		return nil, r.refuse(CmdPlan)
 	}
 	if err := domain.FirstError(

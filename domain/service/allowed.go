@@ -19,13 +19,14 @@ const (
 	CmdCompleteRemoval      = "complete_removal"
 	CmdFailRemoval          = "fail_removal"
 	CmdMarkCleanedUp        = "mark_cleaned_up"
+	CmdRetry                = "retry"
 )
 
 // Commands lists every service command.
 var Commands = []string{
 	CmdRegister, CmdCompleteRegistration, CmdFailRegistration, CmdCompleteRollback,
 	CmdFailRollback, CmdStart, CmdCompleteStart, CmdFailStart, CmdStop, CmdCompleteStop,
-	CmdFailStop, CmdRemove, CmdCompleteRemoval, CmdFailRemoval, CmdMarkCleanedUp,
+	CmdFailStop, CmdRemove, CmdCompleteRemoval, CmdFailRemoval, CmdMarkCleanedUp, CmdRetry,
 }
 
 // Allowed lists the commands an existing service accepts in each status,
@@ -56,10 +57,11 @@ var Allowed = map[Status][]string{
 // AllowedAfterFailure lists the commands a failed service accepts, by the
 // phase it failed in. After a failed start or stop the resources exist, some
 // running, some not: start retries, stop brings them all down (plugins stop
-// idempotently). After a rolled-back registration nothing exists, so the
-// service can only be removed.
+// idempotently). After a rolled-back registration nothing exists: the
+// registration can be retried (when a node has room again, say), or the
+// service removed.
 var AllowedAfterFailure = map[Phase][]string{
-	PhaseRegister: {CmdRemove},
+	PhaseRegister: {CmdRetry, CmdRemove},
 	PhaseStart:    {CmdStart, CmdStop, CmdRemove},
 	PhaseStop:     {CmdStart, CmdStop, CmdRemove},
 }

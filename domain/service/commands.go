@@ -55,6 +55,12 @@ type FailRollback struct {
 	At        time.Time
 }
 
+// Retry asks to deploy again a service whose registration was rolled back.
+type Retry struct {
+	ServiceID string
+	At        time.Time
+}
+
 // Start asks to start the service's resources.
 type Start struct {
 	ServiceID string

@@ -108,6 +108,13 @@ type RemovalFailed struct {
 	At        time.Time `json:"at"`
 }
 
+// RegistrationRetried records a request to deploy again a service whose
+// registration failed and was rolled back.
+type RegistrationRetried struct {
+	ServiceID string    `json:"serviceId"`
+	At        time.Time `json:"at"`
+}
+
 // CleanedUp records an operator's word that the leftovers are gone.
 type CleanedUp struct {
 	ServiceID string    `json:"serviceId"`
@@ -130,6 +137,7 @@ func (RemovalRequested) EventType() string      { return "service.removal_reques
 func (Removed) EventType() string               { return "service.removed" }
 func (RemovalFailed) EventType() string         { return "service.removal_failed" }
 func (CleanedUp) EventType() string             { return "service.cleaned_up" }
+func (RegistrationRetried) EventType() string   { return "service.registration_retried" }
 
 // RegisterEvents registers every service event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
@@ -148,4 +156,5 @@ func RegisterEvents(r *domain.Registry) {
 	domain.Register[Removed](r, 1)
 	domain.Register[RemovalFailed](r, 1)
 	domain.Register[CleanedUp](r, 1)
+	domain.Register[RegistrationRetried](r, 1)
 }

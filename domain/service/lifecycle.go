@@ -47,6 +47,15 @@ func (s Service) FailRollback(c FailRollback) ([]domain.Event, error) {
 	return []domain.Event{RollbackFailed{ServiceID: s.ID, Remaining: cloneIDs(c.Remaining), Cause: c.Cause, At: c.At.UTC()}}, nil
 }
 
+// Retry moves a service whose registration failed and was rolled back to
+// registering again.
+func (s Service) Retry(c Retry) ([]domain.Event, error) {
+	if err := s.admit(c.ServiceID, CmdRetry, c.At); err != nil {
+		return nil, err
+	}
+	return []domain.Event{RegistrationRetried{ServiceID: s.ID, At: c.At.UTC()}}, nil
+}
+
 // Start moves a registered, stopped, or (after a failed start or stop) failed
 // service to starting.
 func (s Service) Start(c Start) ([]domain.Event, error) {

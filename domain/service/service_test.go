@@ -53,6 +53,7 @@ var (
 	removed        = service.Removed{ServiceID: id, At: at(8)}
 	removalFailed  = service.RemovalFailed{ServiceID: id, Remaining: []string{"res-2"}, Cause: "volume busy", At: at(8)}
 	cleanedUp      = service.CleanedUp{ServiceID: id, Note: "deleted the volume by hand", At: at(9)}
+	retried        = service.RegistrationRetried{ServiceID: id, At: at(10)}
 )
 
 // situation is a reachable state: a status, and for failed the phase.
@@ -129,6 +130,9 @@ var commands = map[string]func(service.Service) ([]domain.Event, error){
 	service.CmdMarkCleanedUp: func(s service.Service) ([]domain.Event, error) {
 		return s.MarkCleanedUp(service.MarkCleanedUp{ServiceID: id, At: at(20)})
 	},
+	service.CmdRetry: func(s service.Service) ([]domain.Event, error) {
+		return s.Retry(service.Retry{ServiceID: id, At: at(20)})
+	},
 }
 
 // next gives the status after each allowed command, by situation.
@@ -142,7 +146,7 @@ var next = map[string]map[string]service.Status{
 	"removing": {service.CmdCompleteRemoval: service.StatusRemoved,
 		service.CmdFailRemoval: service.StatusManualCleanupRequired},
 	"removed":            {},
-	"failed in register": {service.CmdRemove: service.StatusRemoving},
+	"failed in register": {service.CmdRetry: service.StatusRegistering, service.CmdRemove: service.StatusRemoving},
 	"failed in start": {service.CmdStart: service.StatusStarting, service.CmdStop: service.StatusStopping,
 		service.CmdRemove: service.StatusRemoving},
 	"failed in stop": {service.CmdStart: service.StatusStarting, service.CmdStop: service.StatusStopping,
@@ -323,7 +327,7 @@ func rollbackFailedHistory() []domain.Event {
 func TestEventsRoundTrip(t *testing.T) {
 	t.Parallel()
 	samples := []domain.Event{requested, registered, regFailed, rolledBack, rollbackFailed, startAsked, started,
-		startFailed, stopAsked, stopped, stopFailed, removalAsked, removed, removalFailed, cleanedUp}
+		startFailed, stopAsked, stopped, stopFailed, removalAsked, removed, removalFailed, cleanedUp, retried}
 	own := domain.NewRegistry()
 	service.RegisterEvents(own)
 	var types []string

@@ -86,6 +86,9 @@ func (s *Service) Apply(e domain.Event) {
 	case RolledBack:
 		s.enter(StatusFailed, e.At)
 		s.FailedIn = PhaseRegister
+	case RegistrationRetried:
+		s.enter(StatusRegistering, e.At)
+		s.Cause = ""
 	case RollbackFailed:
 		s.enter(StatusRollbackFailed, e.At)
 		s.Remaining = slices.Clone(e.Remaining)

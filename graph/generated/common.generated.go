@@ -57,6 +57,7 @@ type MutationResolver interface {
 	ResumeSchedule(ctx context.Context, input model.ScheduleInput) (*model.SchedulePayload, error)
 	DeleteSchedule(ctx context.Context, input model.ScheduleInput) (*model.SchedulePayload, error)
 	CreateService(ctx context.Context, input model.CreateServiceInput) (*model.ServicePayload, error)
+	RetryService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
 	StartService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
 	StopService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
 	RemoveService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
@@ -549,6 +550,20 @@ func (ec *executionContext) field_Mutation_retireLocation_args(ctx context.Conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RetireLocationInput, error) {
 			return ec.unmarshalNRetireLocationInput2cairnᚋgraphᚋmodelᚐRetireLocationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_retryService_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ServiceCommandInput, error) {
+			return ec.unmarshalNServiceCommandInput2cairnᚋgraphᚋmodelᚐServiceCommandInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3381,6 +3396,50 @@ func (ec *executionContext) fieldContext_Mutation_createService(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_retryService(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_retryService(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RetryService(ctx, fc.Args["input"].(model.ServiceCommandInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServicePayload) graphql.Marshaler {
+			return ec.marshalNServicePayload2ᚖcairnᚋgraphᚋmodelᚐServicePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_retryService(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ServicePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_retryService_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_startService(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5836,6 +5895,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "createService":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createService(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryService":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_retryService(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

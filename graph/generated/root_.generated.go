@@ -430,6 +430,7 @@ type ComplexityRoot struct {
 		ResumeSchedule       func(childComplexity int, input model.ScheduleInput) int
 		ResumeTenant         func(childComplexity int, input model.ResumeTenantInput) int
 		RetireLocation       func(childComplexity int, input model.RetireLocationInput) int
+		RetryService         func(childComplexity int, input model.ServiceCommandInput) int
 		RevokeAPIToken       func(childComplexity int, input model.RevokeAPITokenInput) int
 		SetLocationReserve   func(childComplexity int, input model.SetLocationReserveInput) int
 		SetNodeLabels        func(childComplexity int, input model.SetNodeLabelsInput) int
@@ -2613,6 +2614,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RetireLocation(childComplexity, args["input"].(model.RetireLocationInput)), true
+	case "Mutation.retryService":
+		if e.ComplexityRoot.Mutation.RetryService == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_retryService_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RetryService(childComplexity, args["input"].(model.ServiceCommandInput)), true
 	case "Mutation.revokeApiToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -7721,6 +7733,11 @@ extend type Mutation {
   createService(
     "The command's input."
     input: CreateServiceInput!
+  ): ServicePayload!
+  "Deploy again a service whose registration failed and was rolled back (after a placement failure, once a node has room): its resources are planned and created anew."
+  retryService(
+    "The command's input."
+    input: ServiceCommandInput!
   ): ServicePayload!
   "Start a registered or stopped service."
   startService(

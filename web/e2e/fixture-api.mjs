@@ -23,7 +23,7 @@ viewers['op-early'] = { ...viewers.op, id: 't-op-early' };
 
 const allRoots = {
   query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'location', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain', 'cluster'],
-  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation', 'setLocationReserve'],
+  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'retryService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation', 'setLocationReserve'],
   subscription: ['events', 'nodeChanged', 'jobChanged', 'jobLog', 'serviceChanged'],
 };
 const earlyRoots = {

@@ -544,6 +544,12 @@ export const CreateServiceMutation = gql<
 
 type ServiceCommand = { input: { serviceId: string; commandId?: string } };
 
+export const RetryServiceMutation = gql<{ retryService: ServiceResult }, ServiceCommand>`
+  mutation RetryService($input: ServiceCommandInput!) {
+    retryService(input: $input) { cursor duplicate service { id status allowedActions } }
+  }
+`;
+
 export const StartServiceMutation = gql<{ startService: ServiceResult }, ServiceCommand>`
   mutation StartService($input: ServiceCommandInput!) {
     startService(input: $input) { cursor duplicate service { id status allowedActions } }

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import { EventsQuery, RemoveServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
+import { EventsQuery, RemoveServiceMutation, RetryServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
 import type { ServiceDetail } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useLiveAnswer } from '../../app/hooks';
@@ -177,14 +177,28 @@ function History({ service: s }: { service: ServiceDetail }) {
 
 function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChanged(c: string): void }) {
   const access = useAccess();
+  const [retry, retrySt] = useCommand(RetryServiceMutation);
   const [start, startSt] = useCommand(StartServiceMutation);
   const [stop, stopSt] = useCommand(StopServiceMutation);
   const [remove, removeSt] = useCommand(RemoveServiceMutation);
   const allowed = new Set(s.allowedActions);
-  const problems = startSt.problems ?? stopSt.problems ?? removeSt.problems;
-  const running = startSt.running || stopSt.running || removeSt.running;
+  const problems = retrySt.problems ?? startSt.problems ?? stopSt.problems ?? removeSt.problems;
+  const running = retrySt.running || startSt.running || stopSt.running || removeSt.running;
   return (
     <div className="actions">
+      {allowed.has('retry') && access.act('service.create', 'retryService') ? (
+        <ConfirmButton
+          label="Retry"
+          title={`Deploy ${s.name} again?`}
+          disabled={running}
+          onConfirm={async () => {
+            const r = await retry({ serviceId: s.id });
+            if (r) onChanged(r.retryService.cursor);
+          }}
+        >
+          Its registration was rolled back; its resources are planned and created anew (placed on nodes with room now).
+        </ConfirmButton>
+      ) : null}
       {allowed.has('start') && access.act('service.start', 'startService') ? (
         <ConfirmButton
           label="Start"
