@@ -50,6 +50,11 @@ type Scheduler struct {
 	changed   *sync.Cond // a held node was let go
 	nodes     map[string]*nodeEntry
 	locations map[string]*locationEntry
+	// all and byLocation index nodes for the scans of every decision;
+	// indexStale is set when a node comes or moves.
+	all        []*nodeEntry
+	byLocation map[string][]*nodeEntry
+	indexStale bool
 }
 
 type locationEntry struct {
@@ -177,14 +182,17 @@ func (s *Scheduler) applyBatch(ctx context.Context, evs []eventstore.RecordedEve
 			if n == nil {
 				n = &nodeEntry{id: id}
 				s.nodes[id] = n
+				s.indexStale = true
 			}
 			switch {
 			case rec.Version <= n.version:
 				// Already folded: an allocation this scheduler decided.
 			case rec.Version == n.version+1:
+				loc := n.load.Node.LocationID
 				n.load.Apply(ev)
 				n.version = rec.Version
 				n.stale = true
+				s.indexStale = s.indexStale || n.load.Node.LocationID != loc
 			default:
 				stale = append(stale, id)
 			}
@@ -221,6 +229,7 @@ func (s *Scheduler) reload(ctx context.Context, id string) error {
 	}
 	if cur := s.nodes[id]; cur == nil || cur.version <= fresh.version {
 		s.nodes[id] = fresh
+		s.indexStale = true
 	}
 	return nil
 }
@@ -344,6 +353,7 @@ func (s *Scheduler) Release(ctx context.Context, nodeID, resourceID string) (*De
 		if n == nil {
 			n = &nodeEntry{id: nodeID}
 			s.nodes[nodeID] = n
+			s.indexStale = true
 		}
 		if n.held {
 			s.changed.Wait()
@@ -388,10 +398,22 @@ func (s *Scheduler) holdLocked(nodeID string, n *nodeEntry, evs []domain.Event) 
 // spread and distinct, and takes nothing until its append is done
 // (another node is taken rather than waiting).
 func (s *Scheduler) candidatesLocked(location string) ([]placement.Candidate, int) {
-	out := make([]placement.Candidate, 0, len(s.nodes))
+	if s.indexStale || s.byLocation == nil {
+		s.all, s.byLocation = s.all[:0], map[string][]*nodeEntry{}
+		for _, n := range s.nodes {
+			s.all = append(s.all, n)
+			s.byLocation[n.load.Node.LocationID] = append(s.byLocation[n.load.Node.LocationID], n)
+		}
+		s.indexStale = false
+	}
+	scan := s.all
+	if location != "" {
+		scan = s.byLocation[location]
+	}
+	out := make([]placement.Candidate, 0, len(scan))
 	held := 0
-	for _, n := range s.nodes {
-		if location != "" && n.load.Node.LocationID != location || !n.load.Node.Exists() {
+	for _, n := range scan {
+		if !n.load.Node.Exists() {
 			continue
 		}
 		if n.held {
