@@ -54,7 +54,11 @@ func benchPlacement(ctx context.Context, e *env) (result, error) {
 		mem  int64
 	}{{4, 8}, {8, 32}, {16, 64}, {32, 128}}
 	enroll := func(host, loc string, cpus int, memGiB int64) error {
-		out, err := nh.Enroll(ctx, meta, nodes.Enroll{Hostname: host, LocationID: "bench-" + loc})
+		pool := "mixed"
+		if loc == "packed" {
+			pool = "packed"
+		}
+		out, err := nh.Enroll(ctx, meta, nodes.Enroll{Hostname: host, LocationID: "bench-" + loc, Labels: map[string]string{"pool": pool}})
 		if err != nil {
 			return err
 		}
@@ -180,7 +184,7 @@ func benchPlacement(ctx context.Context, e *env) (result, error) {
 	err = run(services*instances, func(i int) scheduler.Request {
 		svc := i / instances
 		group := fmt.Sprintf("service:bench-svc-%d/web", svc)
-		return scheduler.Request{Ask: placement.Ask{ResourceID: fmt.Sprintf("bench-spread-%d", i), Selector: node.Selector{{Key: "none", Op: node.OpNotExists}},
+		return scheduler.Request{Ask: placement.Ask{ResourceID: fmt.Sprintf("bench-spread-%d", i), Selector: node.Selector{{Key: "pool", Op: node.OpIn, Values: []string{"mixed"}}},
 			Request: placement.Resources{CPUMillis: 100}, Distinct: placement.ScopeLocation, DistinctGroup: group,
 			Spread: placement.ScopeNode, SpreadGroup: "template:bench/web"}, Groups: []string{group, "template:bench/web"}}
 	}, func(i int, n string) { where[i] = n })
