@@ -8,6 +8,7 @@ import (
 
 	"cairn/domain"
 	"cairn/domain/ocl"
+	"cairn/domain/resource"
 	"cairn/domain/placement"
 	"cairn/eventstore"
 	"cairn/plugins"
@@ -69,6 +70,20 @@ func (o *Orchestrator) place(ctx context.Context, d *deployment, t *tracked) (*f
 		}
 		return nil, err
 	}
+}
+
+// neverPlaced reports whether a resource the scheduler places is being
+// created, or failed to be, without ever having been given a node: no
+// plugin call was made for it (placement comes first), so there is nothing
+// to destroy, and destroying it on some node would act where it never was.
+// Resources created before there was a scheduler have their node in their
+// outputs.
+func (o *Orchestrator) neverPlaced(t *tracked) bool {
+	s := t.state
+	if _, placed := o.placedType(t); !placed || s.NodeID != "" || len(s.Outputs) > 0 {
+		return false
+	}
+	return s.Status == resource.StatusCreating || s.Status == resource.StatusFailed && s.FailedIn == resource.PhaseCreate
 }
 
 // unplace ends a destroyed resource's allocation.

@@ -362,7 +362,7 @@ func (o *Orchestrator) destroy(ctx context.Context, d *deployment, t *tracked) (
 		}
 	}
 	switch {
-	case s.Status == resource.StatusPending:
+	case s.Status == resource.StatusPending || o.neverPlaced(t):
 		// No plugin call was ever made for it: there is nothing to destroy.
 		at := o.cfg.Clock()
 		return nil, o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {

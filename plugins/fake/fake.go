@@ -21,6 +21,10 @@ import (
 // descriptor can reference any property of another thing as an output.
 const TypeThing = "thing"
 
+// TypePlacedThing is a thing that runs on one of Cairn's nodes: the
+// scheduler places it, and the call names the node (Call.Node).
+const TypePlacedThing = "placed-thing"
+
 // State is where a fake resource is.
 type State string
 
@@ -41,7 +45,9 @@ type Resource struct {
 type Call struct {
 	Op         plugins.Op
 	ResourceID string
-	Err        error // what the call returned
+	// Node is the node the scheduler placed a placed thing on.
+	Node string
+	Err  error // what the call returned
 }
 
 // Options configure a Plugin. The zero value does every call at once and
@@ -73,10 +79,13 @@ func New(opts Options) *Plugin {
 
 // ResourceTypes implements plugins.Plugin.
 func (p *Plugin) ResourceTypes() []plugins.ResourceType {
+	schema := json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`)
 	return []plugins.ResourceType{{
-		Name:        TypeThing,
-		Schema:      json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`),
+		Name: TypeThing, Schema: schema,
 		Description: "Nothing real: kept in memory, outputs echo the properties.",
+	}, {
+		Name: TypePlacedThing, Schema: schema, Placed: true,
+		Description: "A thing on a node the scheduler chose.",
 	}}
 }
 
@@ -144,7 +153,7 @@ func (p *Plugin) Observe(ctx context.Context, r plugins.Request) (json.RawMessag
 func (p *Plugin) do(ctx context.Context, op plugins.Op, r plugins.Request, work func() (*Resource, error)) (out json.RawMessage, err error) {
 	defer func() {
 		p.mu.Lock()
-		p.calls = append(p.calls, Call{Op: op, ResourceID: r.ResourceID, Err: err})
+		p.calls = append(p.calls, Call{Op: op, ResourceID: r.ResourceID, Node: r.Node, Err: err})
 		p.mu.Unlock()
 	}()
 	if p.opts.Fail != nil {
