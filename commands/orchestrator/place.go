@@ -8,8 +8,8 @@ import (
 
 	"cairn/domain"
 	"cairn/domain/ocl"
-	"cairn/domain/resource"
 	"cairn/domain/placement"
+	"cairn/domain/resource"
 	"cairn/eventstore"
 	"cairn/plugins"
 	"cairn/scheduler"
