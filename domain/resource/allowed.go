@@ -14,12 +14,13 @@ const (
 	CmdBeginDestroy    = "begin_destroy"
 	CmdCompleteDestroy = "complete_destroy"
 	CmdFail            = "fail"
+	CmdBeginRepair     = "begin_repair"
 )
 
 // Commands lists every resource command.
 var Commands = []string{
 	CmdPlan, CmdBeginCreate, CmdCompleteCreate, CmdBeginStart, CmdCompleteStart,
-	CmdBeginStop, CmdCompleteStop, CmdBeginDestroy, CmdCompleteDestroy, CmdFail,
+	CmdBeginStop, CmdCompleteStop, CmdBeginDestroy, CmdCompleteDestroy, CmdFail, CmdBeginRepair,
 }
 
 // Allowed lists the commands an existing resource accepts in each status,
@@ -35,11 +36,11 @@ var Commands = []string{
 var Allowed = map[Status][]string{
 	StatusPending:    {CmdBeginCreate, CmdBeginDestroy},
 	StatusCreating:   {CmdCompleteCreate, CmdFail, CmdBeginDestroy},
-	StatusCreated:    {CmdBeginStart, CmdBeginDestroy},
+	StatusCreated:    {CmdBeginStart, CmdBeginDestroy, CmdBeginRepair},
 	StatusStarting:   {CmdCompleteStart, CmdFail},
-	StatusRunning:    {CmdBeginStop},
+	StatusRunning:    {CmdBeginStop, CmdBeginRepair},
 	StatusStopping:   {CmdCompleteStop, CmdFail},
-	StatusStopped:    {CmdBeginStart, CmdBeginDestroy},
+	StatusStopped:    {CmdBeginStart, CmdBeginDestroy, CmdBeginRepair},
 	StatusDestroying: {CmdCompleteDestroy, CmdFail},
 	StatusDestroyed:  {CmdPlan}, // planned again when its service's registration is retried
 	StatusFailed:     nil,       // see AllowedAfterFailure
@@ -50,9 +51,9 @@ var Allowed = map[Status][]string{
 // destroyed. A resource that failed to start or stop may be started or
 // stopped, since it exists and may be half-running.
 var AllowedAfterFailure = map[Phase][]string{
-	PhaseCreate:  {CmdBeginCreate, CmdBeginDestroy},
-	PhaseStart:   {CmdBeginStart, CmdBeginStop, CmdBeginDestroy},
-	PhaseStop:    {CmdBeginStart, CmdBeginStop, CmdBeginDestroy},
+	PhaseCreate:  {CmdBeginCreate, CmdBeginDestroy, CmdBeginRepair},
+	PhaseStart:   {CmdBeginStart, CmdBeginStop, CmdBeginDestroy, CmdBeginRepair},
+	PhaseStop:    {CmdBeginStart, CmdBeginStop, CmdBeginDestroy, CmdBeginRepair},
 	PhaseDestroy: {CmdBeginDestroy},
 }
 

@@ -224,3 +224,48 @@ func (r Resource) refuse(command string) error {
 	}
 	return &domain.StateError{Entity: entity, ID: r.ID, Command: command, State: state}
 }
+
+// MaxDriftDetailLength bounds a drift's detail.
+const MaxDriftDetailLength = 1024
+
+// FindDrift records what was observed to differ; the same kind again
+// decides nothing, so a pass over a drifted resource appends nothing.
+func (r Resource) FindDrift(kind DriftKind, detail string, at time.Time) ([]domain.Event, error) {
+	if !r.Exists() {
+		return nil, &domain.NotFoundError{Entity: entity, ID: r.ID}
+	}
+	if !slices.Contains(DriftKinds, kind) {
+		return nil, domain.Invalid("kind", fmt.Sprintf("unknown drift %q", kind))
+	}
+	if err := domain.FirstError(domain.ValidateText("detail", detail, MaxDriftDetailLength), domain.ValidateAt(at)); err != nil {
+		return nil, err
+	}
+	if r.Drift == kind {
+		return nil, nil
+	}
+	return []domain.Event{DriftFound{ResourceID: r.ID, Kind: kind, Detail: detail, At: at.UTC()}}, nil
+}
+
+// ClearDrift records that the resource is as wanted again; nothing when no
+// drift was recorded.
+func (r Resource) ClearDrift(at time.Time) ([]domain.Event, error) {
+	if r.Drift == "" {
+		return nil, nil
+	}
+	if err := domain.ValidateAt(at); err != nil {
+		return nil, err
+	}
+	return []domain.Event{DriftCleared{ResourceID: r.ID, At: at.UTC()}}, nil
+}
+
+// BeginRepair makes a created, running, stopped or failed resource pending
+// again, to be created anew.
+func (r Resource) BeginRepair(resourceID, reason string, at time.Time) ([]domain.Event, error) {
+	if err := r.admit(resourceID, CmdBeginRepair, at); err != nil {
+		return nil, err
+	}
+	if err := domain.ValidateText("reason", reason, MaxDriftDetailLength); err != nil {
+		return nil, err
+	}
+	return []domain.Event{RepairBegun{ResourceID: r.ID, Reason: reason, At: at.UTC()}}, nil
+}

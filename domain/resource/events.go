@@ -81,7 +81,34 @@ type Failed struct {
 	At         time.Time       `json:"at"`
 }
 
+// DriftFound records that what was observed of the resource differs from
+// what its service wants: it is missing, its node is down, or it could not
+// be observed. Recorded once per change of Kind, not per observation.
+type DriftFound struct {
+	ResourceID string    `json:"resourceId"`
+	Kind       DriftKind `json:"kind"`
+	Detail     string    `json:"detail"`
+	At         time.Time `json:"at"`
+}
+
+// DriftCleared records that the resource is observed as wanted again.
+type DriftCleared struct {
+	ResourceID string    `json:"resourceId"`
+	At         time.Time `json:"at"`
+}
+
+// RepairBegun records that the resource is made again (created, and
+// started if its service runs): it is pending until its create.
+type RepairBegun struct {
+	ResourceID string    `json:"resourceId"`
+	Reason     string    `json:"reason"`
+	At         time.Time `json:"at"`
+}
+
 func (Planned) EventType() string      { return "resource.planned" }
+func (DriftFound) EventType() string   { return "resource.drift_found" }
+func (DriftCleared) EventType() string { return "resource.drift_cleared" }
+func (RepairBegun) EventType() string  { return "resource.repair_begun" }
 func (CreateBegun) EventType() string  { return "resource.create_begun" }
 func (Created) EventType() string      { return "resource.created" }
 func (StartBegun) EventType() string   { return "resource.start_begun" }
@@ -95,6 +122,9 @@ func (Failed) EventType() string       { return "resource.failed" }
 // RegisterEvents registers every resource event at its current schema version.
 func RegisterEvents(r *domain.Registry) {
 	domain.Register[Planned](r, 1)
+	domain.Register[DriftFound](r, 1)
+	domain.Register[DriftCleared](r, 1)
+	domain.Register[RepairBegun](r, 1)
 	domain.Register[CreateBegun](r, 1)
 	domain.Register[Created](r, 1)
 	domain.Register[StartBegun](r, 1)

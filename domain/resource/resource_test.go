@@ -107,23 +107,26 @@ var commands = map[string]func(resource.Resource) ([]domain.Event, error){
 	resource.CmdFail: func(r resource.Resource) ([]domain.Event, error) {
 		return r.Fail(resource.Fail{ResourceID: id, Error: "timeout", At: at(20)})
 	},
+	resource.CmdBeginRepair: func(r resource.Resource) ([]domain.Event, error) {
+		return r.BeginRepair(id, "missing", at(20))
+	},
 }
 
 var next = map[string]map[string]resource.Status{
 	"pending":          {resource.CmdBeginCreate: resource.StatusCreating, resource.CmdBeginDestroy: resource.StatusDestroying},
 	"creating":         {resource.CmdCompleteCreate: resource.StatusCreated, resource.CmdFail: resource.StatusFailed, resource.CmdBeginDestroy: resource.StatusDestroying},
-	"created":          {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying},
+	"created":          {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
 	"starting":         {resource.CmdCompleteStart: resource.StatusRunning, resource.CmdFail: resource.StatusFailed},
-	"running":          {resource.CmdBeginStop: resource.StatusStopping},
+	"running":          {resource.CmdBeginStop: resource.StatusStopping, resource.CmdBeginRepair: resource.StatusPending},
 	"stopping":         {resource.CmdCompleteStop: resource.StatusStopped, resource.CmdFail: resource.StatusFailed},
-	"stopped":          {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying},
+	"stopped":          {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
 	"destroying":       {resource.CmdCompleteDestroy: resource.StatusDestroyed, resource.CmdFail: resource.StatusFailed},
 	"destroyed":        {resource.CmdPlan: resource.StatusPending},
-	"failed in create": {resource.CmdBeginCreate: resource.StatusCreating, resource.CmdBeginDestroy: resource.StatusDestroying},
+	"failed in create": {resource.CmdBeginCreate: resource.StatusCreating, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
 	"failed in start": {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginStop: resource.StatusStopping,
-		resource.CmdBeginDestroy: resource.StatusDestroying},
+		resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
 	"failed in stop": {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginStop: resource.StatusStopping,
-		resource.CmdBeginDestroy: resource.StatusDestroying},
+		resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
 	"failed in destroy": {resource.CmdBeginDestroy: resource.StatusDestroying},
 }
 
@@ -307,7 +310,9 @@ func TestValidation(t *testing.T) {
 func TestEventsRoundTrip(t *testing.T) {
 	t.Parallel()
 	samples := []domain.Event{planned, createBegun, created, startBegun, started, stopBegun, stopped,
-		destroyBegun, destroyed, failedIn(resource.PhaseStart)}
+		destroyBegun, destroyed, failedIn(resource.PhaseStart),
+		resource.DriftFound{ResourceID: id, Kind: resource.DriftMissing, Detail: "gone", At: at(30)},
+		resource.DriftCleared{ResourceID: id, At: at(31)}, resource.RepairBegun{ResourceID: id, Reason: "missing", At: at(31)}}
 	own := domain.NewRegistry()
 	resource.RegisterEvents(own)
 	var types []string
@@ -341,5 +346,33 @@ func TestEventsRoundTrip(t *testing.T) {
 		if reflect.DeepEqual(fromValue, base) && typ != planned.EventType() {
 			t.Errorf("%s: Apply changed nothing", typ)
 		}
+	}
+}
+
+// Drift is recorded once per change, never once per observation.
+func TestDriftOnChangeOnly(t *testing.T) {
+	t.Parallel()
+	r := fold(planned, createBegun, created, startBegun, started)
+	evs, err := r.FindDrift(resource.DriftMissing, "not found", at(30))
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("first drift: %v %v", evs, err)
+	}
+	r = apply(r, evs)
+	if evs, err := r.FindDrift(resource.DriftMissing, "still not found", at(31)); err != nil || len(evs) != 0 {
+		t.Fatalf("the same drift again decided %v %v", evs, err)
+	}
+	if evs, err := r.FindDrift(resource.DriftNodeDown, "node n1 is down", at(32)); err != nil || len(evs) != 1 {
+		t.Fatalf("another kind: %v %v", evs, err)
+	}
+	if _, err := r.FindDrift("gone fishing", "", at(32)); err == nil {
+		t.Fatal("an unknown kind was accepted")
+	}
+	cleared, _ := r.ClearDrift(at(33))
+	r = apply(r, cleared)
+	if r.Drift != "" || len(cleared) != 1 {
+		t.Fatalf("after clearing: %+v", r)
+	}
+	if evs, _ := r.ClearDrift(at(34)); len(evs) != 0 {
+		t.Fatal("clearing twice decided something")
 	}
 }

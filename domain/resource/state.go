@@ -53,6 +53,23 @@ var phaseOf = map[Status]Phase{
 	StatusDestroying: PhaseDestroy,
 }
 
+// DriftKind is how what is observed of a resource differs from what its
+// service wants.
+type DriftKind string
+
+const (
+	DriftMissing    DriftKind = "missing"    // the plugin says it does not exist
+	DriftNodeDown   DriftKind = "node_down"  // the node it is on is down or decommissioned
+	DriftUnobserved DriftKind = "unobserved" // the plugin could not be asked
+)
+
+// DriftKinds lists every kind of drift.
+var DriftKinds = []DriftKind{DriftMissing, DriftNodeDown, DriftUnobserved}
+
+// Repairable reports whether the drift is repaired by making the resource
+// again (an unobserved resource may well be fine).
+func (k DriftKind) Repairable() bool { return k == DriftMissing || k == DriftNodeDown }
+
 // Resource is the state of one resource, folded from its events.
 type Resource struct {
 	ID         string
@@ -67,10 +84,14 @@ type Resource struct {
 	Error      string // the last failure
 	// NodeID is the node the scheduler allocated the resource's request
 	// on, until the allocation ends; empty for resources not placed.
-	NodeID    string
-	Request   placement.Resources
-	PlannedAt time.Time
-	UpdatedAt time.Time
+	NodeID  string
+	Request placement.Resources
+	// Drift is what was last observed to differ, empty when nothing does.
+	Drift       DriftKind
+	DriftDetail string
+	DriftSince  time.Time
+	PlannedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Exists reports whether the resource has been planned.
@@ -105,6 +126,14 @@ func (r *Resource) Apply(e domain.Event) {
 	case Destroyed:
 		r.enter(StatusDestroyed, e.At)
 		r.Outputs = nil
+	case DriftFound:
+		r.Drift, r.DriftDetail, r.DriftSince = e.Kind, e.Detail, e.At
+		r.UpdatedAt = e.At
+	case DriftCleared:
+		r.Drift, r.DriftDetail, r.DriftSince = "", "", time.Time{}
+		r.UpdatedAt = e.At
+	case RepairBegun:
+		r.enter(StatusPending, e.At)
 	case placement.Placed:
 		r.NodeID, r.Request = e.NodeID, e.Request
 		r.UpdatedAt = e.At

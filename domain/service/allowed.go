@@ -20,6 +20,9 @@ const (
 	CmdFailRemoval          = "fail_removal"
 	CmdMarkCleanedUp        = "mark_cleaned_up"
 	CmdRetry                = "retry"
+	CmdRequestRepair        = "request_repair"
+	CmdCompleteRepair       = "complete_repair"
+	CmdFailRepair           = "fail_repair"
 )
 
 // Commands lists every service command.
@@ -27,6 +30,7 @@ var Commands = []string{
 	CmdRegister, CmdCompleteRegistration, CmdFailRegistration, CmdCompleteRollback,
 	CmdFailRollback, CmdStart, CmdCompleteStart, CmdFailStart, CmdStop, CmdCompleteStop,
 	CmdFailStop, CmdRemove, CmdCompleteRemoval, CmdFailRemoval, CmdMarkCleanedUp, CmdRetry,
+	CmdRequestRepair, CmdCompleteRepair, CmdFailRepair,
 }
 
 // Allowed lists the commands an existing service accepts in each status,
@@ -41,17 +45,19 @@ var Commands = []string{
 // word that they were removed by hand.
 var Allowed = map[Status][]string{
 	StatusRegistering:           {CmdCompleteRegistration, CmdFailRegistration},
-	StatusRegistered:            {CmdStart, CmdRemove},
+	StatusRegistered:            {CmdStart, CmdRemove, CmdRequestRepair},
 	StatusStarting:              {CmdCompleteStart, CmdFailStart},
-	StatusRunning:               {CmdStop},
+	StatusRunning:               {CmdStop, CmdRequestRepair},
 	StatusStopping:              {CmdCompleteStop, CmdFailStop},
-	StatusStopped:               {CmdStart, CmdRemove},
+	StatusStopped:               {CmdStart, CmdRemove, CmdRequestRepair},
 	StatusRemoving:              {CmdCompleteRemoval, CmdFailRemoval},
 	StatusRemoved:               {},
 	StatusFailed:                nil, // see AllowedAfterFailure
 	StatusRollingBack:           {CmdCompleteRollback, CmdFailRollback},
 	StatusRollbackFailed:        {CmdRemove, CmdMarkCleanedUp},
 	StatusManualCleanupRequired: {CmdRemove, CmdMarkCleanedUp},
+	StatusRepairing:             {CmdCompleteRepair, CmdFailRepair},
+	StatusDegraded:              {CmdRetry, CmdStop, CmdRemove},
 }
 
 // AllowedAfterFailure lists the commands a failed service accepts, by the

@@ -157,4 +157,5 @@ func RegisterEvents(r *domain.Registry) {
 	domain.Register[RemovalFailed](r, 1)
 	domain.Register[CleanedUp](r, 1)
 	domain.Register[RegistrationRetried](r, 1)
+	registerRepairEvents(r)
 }

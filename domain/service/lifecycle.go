@@ -48,10 +48,14 @@ func (s Service) FailRollback(c FailRollback) ([]domain.Event, error) {
 }
 
 // Retry moves a service whose registration failed and was rolled back to
-// registering again.
+// registering again, and a degraded one back where it was before its
+// repairs failed (the reconciler then tries again).
 func (s Service) Retry(c Retry) ([]domain.Event, error) {
 	if err := s.admit(c.ServiceID, CmdRetry, c.At); err != nil {
 		return nil, err
+	}
+	if s.Status == StatusDegraded {
+		return []domain.Event{RepairRetried{ServiceID: s.ID, At: c.At.UTC()}}, nil
 	}
 	return []domain.Event{RegistrationRetried{ServiceID: s.ID, At: c.At.UTC()}}, nil
 }

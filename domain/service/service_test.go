@@ -54,6 +54,11 @@ var (
 	removalFailed  = service.RemovalFailed{ServiceID: id, Remaining: []string{"res-2"}, Cause: "volume busy", At: at(8)}
 	cleanedUp      = service.CleanedUp{ServiceID: id, Note: "deleted the volume by hand", At: at(9)}
 	retried        = service.RegistrationRetried{ServiceID: id, At: at(10)}
+	repairAsked    = service.RepairRequested{ServiceID: id, Resources: []string{"res-1"}, Reason: "res-1 missing", At: at(11)}
+	repaired       = service.Repaired{ServiceID: id, At: at(12)}
+	repairFailed   = service.RepairFailed{ServiceID: id, Cause: "no node fits", At: at(12)}
+	degraded       = service.RepairFailed{ServiceID: id, Cause: "no node fits", Degraded: true, At: at(13)}
+	repairRetried  = service.RepairRetried{ServiceID: id, At: at(14)}
 )
 
 // situation is a reachable state: a status, and for failed the phase.
@@ -81,6 +86,8 @@ var situations = []situation{
 	{"rollback_failed", []domain.Event{requested, regFailed, rollbackFailed}, service.StatusRollbackFailed, "rollback_failed"},
 	{"manual_cleanup_required", []domain.Event{requested, registered, removalAsked, removalFailed},
 		service.StatusManualCleanupRequired, "manual_cleanup_required"},
+	{"repairing", []domain.Event{requested, registered, startAsked, started, repairAsked}, service.StatusRepairing, "repairing"},
+	{"degraded", []domain.Event{requested, registered, startAsked, started, repairAsked, degraded}, service.StatusDegraded, "degraded"},
 }
 
 var commands = map[string]func(service.Service) ([]domain.Event, error){
@@ -133,16 +140,25 @@ var commands = map[string]func(service.Service) ([]domain.Event, error){
 	service.CmdRetry: func(s service.Service) ([]domain.Event, error) {
 		return s.Retry(service.Retry{ServiceID: id, At: at(20)})
 	},
+	service.CmdRequestRepair: func(s service.Service) ([]domain.Event, error) {
+		return s.RequestRepair(service.RequestRepair{ServiceID: id, Resources: []string{"res-1"}, Reason: "res-1 missing", At: at(20)})
+	},
+	service.CmdCompleteRepair: func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteRepair(id, at(20))
+	},
+	service.CmdFailRepair: func(s service.Service) ([]domain.Event, error) {
+		return s.FailRepair(service.FailRepair{ServiceID: id, Cause: "boom", MaxFailures: 3, Window: time.Hour, At: at(20)})
+	},
 }
 
 // next gives the status after each allowed command, by situation.
 var next = map[string]map[string]service.Status{
 	"registering": {service.CmdCompleteRegistration: service.StatusRegistered, service.CmdFailRegistration: service.StatusRollingBack},
-	"registered":  {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving},
+	"registered":  {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving, service.CmdRequestRepair: service.StatusRepairing},
 	"starting":    {service.CmdCompleteStart: service.StatusRunning, service.CmdFailStart: service.StatusFailed},
-	"running":     {service.CmdStop: service.StatusStopping},
+	"running":     {service.CmdStop: service.StatusStopping, service.CmdRequestRepair: service.StatusRepairing},
 	"stopping":    {service.CmdCompleteStop: service.StatusStopped, service.CmdFailStop: service.StatusFailed},
-	"stopped":     {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving},
+	"stopped":     {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving, service.CmdRequestRepair: service.StatusRepairing},
 	"removing": {service.CmdCompleteRemoval: service.StatusRemoved,
 		service.CmdFailRemoval: service.StatusManualCleanupRequired},
 	"removed":            {},
@@ -154,6 +170,9 @@ var next = map[string]map[string]service.Status{
 	"rolling_back":            {service.CmdCompleteRollback: service.StatusFailed, service.CmdFailRollback: service.StatusRollbackFailed},
 	"rollback_failed":         {service.CmdRemove: service.StatusRemoving, service.CmdMarkCleanedUp: service.StatusRemoved},
 	"manual_cleanup_required": {service.CmdRemove: service.StatusRemoving, service.CmdMarkCleanedUp: service.StatusRemoved},
+	// One failure of three allowed: back to running.
+	"repairing": {service.CmdCompleteRepair: service.StatusRunning, service.CmdFailRepair: service.StatusRunning},
+	"degraded":  {service.CmdRetry: service.StatusRunning, service.CmdStop: service.StatusStopping, service.CmdRemove: service.StatusRemoving},
 }
 
 func TestEveryStatusAndCommand(t *testing.T) {
@@ -327,7 +346,8 @@ func rollbackFailedHistory() []domain.Event {
 func TestEventsRoundTrip(t *testing.T) {
 	t.Parallel()
 	samples := []domain.Event{requested, registered, regFailed, rolledBack, rollbackFailed, startAsked, started,
-		startFailed, stopAsked, stopped, stopFailed, removalAsked, removed, removalFailed, cleanedUp, retried}
+		startFailed, stopAsked, stopped, stopFailed, removalAsked, removed, removalFailed, cleanedUp, retried,
+		repairAsked, repaired, repairFailed, repairRetried}
 	own := domain.NewRegistry()
 	service.RegisterEvents(own)
 	var types []string
@@ -361,5 +381,52 @@ func TestEventsRoundTrip(t *testing.T) {
 		if reflect.DeepEqual(fromValue, base) && typ != requested.EventType() {
 			t.Errorf("%s: Apply changed nothing", typ)
 		}
+	}
+}
+
+// Repairs failing MaxFailures times within the window degrade the service;
+// a success in between starts the count again, and so does a retry.
+func TestRepairsDegrade(t *testing.T) {
+	t.Parallel()
+	s := fold(requested, registered, startAsked, started)
+	fail := func(s service.Service, minute int) service.Service {
+		t.Helper()
+		asked, err := s.RequestRepair(service.RequestRepair{ServiceID: id, Resources: []string{"res-2"}, Reason: "res-2 missing", At: at(minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = apply(s, asked)
+		evs, err := s.FailRepair(service.FailRepair{ServiceID: id, Cause: "plugin down", MaxFailures: 3, Window: 10 * time.Minute, At: at(minute + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return apply(s, evs)
+	}
+	s = fail(s, 20)
+	s = fail(s, 40) // the first is out of the window
+	if s.Status != service.StatusRunning {
+		t.Fatalf("after two failures 20 minutes apart: %s", s.Status)
+	}
+	s = fail(s, 45)
+	if s.Status != service.StatusRunning {
+		t.Fatalf("after two failures in the window: %s", s.Status)
+	}
+	s = fail(s, 48)
+	if s.Status != service.StatusDegraded || s.Cause != "plugin down" {
+		t.Fatalf("after three failures in the window: %s (%q)", s.Status, s.Cause)
+	}
+	if _, err := s.RequestRepair(service.RequestRepair{ServiceID: id, Resources: []string{"res-2"}, Reason: "x", At: at(50)}); err == nil {
+		t.Fatal("a degraded service took a repair without a retry")
+	}
+	retry, err := s.Retry(service.Retry{ServiceID: id, At: at(51)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = apply(s, retry)
+	if s.Status != service.StatusRunning || len(s.RepairFailures) != 0 {
+		t.Fatalf("after retry: %s, failures %v", s.Status, s.RepairFailures)
+	}
+	if _, err := s.RequestRepair(service.RequestRepair{ServiceID: id, Resources: []string{"res-9"}, Reason: "x", At: at(52)}); err == nil {
+		t.Fatal("a repair of another service's resource was accepted")
 	}
 }

@@ -25,13 +25,15 @@ const (
 	StatusRollingBack           Status = "rolling_back"
 	StatusRollbackFailed        Status = "rollback_failed"         // a failed registration left resources behind
 	StatusManualCleanupRequired Status = "manual_cleanup_required" // a removal left resources behind
+	StatusRepairing             Status = "repairing"               // drifted resources being made again
+	StatusDegraded              Status = "degraded"                // repairs kept failing; see Cause
 )
 
 // Statuses lists every status.
 var Statuses = []Status{
 	StatusRegistering, StatusRegistered, StatusStarting, StatusRunning, StatusStopping,
 	StatusStopped, StatusRemoving, StatusRemoved, StatusFailed, StatusRollingBack,
-	StatusRollbackFailed, StatusManualCleanupRequired,
+	StatusRollbackFailed, StatusManualCleanupRequired, StatusRepairing, StatusDegraded,
 }
 
 // Phase names the lifecycle step a failed service failed in.
@@ -60,8 +62,14 @@ type Service struct {
 	FailedIn        Phase    // set while failed
 	Cause           string   // why the last step failed
 	Remaining       []string // resources a failed rollback or removal left behind
-	RequestedAt     time.Time
-	UpdatedAt       time.Time
+	// RepairFrom is the settled status a repair returns to; Repairing the
+	// resources it makes again; RepairFailures when repairs failed since
+	// the last success.
+	RepairFrom     Status
+	Repairing      []string
+	RepairFailures []time.Time
+	RequestedAt    time.Time
+	UpdatedAt      time.Time
 }
 
 // Exists reports whether the service has been registered.
@@ -69,6 +77,9 @@ func (s Service) Exists() bool { return s.Status != "" }
 
 // Apply folds one event into the state. Unknown events are ignored.
 func (s *Service) Apply(e domain.Event) {
+	if s.applyRepair(e) {
+		return
+	}
 	switch e := e.(type) {
 	case RegistrationRequested:
 		*s = Service{
