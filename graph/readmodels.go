@@ -180,6 +180,10 @@ func resourceRowModel(r readmodel.Resource) *model.Resource {
 		p := model.ResourcePhase(upper(r.FailedIn))
 		out.FailedIn = &p
 	}
+	out.NodeID = optional(r.NodeID)
+	if r.Drift != "" {
+		out.Drift = &model.ResourceDrift{Kind: model.DriftKind(upper(r.Drift)), Detail: r.DriftDetail, Since: r.DriftSince}
+	}
 	return out
 }
 

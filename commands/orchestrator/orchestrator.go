@@ -42,6 +42,7 @@ const DefaultGroup = "orchestrator"
 var triggers = []string{
 	service.RegistrationRequested{}.EventType(),
 	service.RegistrationRetried{}.EventType(),
+	service.RepairRequested{}.EventType(),
 	service.RegistrationFailed{}.EventType(),
 	service.StartRequested{}.EventType(),
 	service.StopRequested{}.EventType(),
@@ -98,6 +99,10 @@ type Config struct {
 	Group string
 	// Router tunes the retry of the event handler.
 	Router eventbus.RouterOptions
+	// RepairFailures failed repairs within RepairWindow degrade a service;
+	// defaults 3 and 10 minutes.
+	RepairFailures int
+	RepairWindow   time.Duration
 	// Scheduler chooses the node of every resource whose type is placed
 	// (see plugins.ResourceType.Placed) and records the allocation; nil
 	// leaves the choice to the plugin.
@@ -141,6 +146,12 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.MaxServices <= 0 {
 		cfg.MaxServices = 64
+	}
+	if cfg.RepairFailures <= 0 {
+		cfg.RepairFailures = 3
+	}
+	if cfg.RepairWindow <= 0 {
+		cfg.RepairWindow = 10 * time.Minute
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Minute

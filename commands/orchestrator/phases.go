@@ -26,7 +26,7 @@ type phase struct {
 	complete func(s service.Service, outputs json.RawMessage, at time.Time) ([]domain.Event, error)
 	// fail records the phase's failure: the cause, and for destroying
 	// phases the resources that remain.
-	fail func(s service.Service, remaining []string, cause string, at time.Time) ([]domain.Event, error)
+	fail func(o *Orchestrator, s service.Service, remaining []string, cause string, at time.Time) ([]domain.Event, error)
 	// outputs says complete gets the service's outputs.
 	outputs bool
 }
@@ -38,7 +38,7 @@ var phases = map[service.Status]phase{
 		complete: func(s service.Service, out json.RawMessage, at time.Time) ([]domain.Event, error) {
 			return s.CompleteRegistration(service.CompleteRegistration{ServiceID: s.ID, Outputs: out, At: at})
 		},
-		fail: func(s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
+		fail: func(_ *Orchestrator, s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
 			return s.FailRegistration(service.FailRegistration{ServiceID: s.ID, Cause: why, At: at})
 		},
 	},
@@ -47,7 +47,7 @@ var phases = map[service.Status]phase{
 		complete: func(s service.Service, out json.RawMessage, at time.Time) ([]domain.Event, error) {
 			return s.CompleteStart(service.CompleteStart{ServiceID: s.ID, Outputs: out, At: at})
 		},
-		fail: func(s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
+		fail: func(_ *Orchestrator, s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
 			return s.FailStart(service.FailStart{ServiceID: s.ID, Cause: why, At: at})
 		},
 	},
@@ -56,7 +56,7 @@ var phases = map[service.Status]phase{
 		complete: func(s service.Service, _ json.RawMessage, at time.Time) ([]domain.Event, error) {
 			return s.CompleteStop(service.CompleteStop{ServiceID: s.ID, At: at})
 		},
-		fail: func(s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
+		fail: func(_ *Orchestrator, s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
 			return s.FailStop(service.FailStop{ServiceID: s.ID, Cause: why, At: at})
 		},
 	},
@@ -65,7 +65,7 @@ var phases = map[service.Status]phase{
 		complete: func(s service.Service, _ json.RawMessage, at time.Time) ([]domain.Event, error) {
 			return s.CompleteRollback(service.CompleteRollback{ServiceID: s.ID, At: at})
 		},
-		fail: func(s service.Service, remaining []string, why string, at time.Time) ([]domain.Event, error) {
+		fail: func(_ *Orchestrator, s service.Service, remaining []string, why string, at time.Time) ([]domain.Event, error) {
 			return s.FailRollback(service.FailRollback{ServiceID: s.ID, Remaining: remaining, Cause: why, At: at})
 		},
 	},
@@ -74,8 +74,18 @@ var phases = map[service.Status]phase{
 		complete: func(s service.Service, _ json.RawMessage, at time.Time) ([]domain.Event, error) {
 			return s.CompleteRemoval(service.CompleteRemoval{ServiceID: s.ID, At: at})
 		},
-		fail: func(s service.Service, remaining []string, why string, at time.Time) ([]domain.Event, error) {
+		fail: func(_ *Orchestrator, s service.Service, remaining []string, why string, at time.Time) ([]domain.Event, error) {
 			return s.FailRemoval(service.FailRemoval{ServiceID: s.ID, Remaining: remaining, Cause: why, At: at})
+		},
+	},
+	service.StatusRepairing: {
+		step: (*Orchestrator).repairOne, outputs: true,
+		complete: func(s service.Service, out json.RawMessage, at time.Time) ([]domain.Event, error) {
+			return s.CompleteRepair(s.ID, out, at)
+		},
+		fail: func(o *Orchestrator, s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
+			return s.FailRepair(service.FailRepair{ServiceID: s.ID, Cause: why, MaxFailures: o.cfg.RepairFailures,
+				Window: o.cfg.RepairWindow, At: at})
 		},
 	},
 }

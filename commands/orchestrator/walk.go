@@ -89,7 +89,7 @@ func (o *Orchestrator) walk(ctx context.Context, d *deployment, p phase) error {
 	}
 	fail := func(why string) error {
 		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
-			return p.fail(s, nil, truncate(why, service.MaxCauseLength), o.cfg.Clock())
+			return p.fail(o, s, nil, truncate(why, service.MaxCauseLength), o.cfg.Clock())
 		})
 	}
 	if d.planErr != nil {
@@ -136,7 +136,7 @@ func (o *Orchestrator) walkDestroying(ctx context.Context, d *deployment, p phas
 	}
 	return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
 		if len(remaining) > 0 {
-			return p.fail(s, remaining, why, o.cfg.Clock())
+			return p.fail(o, s, remaining, why, o.cfg.Clock())
 		}
 		return p.complete(s, nil, o.cfg.Clock())
 	})

@@ -55,7 +55,7 @@ func (s Service) Retry(c Retry) ([]domain.Event, error) {
 		return nil, err
 	}
 	if s.Status == StatusDegraded {
-		return []domain.Event{RepairRetried{ServiceID: s.ID, At: c.At.UTC()}}, nil
+		return []domain.Event{RepairRetried{ServiceID: s.ID, To: s.RepairFrom, At: c.At.UTC()}}, nil
 	}
 	return []domain.Event{RegistrationRetried{ServiceID: s.ID, At: c.At.UTC()}}, nil
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -22,25 +23,32 @@ type RepairRequested struct {
 	At        time.Time `json:"at"`
 }
 
-// Repaired records that every resource asked for was made again.
+// Repaired records that every resource asked for was made again, with the
+// service's outputs as they are now (a resource moved to another node, say).
 type Repaired struct {
-	ServiceID string    `json:"serviceId"`
-	At        time.Time `json:"at"`
+	ServiceID string          `json:"serviceId"`
+	Outputs   json.RawMessage `json:"outputs,omitempty"`
+	// To is the status the service is back in (where it was before).
+	To Status    `json:"to"`
+	At time.Time `json:"at"`
 }
 
 // RepairFailed records a failed repair; Degraded says the failures in the
 // window reached the limit, and the service waits for an operator.
 type RepairFailed struct {
-	ServiceID string    `json:"serviceId"`
-	Cause     string    `json:"cause"`
-	Degraded  bool      `json:"degraded,omitempty"`
-	At        time.Time `json:"at"`
+	ServiceID string `json:"serviceId"`
+	Cause     string `json:"cause"`
+	Degraded  bool   `json:"degraded,omitempty"`
+	// To is the status the service is in now: degraded, or where it was.
+	To Status    `json:"to"`
+	At time.Time `json:"at"`
 }
 
 // RepairRetried records an operator's retry of a degraded service: it goes
 // back where it was, and the reconciler tries again.
 type RepairRetried struct {
 	ServiceID string    `json:"serviceId"`
+	To        Status    `json:"to"`
 	At        time.Time `json:"at"`
 }
 
@@ -64,18 +72,15 @@ func (s *Service) applyRepair(e domain.Event) bool {
 		s.enter(StatusRepairing, e.At)
 		s.RepairFrom, s.Repairing, s.Cause = from, slices.Clone(e.Resources), ""
 	case Repaired:
-		s.enter(s.RepairFrom, e.At)
+		s.enter(e.To, e.At)
 		s.Repairing, s.RepairFailures = nil, nil
+		s.setOutputs(e.Outputs)
 	case RepairFailed:
 		s.RepairFailures = append(s.RepairFailures, e.At)
 		s.Cause, s.Repairing = e.Cause, nil
-		if e.Degraded {
-			s.enter(StatusDegraded, e.At)
-		} else {
-			s.enter(s.RepairFrom, e.At)
-		}
+		s.enter(e.To, e.At)
 	case RepairRetried:
-		s.enter(s.RepairFrom, e.At)
+		s.enter(e.To, e.At)
 		s.RepairFailures, s.Cause = nil, ""
 	default:
 		return false
@@ -111,12 +116,16 @@ func (s Service) RequestRepair(c RequestRepair) ([]domain.Event, error) {
 	return []domain.Event{RepairRequested{ServiceID: s.ID, Resources: slices.Clone(c.Resources), Reason: c.Reason, At: c.At.UTC()}}, nil
 }
 
-// CompleteRepair reports that the repair made every resource again.
-func (s Service) CompleteRepair(serviceID string, at time.Time) ([]domain.Event, error) {
+// CompleteRepair reports that the repair made every resource again;
+// outputs are the service's outputs now (nil keeps the last).
+func (s Service) CompleteRepair(serviceID string, outputs json.RawMessage, at time.Time) ([]domain.Event, error) {
 	if err := s.admit(serviceID, CmdCompleteRepair, at); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Repaired{ServiceID: s.ID, At: at.UTC()}}, nil
+	if err := domain.ValidateJSON("outputs", outputs, MaxJSONBytes, true); err != nil {
+		return nil, err
+	}
+	return []domain.Event{Repaired{ServiceID: s.ID, Outputs: domain.CanonicalJSON(outputs), To: s.RepairFrom, At: at.UTC()}}, nil
 }
 
 // FailRepair reports a failed repair. The service is degraded when, with
@@ -144,5 +153,10 @@ func (s Service) FailRepair(c FailRepair) ([]domain.Event, error) {
 			recent++
 		}
 	}
-	return []domain.Event{RepairFailed{ServiceID: s.ID, Cause: c.Cause, Degraded: recent >= max(c.MaxFailures, 1), At: c.At.UTC()}}, nil
+	degraded := recent >= max(c.MaxFailures, 1)
+	to := s.RepairFrom
+	if degraded {
+		to = StatusDegraded
+	}
+	return []domain.Event{RepairFailed{ServiceID: s.ID, Cause: c.Cause, Degraded: degraded, To: to, At: c.At.UTC()}}, nil
 }

@@ -55,10 +55,10 @@ var (
 	cleanedUp      = service.CleanedUp{ServiceID: id, Note: "deleted the volume by hand", At: at(9)}
 	retried        = service.RegistrationRetried{ServiceID: id, At: at(10)}
 	repairAsked    = service.RepairRequested{ServiceID: id, Resources: []string{"res-1"}, Reason: "res-1 missing", At: at(11)}
-	repaired       = service.Repaired{ServiceID: id, At: at(12)}
-	repairFailed   = service.RepairFailed{ServiceID: id, Cause: "no node fits", At: at(12)}
-	degraded       = service.RepairFailed{ServiceID: id, Cause: "no node fits", Degraded: true, At: at(13)}
-	repairRetried  = service.RepairRetried{ServiceID: id, At: at(14)}
+	repaired       = service.Repaired{ServiceID: id, To: service.StatusRunning, At: at(12)}
+	repairFailed   = service.RepairFailed{ServiceID: id, Cause: "no node fits", To: service.StatusRunning, At: at(12)}
+	degraded       = service.RepairFailed{ServiceID: id, Cause: "no node fits", Degraded: true, To: service.StatusDegraded, At: at(13)}
+	repairRetried  = service.RepairRetried{ServiceID: id, To: service.StatusRunning, At: at(14)}
 )
 
 // situation is a reachable state: a status, and for failed the phase.
@@ -144,7 +144,7 @@ var commands = map[string]func(service.Service) ([]domain.Event, error){
 		return s.RequestRepair(service.RequestRepair{ServiceID: id, Resources: []string{"res-1"}, Reason: "res-1 missing", At: at(20)})
 	},
 	service.CmdCompleteRepair: func(s service.Service) ([]domain.Event, error) {
-		return s.CompleteRepair(id, at(20))
+		return s.CompleteRepair(id, nil, at(20))
 	},
 	service.CmdFailRepair: func(s service.Service) ([]domain.Event, error) {
 		return s.FailRepair(service.FailRepair{ServiceID: id, Cause: "boom", MaxFailures: 3, Window: time.Hour, At: at(20)})

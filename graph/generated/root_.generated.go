@@ -601,9 +601,11 @@ type ComplexityRoot struct {
 
 	Resource struct {
 		DependsOn  func(childComplexity int) int
+		Drift      func(childComplexity int) int
 		Error      func(childComplexity int) int
 		FailedIn   func(childComplexity int) int
 		ID         func(childComplexity int) int
+		NodeID     func(childComplexity int) int
 		Outputs    func(childComplexity int) int
 		PlannedAt  func(childComplexity int) int
 		Plugin     func(childComplexity int) int
@@ -619,6 +621,12 @@ type ComplexityRoot struct {
 	ResourceConnection struct {
 		Edges    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	ResourceDrift struct {
+		Detail func(childComplexity int) int
+		Kind   func(childComplexity int) int
+		Since  func(childComplexity int) int
 	}
 
 	ResourceEdge struct {
@@ -3520,6 +3528,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.DependsOn(childComplexity), true
+	case "Resource.drift":
+		if e.ComplexityRoot.Resource.Drift == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Drift(childComplexity), true
 	case "Resource.error":
 		if e.ComplexityRoot.Resource.Error == nil {
 			break
@@ -3538,6 +3552,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.ID(childComplexity), true
+	case "Resource.nodeId":
+		if e.ComplexityRoot.Resource.NodeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.NodeID(childComplexity), true
 	case "Resource.outputs":
 		if e.ComplexityRoot.Resource.Outputs == nil {
 			break
@@ -3611,6 +3631,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ResourceConnection.PageInfo(childComplexity), true
+
+	case "ResourceDrift.detail":
+		if e.ComplexityRoot.ResourceDrift.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceDrift.Detail(childComplexity), true
+	case "ResourceDrift.kind":
+		if e.ComplexityRoot.ResourceDrift.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceDrift.Kind(childComplexity), true
+	case "ResourceDrift.since":
+		if e.ComplexityRoot.ResourceDrift.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceDrift.Since(childComplexity), true
 
 	case "ResourceEdge.cursor":
 		if e.ComplexityRoot.ResourceEdge.Cursor == nil {
@@ -7351,6 +7390,10 @@ type Resource implements Node {
   failedIn: ResourcePhase
   "The last error its plugin reported."
   error: String
+  "The node the scheduler placed it on; null for resources not on Cairn's nodes."
+  nodeId: ID
+  "What the reconciler last found different from what its service wants; null when nothing is."
+  drift: ResourceDrift
   "When the orchestrator planned it."
   plannedAt: Time!
   "When the resource last changed."
@@ -7410,6 +7453,26 @@ extend type Query {
     "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
     consistentWith: Cursor
   ): ResourceConnection!
+}
+
+"How what is observed of a resource differs from what its service wants."
+enum DriftKind {
+  "The plugin says it does not exist."
+  MISSING
+  "The node it is on is down or decommissioned."
+  NODE_DOWN
+  "The plugin could not be asked."
+  UNOBSERVED
+}
+
+"What the reconciler found different about a resource, and since when."
+type ResourceDrift {
+  "How it differs."
+  kind: DriftKind!
+  "In words."
+  detail: String!
+  "Since when."
+  since: Time!
 }
 `, BuiltIn: false},
 	{Name: "../schema/schedule.graphqls", Input: `# Recurring schedules: a job the control plane submits at a fixed interval or
@@ -7577,6 +7640,10 @@ enum ServiceStatus {
   ROLLBACK_FAILED
   "A removal left resources behind: see remaining."
   MANUAL_CLEANUP_REQUIRED
+  "Resources the reconciler found missing or on a lost node are being made again."
+  REPAIRING
+  "Repairs kept failing: see cause; retryService tries again."
+  DEGRADED
 }
 
 "The step of a service's life something happened in."
@@ -9012,6 +9079,10 @@ func (ec *executionContext) childFields_Resource(ctx context.Context, field grap
 		return ec.fieldContext_Resource_failedIn(ctx, field)
 	case "error":
 		return ec.fieldContext_Resource_error(ctx, field)
+	case "nodeId":
+		return ec.fieldContext_Resource_nodeId(ctx, field)
+	case "drift":
+		return ec.fieldContext_Resource_drift(ctx, field)
 	case "plannedAt":
 		return ec.fieldContext_Resource_plannedAt(ctx, field)
 	case "updatedAt":
@@ -9030,6 +9101,18 @@ func (ec *executionContext) childFields_ResourceConnection(ctx context.Context, 
 		return ec.fieldContext_ResourceConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ResourceConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ResourceDrift(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_ResourceDrift_kind(ctx, field)
+	case "detail":
+		return ec.fieldContext_ResourceDrift_detail(ctx, field)
+	case "since":
+		return ec.fieldContext_ResourceDrift_since(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResourceDrift", field.Name)
 }
 
 func (ec *executionContext) childFields_ResourceEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -1467,6 +1467,10 @@ type Resource struct {
 	FailedIn *ResourcePhase `json:"failedIn,omitempty"`
 	// The last error its plugin reported.
 	Error *string `json:"error,omitempty"`
+	// The node the scheduler placed it on; null for resources not on Cairn's nodes.
+	NodeID *string `json:"nodeId,omitempty"`
+	// What the reconciler last found different from what its service wants; null when nothing is.
+	Drift *ResourceDrift `json:"drift,omitempty"`
 	// When the orchestrator planned it.
 	PlannedAt time.Time `json:"plannedAt"`
 	// When the resource last changed.
@@ -1483,6 +1487,16 @@ type ResourceConnection struct {
 	Edges []ResourceEdge `json:"edges"`
 	// Where this page is: its first and last cursors and whether there are more pages.
 	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// What the reconciler found different about a resource, and since when.
+type ResourceDrift struct {
+	// How it differs.
+	Kind DriftKind `json:"kind"`
+	// In words.
+	Detail string `json:"detail"`
+	// Since when.
+	Since time.Time `json:"since"`
 }
 
 // One resource of a page, with its cursor.
@@ -2180,6 +2194,67 @@ type Viewer struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// The actions this caller may take, e.g. node.drain, service.create; the portals show what these allow.
 	Permissions []string `json:"permissions"`
+}
+
+// How what is observed of a resource differs from what its service wants.
+type DriftKind string
+
+const (
+	// The plugin says it does not exist.
+	DriftKindMissing DriftKind = "MISSING"
+	// The node it is on is down or decommissioned.
+	DriftKindNodeDown DriftKind = "NODE_DOWN"
+	// The plugin could not be asked.
+	DriftKindUnobserved DriftKind = "UNOBSERVED"
+)
+
+var AllDriftKind = []DriftKind{
+	DriftKindMissing,
+	DriftKindNodeDown,
+	DriftKindUnobserved,
+}
+
+func (e DriftKind) IsValid() bool {
+	switch e {
+	case DriftKindMissing, DriftKindNodeDown, DriftKindUnobserved:
+		return true
+	}
+	return false
+}
+
+func (e DriftKind) String() string {
+	return string(e)
+}
+
+func (e *DriftKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DriftKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DriftKind", str)
+	}
+	return nil
+}
+
+func (e DriftKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DriftKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DriftKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 // The kinds of entity whose history can be replayed.
@@ -3161,6 +3236,10 @@ const (
 	ServiceStatusRollbackFailed ServiceStatus = "ROLLBACK_FAILED"
 	// A removal left resources behind: see remaining.
 	ServiceStatusManualCleanupRequired ServiceStatus = "MANUAL_CLEANUP_REQUIRED"
+	// Resources the reconciler found missing or on a lost node are being made again.
+	ServiceStatusRepairing ServiceStatus = "REPAIRING"
+	// Repairs kept failing: see cause; retryService tries again.
+	ServiceStatusDegraded ServiceStatus = "DEGRADED"
 )
 
 var AllServiceStatus = []ServiceStatus{
@@ -3176,11 +3255,13 @@ var AllServiceStatus = []ServiceStatus{
 	ServiceStatusRollingBack,
 	ServiceStatusRollbackFailed,
 	ServiceStatusManualCleanupRequired,
+	ServiceStatusRepairing,
+	ServiceStatusDegraded,
 }
 
 func (e ServiceStatus) IsValid() bool {
 	switch e {
-	case ServiceStatusRegistering, ServiceStatusRegistered, ServiceStatusStarting, ServiceStatusRunning, ServiceStatusStopping, ServiceStatusStopped, ServiceStatusRemoving, ServiceStatusRemoved, ServiceStatusFailed, ServiceStatusRollingBack, ServiceStatusRollbackFailed, ServiceStatusManualCleanupRequired:
+	case ServiceStatusRegistering, ServiceStatusRegistered, ServiceStatusStarting, ServiceStatusRunning, ServiceStatusStopping, ServiceStatusStopped, ServiceStatusRemoving, ServiceStatusRemoved, ServiceStatusFailed, ServiceStatusRollingBack, ServiceStatusRollbackFailed, ServiceStatusManualCleanupRequired, ServiceStatusRepairing, ServiceStatusDegraded:
 		return true
 	}
 	return false

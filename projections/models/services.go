@@ -19,7 +19,7 @@ import (
 type Services struct{}
 
 func (Services) Name() string     { return "services" }
-func (Services) Version() int     { return 1 }
+func (Services) Version() int     { return 2 } // 2: resources' node and drift
 func (Services) Tables() []string { return []string{"services", "resources"} }
 func (Services) Filter() projections.Filter {
 	return projections.Filter{StreamTypes: []string{"service", "resource"}}
@@ -59,6 +59,10 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			properties     json,
 			depends_on     json NOT NULL,
 			outputs        json,
+			node_id        text,
+			drift          text,
+			drift_detail   text,
+			drift_since    timestamptz,
 			planned_at     timestamptz,
 			updated_at     timestamptz,
 			stream_version bigint NOT NULL,
@@ -97,6 +101,7 @@ type resourceRow struct {
 var resourceColumns = []column{
 	{"id", kText}, {"service_id", kText}, {"plugin", kText}, {"type", kText}, {"state", kText},
 	{"failed_in", kNText}, {"error", kNText}, {"properties", kJSON}, {"depends_on", kJSON}, {"outputs", kJSON},
+	{"node_id", kNText}, {"drift", kNText}, {"drift_detail", kNText}, {"drift_since", kTime},
 	{"planned_at", kTime}, {"updated_at", kTime}, {"stream_version", kInt}, {"position", kInt},
 }
 
@@ -166,6 +171,7 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		}
 		rout.row(f.existed).text(r.ID).text(r.ServiceID).text(r.Plugin).text(r.Type).text(string(r.Status)).
 			ntext(string(r.FailedIn)).ntext(r.Error).json(r.Properties).jsonOf(deps).json(r.Outputs).
+			ntext(r.NodeID).ntext(string(r.Drift)).ntext(r.DriftDetail).time(r.DriftSince).
 			time(r.PlannedAt).time(r.UpdatedAt).int(r.version).int(r.position)
 	}
 	return write(ctx, tx, append(out.writes(t.Table("services"), "id"), rout.writes(t.Table("resources"), "id")...)...)
@@ -204,14 +210,15 @@ func loadServices(t projections.Target) func(context.Context, pgx.Tx, []string) 
 
 func loadResources(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*resourceRow, error) {
 	sql := `SELECT id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
-		coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), planned_at, updated_at,
+		coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
+		coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at,
 		stream_version, position FROM ` + t.Table("resources") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*resourceRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, r *resourceRow) (string, error) {
-			var state, failedIn, properties, deps, outputs string
-			var planned, updated pgtype.Timestamptz
+			var state, failedIn, properties, deps, outputs, drift string
+			var planned, updated, driftSince pgtype.Timestamptz
 			err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &properties, &deps,
-				&outputs, &planned, &updated, &r.version, &r.position)
+				&outputs, &r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.version, &r.position)
 			if err != nil {
 				return "", err
 			}
@@ -221,6 +228,7 @@ func loadResources(t projections.Target) func(context.Context, pgx.Tx, []string)
 				return "", fmt.Errorf("resource %q: dependencies: %w", r.ID, err)
 			}
 			r.PlannedAt, r.UpdatedAt = ts(planned), ts(updated)
+			r.Drift, r.DriftSince = resource.DriftKind(drift), ts(driftSince)
 			return r.ID, nil
 		})
 	}

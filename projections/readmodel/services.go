@@ -129,10 +129,16 @@ type Resource struct {
 	Properties json.RawMessage
 	DependsOn  []string
 	Outputs    json.RawMessage
-	PlannedAt  time.Time
-	UpdatedAt  time.Time
-	Version    int64
-	Position   int64
+	// NodeID is the node the scheduler placed it on; Drift what was last
+	// observed to differ from what its service wants (empty: nothing).
+	NodeID      string
+	Drift       resource.DriftKind
+	DriftDetail string
+	DriftSince  time.Time
+	PlannedAt   time.Time
+	UpdatedAt   time.Time
+	Version     int64
+	Position    int64
 }
 
 // ResourceFilter narrows a resource list. Empty fields match every resource.
@@ -145,15 +151,15 @@ type ResourceFilter struct {
 }
 
 const resourceColumns = `id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
-	coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), planned_at, updated_at,
-	stream_version, position`
+	coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
+	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, stream_version, position`
 
 func scanResource(rows pgx.Row) (Resource, error) {
 	var r Resource
-	var state, failedIn, props, deps, outputs string
-	var planned, updated pgtype.Timestamptz
+	var state, failedIn, props, deps, outputs, drift string
+	var planned, updated, driftSince pgtype.Timestamptz
 	err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &props, &deps, &outputs,
-		&planned, &updated, &r.Version, &r.Position)
+		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Version, &r.Position)
 	if err != nil {
 		return r, err
 	}
@@ -163,6 +169,7 @@ func scanResource(rows pgx.Row) (Resource, error) {
 	r.Properties, r.Outputs = raw(props), raw(outputs)
 	r.Status, r.FailedIn = resource.Status(state), resource.Phase(failedIn)
 	r.PlannedAt, r.UpdatedAt = ts(planned), ts(updated)
+	r.Drift, r.DriftSince = resource.DriftKind(drift), ts(driftSince)
 	return r, nil
 }
 
