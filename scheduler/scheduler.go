@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cairn/domain"
+	"cairn/domain/node"
 	"cairn/domain/placement"
 	"cairn/domain/tenant"
 	"cairn/eventstore"
@@ -55,6 +56,8 @@ type Scheduler struct {
 	all        []*nodeEntry
 	byLocation map[string][]*nodeEntry
 	indexStale bool
+	// seen is how far into the log the view has read.
+	seen eventstore.Cursor
 }
 
 type locationEntry struct {
@@ -98,6 +101,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			err = s.log.Subscribe(ctx, eventstore.SubscribeOptions{From: head, Filter: followed},
 				func(ctx context.Context, b eventstore.Batch) error {
 					s.applyBatch(ctx, b.Events)
+					s.mu.Lock()
+					if s.seen.Less(b.Cursor) {
+						s.seen = b.Cursor
+					}
+					s.changed.Broadcast()
+					s.mu.Unlock()
 					return nil
 				})
 		}
@@ -130,6 +139,9 @@ func (s *Scheduler) catchUp(ctx context.Context) (eventstore.Cursor, error) {
 	}
 	s.mu.Lock()
 	n := len(s.nodes)
+	if s.seen.Less(head) {
+		s.seen = head
+	}
 	s.mu.Unlock()
 	s.readyOnce.Do(func() {
 		close(s.ready)
@@ -297,6 +309,7 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	caughtUp := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -314,6 +327,15 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 				s.changed.Wait()
 				continue
 			}
+			if !caughtUp && errors.Is(err, placement.ErrNoFit) {
+				// The view may trail the log (a node that just reported
+				// its facts): read up to the log's head before saying no.
+				caughtUp = true
+				if err := s.catchUpToHeadLocked(ctx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
 		n := s.nodes[choice.NodeID]
@@ -329,6 +351,29 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 		}
 		return s.holdLocked(choice.NodeID, n, evs), nil
 	}
+}
+
+// catchUpToHeadLocked waits (at most 2 s) until the view has read the log
+// up to its head as of now. Called and returns with s.mu held.
+func (s *Scheduler) catchUpToHeadLocked(ctx context.Context) error {
+	s.mu.Unlock()
+	head, err := s.log.Head(ctx)
+	s.mu.Lock()
+	if err != nil {
+		return fmt.Errorf("scheduler: read the log's head: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	stop := context.AfterFunc(wctx, func() {
+		s.mu.Lock()
+		s.changed.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	for s.seen.Less(head) && wctx.Err() == nil {
+		s.changed.Wait()
+	}
+	return nil
 }
 
 // Release decides the end of a resource's allocation on a node; nil when
@@ -451,5 +496,28 @@ func (s *Scheduler) Candidates(ctx context.Context) ([]placement.Candidate, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out, _ := s.candidatesLocked("")
+	return out, nil
+}
+
+// NodeView is a node as other parts of the control plane ask after it.
+type NodeView struct {
+	ID       string
+	Hostname string
+	Status   node.Status
+}
+
+// Nodes lists every node with its status.
+func (s *Scheduler) Nodes(ctx context.Context) ([]NodeView, error) {
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]NodeView, 0, len(s.nodes))
+	for id, n := range s.nodes {
+		if n.load.Node.Exists() {
+			out = append(out, NodeView{ID: id, Hostname: n.load.Node.Hostname, Status: n.load.Node.Status})
+		}
+	}
 	return out, nil
 }

@@ -44,6 +44,9 @@ type config struct {
 	// taken: removing events recorded before the last one shows in
 	// verification.
 	CheckpointEvery time.Duration
+	// ReconcileInterval is how often every settled service's resources are
+	// observed and repaired.
+	ReconcileInterval time.Duration
 	// SecretsKeyFile is the key that seals sensitive values; empty uses
 	// (and on first start makes) secrets.key in the data directory. Every
 	// replica of a cluster must use the same key.
@@ -93,6 +96,8 @@ func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	c.Jobs.bindFlags(fs)
 	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", "",
 		"the 32-byte key that seals sensitive values (env "+envOf("secrets-key-file")+"); default: secrets.key in the data directory, made on first start. Replicas of one cluster must share it")
+	fs.DurationVar(&c.ReconcileInterval, "reconcile-interval", 30*time.Second,
+		"how often every running, registered or stopped service's resources are observed, and what is missing or on a lost node repaired (also at once when a node goes down)")
 	fs.DurationVar(&c.CheckpointEvery, "chain-checkpoint-every", 10*time.Second,
 		"how often the event log's hash chains are checkpointed, so that removing events recorded before shows in verification")
 }

@@ -16,7 +16,7 @@ func TestConfigPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := config{Listen: "127.0.0.1:8080", DataDir: ".cairn", LogFormat: "auto", LogLevel: "info", level: zerolog.InfoLevel,
-			Jobs: defaultJobConfig(), CheckpointEvery: 10 * time.Second}
+			Jobs: defaultJobConfig(), CheckpointEvery: 10 * time.Second, ReconcileInterval: 30 * time.Second}
 		if *cfg != want {
 			t.Fatalf("got %+v, want %+v", *cfg, want)
 		}

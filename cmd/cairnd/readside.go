@@ -16,6 +16,7 @@ import (
 
 	"cairn/commands/jobs"
 	"cairn/commands/orchestrator"
+	"cairn/commands/reconciler"
 	"cairn/commands/services"
 	"cairn/commands/templates"
 	"cairn/eventstore"
@@ -37,6 +38,7 @@ type serviceSide struct {
 	templates *templates.Handlers
 	services  *services.Handlers
 	orch      *orchestrator.Orchestrator
+	rec       *reconciler.Reconciler
 	// sched follows the nodes' load on every replica, so that a new owner
 	// of the orchestrator places with a view already read.
 	sched   *scheduler.Scheduler
@@ -129,6 +131,12 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 		_ = reg.Close()
 		return nil, err
 	}
+	rec, err := reconciler.New(reconciler.Config{Store: store, Reader: reader, Plugins: reg, Scheduler: sched,
+		Interval: cfg.ReconcileInterval, Log: log.With().Str("component", "reconciler").Logger()})
+	if err != nil {
+		_ = reg.Close()
+		return nil, err
+	}
 	runner := projections.NewRunner(store, readModels, projections.Options{
 		Log: log.With().Str("component", "projections").Logger(), Views: models.AnalyticsViews(),
 	})
@@ -137,7 +145,7 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 		return nil, err
 	}
 	return &serviceSide{
-		runner: runner, reader: reader, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, plugins: reg, sched: sched,
+		runner: runner, reader: reader, templates: templates.NewHandlers(store, time.Now, reg), services: svc, orch: orch, rec: rec, plugins: reg, sched: sched,
 	}, nil
 }
 
@@ -147,11 +155,19 @@ func (s *serviceSide) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.runner.Run(gctx) })
 	g.Go(func() error { return s.sched.Run(gctx) })
+	// The reconciler asks for the repairs the orchestrator carries out: both
+	// are the owner's work, under one lease.
+	owned := func(ctx context.Context) error {
+		og, octx := errgroup.WithContext(ctx)
+		og.Go(func() error { return s.orch.Run(octx) })
+		og.Go(func() error { return s.rec.Run(octx) })
+		return og.Wait()
+	}
 	g.Go(func() error {
 		if s.orchLease == nil {
-			return s.orch.Run(gctx)
+			return owned(gctx)
 		}
-		return s.orchLease.WhileOwned(gctx, s.orch.Run)
+		return s.orchLease.WhileOwned(gctx, owned)
 	})
 	err := g.Wait()
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {

@@ -121,12 +121,8 @@ func (o *Orchestrator) load(ctx context.Context, id string) (*deployment, error)
 
 // busy reports whether the orchestrator has work to do in status s.
 func busy(s service.Status) bool {
-	switch s {
-	case service.StatusRegistering, service.StatusRollingBack, service.StatusStarting,
-		service.StatusStopping, service.StatusRemoving:
-		return true
-	}
-	return false
+	_, ok := phases[s]
+	return ok
 }
 
 func (o *Orchestrator) loadResource(ctx context.Context, t *tracked) error {

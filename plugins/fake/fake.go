@@ -251,3 +251,13 @@ func FailAt(op plugins.Op, n int, err error) func(plugins.Op, plugins.Request) e
 		return nil
 	}
 }
+
+// Lose removes a resource behind the orchestrator's back, as drift does:
+// the next observe finds it missing.
+func (p *Plugin) Lose(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.resources[id]
+	delete(p.resources, id)
+	return ok
+}
