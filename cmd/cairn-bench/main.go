@@ -150,6 +150,7 @@ var benchmarks = []benchmark{
 	{"graphql", benchGraphQL},
 	{"replicas", benchReplicas},
 	{"placement", benchPlacement},
+	{"reconcile", benchReconcile},
 }
 
 type benchEvent struct {
