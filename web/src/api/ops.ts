@@ -501,7 +501,7 @@ export const ServiceQuery = gql<{ service: ServiceDetail | null } & Live, { id: 
       outputs
       version
       allowedActions
-      resources { id plugin type status dependsOn outputs error failedIn updatedAt }
+      resources { id plugin type status dependsOn outputs error failedIn updatedAt nodeId drift { kind detail since } }
     }
     readModelsCursor
   }

@@ -205,7 +205,9 @@ export type ServiceStatus =
   | 'FAILED'
   | 'ROLLING_BACK'
   | 'ROLLBACK_FAILED'
-  | 'MANUAL_CLEANUP_REQUIRED';
+  | 'MANUAL_CLEANUP_REQUIRED'
+  | 'REPAIRING'
+  | 'DEGRADED';
 export const serviceStatuses: ServiceStatus[] = [
   'REGISTERING',
   'REGISTERED',
@@ -219,6 +221,8 @@ export const serviceStatuses: ServiceStatus[] = [
   'ROLLING_BACK',
   'ROLLBACK_FAILED',
   'MANUAL_CLEANUP_REQUIRED',
+  'REPAIRING',
+  'DEGRADED',
 ];
 
 export interface ServiceSummary {
@@ -242,6 +246,10 @@ export interface Resource {
   error: string | null;
   failedIn: string | null;
   updatedAt: string;
+  /** The node the scheduler placed it on. */
+  nodeId?: string | null;
+  /** What the reconciler last found different; null when nothing is. */
+  drift?: { kind: 'MISSING' | 'NODE_DOWN' | 'UNOBSERVED'; detail: string; since: string } | null;
 }
 
 export interface ServiceDetail extends ServiceSummary {

@@ -22,6 +22,7 @@ const tone: Record<string, string> = {
   DRAINING: 'busy',
   CANCELLING: 'busy',
   ROLLING_BACK: 'busy',
+  REPAIRING: 'busy',
   PENDING: 'busy',
   STOPPED: 'muted',
   DRAINED: 'muted',
@@ -43,6 +44,7 @@ const tone: Record<string, string> = {
   GONE: 'bad',
   ROLLBACK_FAILED: 'bad',
   MANUAL_CLEANUP_REQUIRED: 'bad',
+  DEGRADED: 'bad',
 };
 
 export function Status({ value }: { value: string }) {

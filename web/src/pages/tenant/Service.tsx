@@ -125,6 +125,11 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
                 <td>
                   <Status value={r.status} />
                   {r.error ? <div className="bad-text small">{r.error}</div> : null}
+                  {r.drift ? (
+                    <div className="bad-text small" data-testid="drift">
+                      {r.drift.detail} (found <Time value={r.drift.since} />)
+                    </div>
+                  ) : null}
                 </td>
                 <td>{r.dependsOn.length ? r.dependsOn.join(', ') : <span className="muted">—</span>}</td>
                 <td className="clip">{r.outputs ? <code>{JSON.stringify(r.outputs)}</code> : <span className="muted">—</span>}</td>
