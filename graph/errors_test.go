@@ -49,6 +49,11 @@ func TestErrorCodes(t *testing.T) {
 		if strings.TrimSpace(resp.Errors[0].Message) == "" {
 			t.Fatalf("%s: no message", c.name)
 		}
+		// People read the message alone: where it happened is in the
+		// error's path and locations, not in front of the words.
+		if msg := resp.Errors[0].Message; strings.HasPrefix(msg, "input:") {
+			t.Fatalf("%s: the message starts with its location: %q", c.name, msg)
+		}
 	}
 
 	// A bad token is refused with 401 before anything runs.

@@ -58,7 +58,14 @@ func (h *Handler) presentError(ctx context.Context, err error) *gqlerror.Error {
 	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Field != nil {
 		out.Locations = []gqlerror.Location{{Line: fc.Field.Position.Line, Column: fc.Field.Position.Column}}
 	}
-	code, msg, ext := apierr.Classify(err)
+	// A resolver's error arrives wrapped by gqlgen, whose Error() prefixes
+	// the location and path ("input:1:12: createService ..."): people read
+	// the message alone; the path and locations are fields of their own.
+	inner := err
+	if gerr != nil && gerr.Err != nil {
+		inner = gerr.Err
+	}
+	code, msg, ext := apierr.Classify(inner)
 	if code == apierr.CodeInternal {
 		return h.internal(ctx, err, path)
 	}
