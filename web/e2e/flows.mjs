@@ -40,6 +40,10 @@ export function flows(ctx) {
       await page.getByRole('heading', { name: /e2e-node-1/ }).waitFor();
       await screenshot(page, 'flow-operator-node');
       await page.getByRole('link', { name: 'Run a job…' }).click();
+      // The node list of the form is one the server serves (a page of 500
+      // within the complexity limit), with the node by its name.
+      await page.waitForFunction(() => [...document.querySelectorAll('#job-nodeId option')].some((o) => o.textContent.startsWith('e2e-node-1')), null, { timeout: 30000 });
+      assert.equal(await page.getByText('The nodes could not be listed.').count(), 0);
       await page.getByLabel(/^Script/).fill('echo first line; sleep 3; echo second line; sleep 3; echo last line');
       await page.getByRole('button', { name: 'Run' }).click();
       await page.waitForURL(/\/jobs\/[^/]+$/);

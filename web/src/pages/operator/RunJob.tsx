@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { NodesQuery, SubmitJobMutation } from '../../api/ops';
+import { NodeNamesQuery, SubmitJobMutation } from '../../api/ops';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand } from '../../app/hooks';
 import { useTitle } from '../../app/title';
@@ -168,7 +168,7 @@ function NodeSelect(props: { value: string; error?: string; onChange(v: string):
 }
 
 function NodeList({ value, error, onChange }: { value: string; error?: string; onChange(v: string): void }) {
-  const q = useApiQuery(NodesQuery, { first: 500 });
+  const q = useApiQuery(NodeNamesQuery, { first: 500 });
   const nodes = q.data?.nodes.edges.map((e) => e.node).filter((n) => n.status !== 'DECOMMISSIONED') ?? [];
   return (
     <Field id="job-nodeId" label="Node" error={error ?? (q.problems ? 'The nodes could not be listed.' : undefined)} required>
