@@ -321,12 +321,20 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 			cands, held = s.candidatesLocked("")
 			choice, err = placement.Schedule(r.Ask, cands)
 		}
-		if err != nil {
-			if held > 0 && errors.Is(err, placement.ErrNoFit) {
-				// A held node may be let go with room to spare.
+		if err != nil && held > 0 && errors.Is(err, placement.ErrNoFit) {
+			// Would a node held by a decision under way fit once let go?
+			// Then wait for it; else the answer is no, with no word of holds.
+			for i := range cands {
+				cands[i].Held = false
+			}
+			if _, ferr := placement.Schedule(r.Ask, cands); ferr == nil {
 				s.changed.Wait()
 				continue
+			} else {
+				err = ferr
 			}
+		}
+		if err != nil {
 			if !caughtUp && errors.Is(err, placement.ErrNoFit) {
 				// The view may trail the log (a node that just reported
 				// its facts): read up to the log's head before saying no.
