@@ -129,7 +129,9 @@ func benchReconcile(ctx context.Context, e *env) (result, error) {
 		return nil, fmt.Errorf("the pass saw %d services, not %d", st.Services, services)
 	}
 
-	bg.Go(func() { _ = rec.Run(rctx) })
+	recCtx, stopRec := context.WithCancel(rctx)
+	defer stopRec()
+	bg.Go(func() { _ = rec.Run(recCtx) })
 	var waits []float64
 	for i := range samples {
 		if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(interval)))); err != nil {
@@ -150,6 +152,25 @@ func benchReconcile(ctx context.Context, e *env) (result, error) {
 			}
 		}
 		waits = append(waits, time.Since(lost).Seconds())
+	}
+	// Leave nothing half repaired for the benchmarks after this one: stop
+	// asking, and let the orchestrator finish what was asked.
+	stopRec()
+	if err := sleepCtx(ctx, time.Second); err != nil { // the read models catch up
+		return nil, err
+	}
+	for {
+		conn, err := reader.ListServices(ctx, readmodel.ServiceFilter{TemplateName: "bench-heal",
+			Status: []service.Status{service.StatusRepairing}}, readmodel.Page{First: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(conn.Edges) == 0 {
+			break
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
 	}
 	slices.Sort(waits)
 	return result{

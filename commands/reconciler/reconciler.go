@@ -55,6 +55,9 @@ type Config struct {
 	ObserveTimeout time.Duration
 	Clock          func() time.Time
 	Log            zerolog.Logger
+	// OnPass, when set, is told what each pass of Run saw and did (metrics,
+	// tests).
+	OnPass func(PassStats)
 }
 
 // Reconciler is the control loop. Build it with New and run it with Run.
@@ -96,10 +99,18 @@ func (r *Reconciler) Trigger() {
 func (r *Reconciler) Run(ctx context.Context) error {
 	go r.watchNodes(ctx)
 	for {
-		if _, err := r.Pass(ctx); err != nil && ctx.Err() == nil {
+		st, err := r.Pass(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.cfg.Log.Warn().Err(err).Msg("reconciler pass failed; the next one tries again")
 		}
+		if r.cfg.OnPass != nil && err == nil {
+			r.cfg.OnPass(st)
+		}
 		wait := r.cfg.Interval + time.Duration(rand.Int64N(int64(r.cfg.Interval)/5+1))
+		if err != nil {
+			// The database or the read models were not there: soon again.
+			wait = min(wait, 2*time.Second)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -118,7 +129,11 @@ func (r *Reconciler) watchNodes(ctx context.Context) {
 	filter := eventstore.Filter{StreamTypes: []string{domain.NodeStream},
 		EventTypes: []string{(node.WentDown{}).EventType(), (node.Decommissioned{}).EventType()}}
 	_ = r.cfg.Store.Subscribe(ctx, eventstore.SubscribeOptions{From: head, Filter: filter},
-		func(context.Context, eventstore.Batch) error {
+		func(_ context.Context, b eventstore.Batch) error {
+			// A batch comes for every read of the log, matching or not.
+			if len(b.Events) == 0 {
+				return nil
+			}
 			// Let the scheduler's view take the event in first.
 			time.Sleep(50 * time.Millisecond)
 			r.Trigger()

@@ -3,11 +3,13 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"cairn/commands"
@@ -46,6 +48,8 @@ resources:
 type env struct {
 	t     *testing.T
 	store *eventstore.Store
+	pool  *pgxpool.Pool
+	reg   *plugins.Registry
 	fake  *fake.Plugin
 	desc  *ocl.Descriptor
 	nodes *nodes.Handlers
@@ -59,7 +63,7 @@ type env struct {
 func newEnv(t *testing.T, failCreate *atomic.Bool) *env {
 	t.Helper()
 	store, pool := commandstest.NewStoreWithPool(t)
-	e := &env{t: t, store: store}
+	e := &env{t: t, store: store, pool: pool}
 	e.fake = fake.New(fake.Options{Fail: func(op plugins.Op, r plugins.Request) error {
 		if op == plugins.OpCreate && failCreate != nil && failCreate.Load() {
 			return errors.New("the cloud said no")
@@ -67,6 +71,7 @@ func newEnv(t *testing.T, failCreate *atomic.Bool) *env {
 		return nil
 	}})
 	reg := plugins.NewRegistry()
+	e.reg = reg
 	if err := reg.Register("fake", e.fake); err != nil {
 		t.Fatal(err)
 	}
@@ -278,4 +283,48 @@ func TestDegradesAfterFailedRepairsAndRetries(t *testing.T) {
 	if _, ok := e.fake.Get(ocl.ResourceID("svc-1", "dns")); !ok {
 		t.Fatal("after the retry the record was not made again")
 	}
+}
+
+// Run passes on its interval and when a node goes down, not on every
+// event of the log.
+func TestRunPassesOnNodeLossOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	first := e.enroll("node-a")
+	var passes atomic.Int64
+	rec, err := reconciler.New(reconciler.Config{Store: e.store, Reader: readmodel.New(e.pool), Plugins: e.reg, Scheduler: e.sched,
+		Interval: time.Hour, Log: zerolog.Nop(), OnPass: func(reconciler.PassStats) { passes.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = rec.Run(ctx) }()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 10 s for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the first pass", func() bool { return passes.Load() == 1 })
+	// Other events (nodes enrolling, reporting) start no pass.
+	for i := range 5 {
+		e.enroll(fmt.Sprintf("node-%d", i))
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := passes.Load(); n != 1 {
+		t.Fatalf("%d passes after unrelated events, want 1", n)
+	}
+	meta := commands.Meta{Actor: "test"}
+	if _, err := e.nodes.Disconnect(context.Background(), meta, nodes.Disconnect{NodeID: first}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.nodes.MarkDown(context.Background(), meta, nodes.MarkDown{NodeID: first}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a pass after the node went down", func() bool { return passes.Load() == 2 })
 }
