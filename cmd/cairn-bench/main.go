@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -51,7 +52,7 @@ func main() {
 	var cfg config
 	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each throughput phase runs")
 	flag.IntVar(&cfg.writers, "writers", 16, "concurrent writers")
-	flag.StringVar(&cfg.only, "only", "", "run only the benchmarks whose names contain this")
+	flag.StringVar(&cfg.only, "only", "", "run only the benchmarks whose names contain this (or one of these, comma separated)")
 	flag.BoolVar(&cfg.volatile, "volatile", false, "turn fsync off (measures CPU cost instead of disk flushes; not for reported figures)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.IntVar(&cfg.appendWorkers, "append-workers", 0, "event store batch transactions in flight (0: the store's default)")
@@ -105,7 +106,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	out := result{}
 	for _, b := range benchmarks {
-		if cfg.only != "" && !strings.Contains(b.name, cfg.only) {
+		if cfg.only != "" && !slices.ContainsFunc(strings.Split(cfg.only, ","), func(o string) bool { return strings.Contains(b.name, o) }) {
 			continue
 		}
 		start := time.Now()
