@@ -301,12 +301,7 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.changed.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
+	defer s.wakeWhenDone(ctx)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	caughtUp := false
@@ -372,16 +367,21 @@ func (s *Scheduler) catchUpToHeadLocked(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	stop := context.AfterFunc(wctx, func() {
-		s.mu.Lock()
-		s.changed.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
+	defer s.wakeWhenDone(wctx)()
 	for s.seen.Less(head) && wctx.Err() == nil {
 		s.changed.Wait()
 	}
 	return nil
+}
+
+// wakeWhenDone wakes the waiters on s.changed when ctx ends, so that one
+// waiting for it sees it; the function returned stops that.
+func (s *Scheduler) wakeWhenDone(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.changed.Broadcast()
+		s.mu.Unlock()
+	})
 }
 
 // Release decides the end of a resource's allocation on a node; nil when
@@ -390,12 +390,7 @@ func (s *Scheduler) Release(ctx context.Context, nodeID, resourceID string) (*De
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.changed.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
+	defer s.wakeWhenDone(ctx)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {

@@ -15,7 +15,6 @@ import (
 	"cairn/commands/commandstest"
 	"cairn/commands/nodes"
 	"cairn/domain"
-	"cairn/domain/node"
 	"cairn/domain/placement"
 	"cairn/eventstore"
 	"cairn/internal/testdb"
@@ -57,22 +56,8 @@ func (f *fixture) start() {
 // enroll makes an online node through the real commands, with facts.
 func (f *fixture) enroll(host, location string, cpus int, mem int64, labels map[string]string) string {
 	f.t.Helper()
-	ctx := context.Background()
-	meta := commands.Meta{Actor: "test"}
-	out, err := f.nodes.Enroll(ctx, meta, nodes.Enroll{Hostname: host, LocationID: location, Labels: labels})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	id := out.ID
-	if _, err := f.nodes.Connect(ctx, meta, nodes.Connect{NodeID: id}); err != nil {
-		f.t.Fatal(err)
-	}
-	facts := node.Facts{CPU: node.CPU{Model: "test", Cores: cpus, Threads: cpus}, MemoryBytes: uint64(mem),
-		Disks: []node.Disk{{Device: "sda", Mountpoint: "/", Filesystem: "ext4", SizeBytes: 100 * gib}}}
-	if _, err := f.nodes.ReportFacts(ctx, meta, nodes.ReportFacts{NodeID: id, Facts: facts}); err != nil {
-		f.t.Fatal(err)
-	}
-	return id
+	return commandstest.EnrollOnline(f.t, f.nodes, commandstest.OnlineNode{Hostname: host, LocationID: location, Labels: labels,
+		CPUs: cpus, MemoryBytes: uint64(mem)})
 }
 
 // place reserves and appends as the orchestrator does, with the

@@ -195,26 +195,18 @@ func (t runTarget) apiTarget() (map[string]any, error) {
 		target["location"] = t.location
 	}
 	if len(t.selector) > 0 {
-		sel, err := node.ParseSelector(strings.Join(t.selector, ","))
-		if err != nil {
+		// Checked here for a usage error at once; the server reads the
+		// same text with the same parser.
+		match := strings.Join(t.selector, ",")
+		if _, err := node.ParseSelector(match); err != nil {
 			return nil, &usageError{fmt.Errorf("--selector: %w", err)}
 		}
-		var reqs []map[string]any
-		for _, r := range sel {
-			reqs = append(reqs, map[string]any{"key": r.Key, "operator": labelOperators[r.Op], "values": r.Values})
-		}
-		target["requirements"] = reqs
+		target["match"] = match
 	}
 	if t.location == "" && len(t.selector) == 0 {
 		target["every"] = true
 	}
 	return target, nil
-}
-
-// labelOperators are the API's names of the selector's operators.
-var labelOperators = map[node.Operator]string{
-	node.OpEquals: "EQUALS", node.OpNotEquals: "NOT_EQUALS", node.OpIn: "IN", node.OpNotIn: "NOT_IN",
-	node.OpExists: "EXISTS", node.OpNotExists: "NOT_EXISTS",
 }
 
 // runInput builds the submission of `cairn run`.

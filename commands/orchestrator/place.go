@@ -55,21 +55,11 @@ func (o *Orchestrator) place(ctx context.Context, d *deployment, t *tracked) (*f
 	if err != nil {
 		return &failure{t.node.Name, err}, nil
 	}
-	for attempt := 1; ; attempt++ {
-		dec, err := o.cfg.Scheduler.Reserve(ctx, req)
-		if errors.Is(err, placement.ErrNoFit) || errors.Is(err, domain.ErrInvalid) {
-			return &failure{t.node.Name, fmt.Errorf("cannot be placed: %w", err)}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		err = o.appendDecision(ctx, d, t, dec)
-		var conflict *eventstore.VersionConflictError
-		if errors.As(err, &conflict) && conflict.StreamID == dec.Node.StreamID && attempt < placeAttempts {
-			continue // the node moved: decide again on what it is now
-		}
-		return nil, err
+	err = o.decideOnNode(ctx, d, t, func() (*scheduler.Decision, error) { return o.cfg.Scheduler.Reserve(ctx, req) })
+	if errors.Is(err, placement.ErrNoFit) || errors.Is(err, domain.ErrInvalid) {
+		return &failure{t.node.Name, fmt.Errorf("cannot be placed: %w", err)}, nil
 	}
+	return nil, err
 }
 
 // neverPlaced reports whether a resource the scheduler places is being
@@ -91,8 +81,17 @@ func (o *Orchestrator) unplace(ctx context.Context, d *deployment, t *tracked) e
 	if o.cfg.Scheduler == nil || t.state.NodeID == "" {
 		return nil
 	}
+	return o.decideOnNode(ctx, d, t, func() (*scheduler.Decision, error) {
+		return o.cfg.Scheduler.Release(ctx, t.state.NodeID, t.node.ResourceID)
+	})
+}
+
+// decideOnNode appends a scheduler's decision, deciding again (up to
+// placeAttempts times) when the node's stream moved between the decision
+// and its append.
+func (o *Orchestrator) decideOnNode(ctx context.Context, d *deployment, t *tracked, decide func() (*scheduler.Decision, error)) error {
 	for attempt := 1; ; attempt++ {
-		dec, err := o.cfg.Scheduler.Release(ctx, t.state.NodeID, t.node.ResourceID)
+		dec, err := decide()
 		if err != nil {
 			return err
 		}

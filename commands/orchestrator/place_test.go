@@ -10,12 +10,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"cairn/commands"
 	"cairn/commands/commandstest"
 	"cairn/commands/nodes"
 	"cairn/commands/orchestrator"
 	"cairn/commands/orchestrator/orchestratortest"
-	"cairn/domain/node"
 	"cairn/domain/placement"
 	"cairn/domain/service"
 	"cairn/plugins"
@@ -59,19 +57,7 @@ func TestPlacementOnCapacity(t *testing.T) {
 	const gib = 1 << 30
 	nh := nodes.NewHandlers(e.store, time.Now, commandstest.IDs("node"))
 	enroll := func(host string, cpus int, mem uint64) string {
-		meta := commands.Meta{Actor: "test"}
-		out, err := nh.Enroll(context.Background(), meta, nodes.Enroll{Hostname: host})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := nh.Connect(context.Background(), meta, nodes.Connect{NodeID: out.ID}); err != nil {
-			t.Fatal(err)
-		}
-		facts := node.Facts{CPU: node.CPU{Model: "test", Cores: cpus, Threads: cpus}, MemoryBytes: mem}
-		if _, err := nh.ReportFacts(context.Background(), meta, nodes.ReportFacts{NodeID: out.ID, Facts: facts}); err != nil {
-			t.Fatal(err)
-		}
-		return out.ID
+		return commandstest.EnrollOnline(t, nh, commandstest.OnlineNode{Hostname: host, CPUs: cpus, MemoryBytes: mem})
 	}
 	small, big := enroll("small-1", 2, 4*gib), enroll("big-1", 8, 32*gib)
 	sched := scheduler.New(e.store, time.Now, zerolog.Nop())

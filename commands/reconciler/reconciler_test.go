@@ -19,7 +19,6 @@ import (
 	"cairn/commands/orchestrator/orchestratortest"
 	"cairn/commands/reconciler"
 	"cairn/domain"
-	"cairn/domain/node"
 	"cairn/domain/ocl"
 	"cairn/domain/resource"
 	"cairn/domain/service"
@@ -112,19 +111,7 @@ func newEnv(t *testing.T, failCreate *atomic.Bool) *env {
 
 func (e *env) enroll(host string) string {
 	e.t.Helper()
-	meta := commands.Meta{Actor: "test"}
-	out, err := e.nodes.Enroll(context.Background(), meta, nodes.Enroll{Hostname: host})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := e.nodes.Connect(context.Background(), meta, nodes.Connect{NodeID: out.ID}); err != nil {
-		e.t.Fatal(err)
-	}
-	facts := node.Facts{CPU: node.CPU{Model: "test", Cores: 4, Threads: 4}, MemoryBytes: 8 << 30}
-	if _, err := e.nodes.ReportFacts(context.Background(), meta, nodes.ReportFacts{NodeID: out.ID, Facts: facts}); err != nil {
-		e.t.Fatal(err)
-	}
-	return out.ID
+	return commandstest.EnrollOnline(e.t, e.nodes, commandstest.OnlineNode{Hostname: host, CPUs: 4, MemoryBytes: 8 << 30})
 }
 
 func (e *env) deploy(id string) {
@@ -151,15 +138,21 @@ func (e *env) wait(id string, statuses ...service.Status) service.Service {
 	return s
 }
 
-// pass runs a pass once the read models list the service as settled.
+// pass runs a pass once the read models are built and list the service as
+// settled (the projections build while the services deploy).
 func (e *env) pass() reconciler.PassStats {
 	e.t.Helper()
-	time.Sleep(200 * time.Millisecond) // the read models catch up
-	st, err := e.rec.Pass(context.Background())
-	if err != nil {
-		e.t.Fatal(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		time.Sleep(200 * time.Millisecond)
+		st, err := e.rec.Pass(context.Background())
+		if err == nil {
+			return st
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal(err)
+		}
 	}
-	return st
 }
 
 func (e *env) resource(svc, name string) resource.Resource {

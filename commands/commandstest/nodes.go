@@ -1,0 +1,41 @@
+package commandstest
+
+import (
+	"context"
+	"testing"
+
+	"cairn/commands"
+	"cairn/commands/nodes"
+	"cairn/domain/node"
+)
+
+// OnlineNode is a node for EnrollOnline: where it is, and what its agent
+// reports (a 100 GiB root disk besides).
+type OnlineNode struct {
+	Hostname    string
+	LocationID  string
+	Labels      map[string]string
+	CPUs        int
+	MemoryBytes uint64
+}
+
+// EnrollOnline enrolls a node through the real commands, connects it and
+// reports its facts, as its agent would, and returns its id.
+func EnrollOnline(t testing.TB, h *nodes.Handlers, n OnlineNode) string {
+	t.Helper()
+	ctx := context.Background()
+	meta := commands.Meta{Actor: "test"}
+	out, err := h.Enroll(ctx, meta, nodes.Enroll{Hostname: n.Hostname, LocationID: n.LocationID, Labels: n.Labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Connect(ctx, meta, nodes.Connect{NodeID: out.ID}); err != nil {
+		t.Fatal(err)
+	}
+	facts := node.Facts{CPU: node.CPU{Model: "test", Cores: n.CPUs, Threads: n.CPUs}, MemoryBytes: n.MemoryBytes,
+		Disks: []node.Disk{{Device: "sda", Mountpoint: "/", Filesystem: "ext4", SizeBytes: 100 << 30}}}
+	if _, err := h.ReportFacts(ctx, meta, nodes.ReportFacts{NodeID: out.ID, Facts: facts}); err != nil {
+		t.Fatal(err)
+	}
+	return out.ID
+}
