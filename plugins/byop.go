@@ -32,6 +32,11 @@ func (b ByOp) Stop(ctx context.Context, r Request) (json.RawMessage, error) {
 	return b.Call(ctx, OpStop, r)
 }
 
+// Update implements Plugin.
+func (b ByOp) Update(ctx context.Context, r Request) (json.RawMessage, error) {
+	return b.Call(ctx, OpUpdate, r)
+}
+
 // Destroy implements Plugin.
 func (b ByOp) Destroy(ctx context.Context, r Request) (json.RawMessage, error) {
 	return b.Call(ctx, OpDestroy, r)

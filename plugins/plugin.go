@@ -3,8 +3,8 @@
 // use.
 //
 // A plugin serves resource types (each with a JSON Schema for its
-// properties) and carries out five calls on one resource at a time: create,
-// start, stop, destroy and observe. Every call names the resource by a
+// properties) and carries out six calls on one resource at a time: create,
+// start, stop, update, destroy and observe. Every call names the resource by a
 // deterministic id (see ocl.ResourceID), and every call must be idempotent by
 // that id: after a crash the orchestrator repeats the step it was in, so a
 // plugin sees a create for a resource it already made, or a destroy for one
@@ -28,12 +28,13 @@ const (
 	OpCreate  Op = "create"
 	OpStart   Op = "start"
 	OpStop    Op = "stop"
+	OpUpdate  Op = "update"
 	OpDestroy Op = "destroy"
 	OpObserve Op = "observe"
 )
 
 // Ops lists every lifecycle call in lifecycle order.
-var Ops = []Op{OpCreate, OpStart, OpStop, OpDestroy, OpObserve}
+var Ops = []Op{OpCreate, OpStart, OpStop, OpUpdate, OpDestroy, OpObserve}
 
 // MaxOutputBytes bounds the outputs a call may return: they are recorded in
 // an event.
@@ -89,6 +90,10 @@ type ResourceType struct {
 	// DefaultRequests are what an instance asks of its node when the
 	// descriptor's requests leave an amount out.
 	DefaultRequests placement.Resources `json:"defaultRequests,omitzero"`
+	// UpdateInPlace says Update changes a resource of this type to new
+	// properties where it stands. Without it a change of properties
+	// replaces the resource: destroyed, then created again.
+	UpdateInPlace bool `json:"updateInPlace,omitempty"`
 }
 
 // Plugin manages resources of some kind of infrastructure.
@@ -100,6 +105,13 @@ type ResourceType struct {
 // destroy of a missing one succeeds. Observe returns the resource's current
 // outputs, or an error wrapping ErrNotFound when it does not exist.
 //
+// Update brings an existing resource to new properties (Request.Properties;
+// Request.Outputs are those it has now) and keeps it running if it ran. It
+// is called only for types that declare UpdateInPlace, and must be
+// idempotent too: an update repeated with the same properties changes
+// nothing. Types that cannot change in place answer with an error wrapping
+// ErrReplace.
+//
 // A call should return promptly when ctx ends; the orchestrator then repeats
 // it later rather than recording a failure.
 type Plugin interface {
@@ -107,12 +119,17 @@ type Plugin interface {
 	Create(ctx context.Context, r Request) (json.RawMessage, error)
 	Start(ctx context.Context, r Request) (json.RawMessage, error)
 	Stop(ctx context.Context, r Request) (json.RawMessage, error)
+	Update(ctx context.Context, r Request) (json.RawMessage, error)
 	Destroy(ctx context.Context, r Request) (json.RawMessage, error)
 	Observe(ctx context.Context, r Request) (json.RawMessage, error)
 }
 
 // ErrNotFound is wrapped by Observe's error when the resource does not exist.
 var ErrNotFound = errors.New("resource does not exist")
+
+// ErrReplace is wrapped by Update's error for a type whose resources are
+// replaced rather than changed in place.
+var ErrReplace = errors.New("resources of this type are replaced, not updated in place")
 
 // UnknownPluginError names a plugin that is not registered.
 type UnknownPluginError struct {

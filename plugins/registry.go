@@ -103,6 +103,14 @@ func (r *Registry) Types(plugin string) ([]ResourceType, bool) {
 	return out, true
 }
 
+// UpdatesInPlace reports whether a plugin's type changes its resources in
+// place (see ResourceType.UpdateInPlace); false for unknown ones.
+func (r *Registry) UpdatesInPlace(plugin, typ string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.plugins[plugin].types[typ].UpdateInPlace
+}
+
 // ResourceTypes implements ocl.PluginCatalog: the types a plugin serves with
 // their property schemas.
 func (r *Registry) ResourceTypes(plugin string) (map[string]json.RawMessage, bool) {
@@ -144,6 +152,8 @@ func (r *Registry) Call(ctx context.Context, plugin string, op Op, req Request) 
 		fn = e.plugin.Start
 	case OpStop:
 		fn = e.plugin.Stop
+	case OpUpdate:
+		fn = e.plugin.Update
 	case OpDestroy:
 		fn = e.plugin.Destroy
 	case OpObserve:

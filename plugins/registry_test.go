@@ -29,6 +29,7 @@ func (s stub) call() (json.RawMessage, error) {
 func (s stub) Create(context.Context, plugins.Request) (json.RawMessage, error)  { return s.call() }
 func (s stub) Start(context.Context, plugins.Request) (json.RawMessage, error)   { return s.call() }
 func (s stub) Stop(context.Context, plugins.Request) (json.RawMessage, error)    { return s.call() }
+func (s stub) Update(context.Context, plugins.Request) (json.RawMessage, error)  { return s.call() }
 func (s stub) Destroy(context.Context, plugins.Request) (json.RawMessage, error) { return s.call() }
 func (s stub) Observe(context.Context, plugins.Request) (json.RawMessage, error) { return s.call() }
 

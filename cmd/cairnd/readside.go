@@ -123,6 +123,7 @@ func newServiceSide(ctx context.Context, store *eventstore.Store, pool, readMode
 	}
 	sched := scheduler.New(store, time.Now, log.With().Str("component", "scheduler").Logger())
 	svc.CheckCapacity(scheduler.PlanCheck{Scheduler: sched, Plugins: reg})
+	svc.UpdatesInPlace(reg)
 	orch, err := orchestrator.New(orchestrator.Config{
 		Store: store, Pool: pool, Plugins: reg, Variables: svc.DecodeVariables, Scheduler: sched,
 		Log: log.With().Str("component", "orchestrator").Logger(),

@@ -34,6 +34,11 @@ type deployment struct {
 	planErr error // why there is no graph
 	nodes   map[string]*tracked
 	order   []*tracked // plan order
+
+	// While updating or reverting: the graph of the revision the service
+	// leaves, and its resources that are not in the graph it moves to.
+	leavingGraph *ocl.Graph
+	leaving      map[string]*tracked
 }
 
 // tracked is one resource of the graph with its state.
@@ -111,12 +116,46 @@ func (o *Orchestrator) load(ctx context.Context, id string) (*deployment, error)
 			d.order = append(d.order, t)
 		}
 	}
+	if err := o.loadLeaving(ctx, d); err != nil {
+		return nil, err
+	}
 	for _, t := range d.order {
 		if err := o.loadResource(ctx, t); err != nil {
 			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// loadLeaving plans the revision an update leaves, and loads its resources
+// that the new revision does not have.
+func (o *Orchestrator) loadLeaving(ctx context.Context, d *deployment) error {
+	if d.svc.Leaving == nil || d.planErr != nil {
+		return nil
+	}
+	left := d.svc
+	left.TemplateVersion, left.Variables, left.ResourceIDs = d.svc.Leaving.TemplateVersion, d.svc.Leaving.Variables, d.svc.Leaving.ResourceIDs
+	g, err := o.plan(ctx, left)
+	var pe *planError
+	switch {
+	case errors.As(err, &pe):
+		d.planErr = fmt.Errorf("the revision %d it leaves: %w", d.svc.Leaving.Number, pe)
+		return nil
+	case err != nil:
+		return err
+	}
+	d.leavingGraph, d.leaving = g, map[string]*tracked{}
+	for _, n := range g.Nodes() {
+		if _, kept := d.nodes[n.Name]; kept {
+			continue
+		}
+		t := &tracked{node: n}
+		if err := o.loadResource(ctx, t); err != nil {
+			return err
+		}
+		d.leaving[n.Name] = t
+	}
+	return nil
 }
 
 // busy reports whether the orchestrator has work to do in status s.
@@ -184,29 +223,32 @@ func (o *Orchestrator) plan(ctx context.Context, svc service.Service) (*ocl.Grap
 }
 
 // ensurePlanned records a resource.planned event for every resource of the
-// graph that has no stream yet, all in one append. The recorded properties
-// are the planned ones (references to other resources' outputs unresolved);
-// for an instance that holds a sensitive value they are left out, since the
-// log must not hold secrets in clear text.
+// graph that has no stream yet (or was destroyed), all in one append.
 func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
-	var changes []eventstore.StreamAppend
 	var missing []*tracked
-	at := o.cfg.Clock()
 	for _, t := range d.order {
-		if t.exists() && t.state.Status != resource.StatusDestroyed {
-			continue
+		if !t.exists() || t.state.Status == resource.StatusDestroyed {
+			missing = append(missing, t)
 		}
-		props := t.node.Properties
-		if t.node.Sensitive || !isObject(props) {
-			props = nil
-		}
-		deps := make([]string, 0, len(t.node.DependsOn))
-		for _, dep := range t.node.DependsOn {
-			deps = append(deps, d.nodes[dep].node.ResourceID)
-		}
+	}
+	return o.planResources(ctx, d, missing)
+}
+
+// planResources records resource.planned for each resource, at the
+// service's revision, in one append. The recorded properties are the
+// planned ones (references to other resources' outputs unresolved); for an
+// instance that holds a sensitive value they are left out, since the log
+// must not hold secrets in clear text.
+func (o *Orchestrator) planResources(ctx context.Context, d *deployment, ts []*tracked) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	changes := make([]eventstore.StreamAppend, 0, len(ts))
+	at := o.cfg.Clock()
+	for _, t := range ts {
 		evs, err := t.state.Plan(resource.Plan{
 			ResourceID: t.node.ResourceID, ServiceID: d.svc.ID, Plugin: t.node.Plugin, Type: t.node.Type,
-			Properties: props, DependsOn: deps, At: at,
+			Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), Revision: d.svc.Revision, At: at,
 		})
 		if err != nil {
 			return &planError{fmt.Errorf("resource %s: %w", t.node.Name, err)}
@@ -219,16 +261,12 @@ func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
 			StreamID: domain.StreamID(domain.ResourceStream, t.node.ResourceID), StreamType: domain.ResourceStream,
 			Expected: expected, Events: evs,
 		})
-		missing = append(missing, t)
-	}
-	if len(changes) == 0 {
-		return nil
 	}
 	res, err := o.append(ctx, d, changes)
 	if err != nil {
 		return err
 	}
-	for i, t := range missing {
+	for i, t := range ts {
 		for _, ev := range changes[i].Events {
 			t.state.Apply(ev)
 		}
@@ -236,6 +274,24 @@ func (o *Orchestrator) ensurePlanned(ctx context.Context, d *deployment) error {
 		t.last = res.Cursor
 	}
 	return nil
+}
+
+// recordable is what the log keeps of a node's properties: nothing when
+// they hold a sensitive value.
+func recordable(n ocl.Node) json.RawMessage {
+	if n.Sensitive || !isObject(n.Properties) {
+		return nil
+	}
+	return n.Properties
+}
+
+// dependencyIDs names the resources a node depends on by id.
+func (d *deployment) dependencyIDs(n ocl.Node) []string {
+	deps := make([]string, 0, len(n.DependsOn))
+	for _, dep := range n.DependsOn {
+		deps = append(deps, d.nodes[dep].node.ResourceID)
+	}
+	return deps
 }
 
 func isObject(raw json.RawMessage) bool {

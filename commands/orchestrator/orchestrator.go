@@ -47,6 +47,8 @@ var triggers = []string{
 	service.StartRequested{}.EventType(),
 	service.StopRequested{}.EventType(),
 	service.RemovalRequested{}.EventType(),
+	service.UpdateRequested{}.EventType(),
+	service.UpdateFailed{}.EventType(),
 }
 
 // Step describes one committed step: the events one append recorded.

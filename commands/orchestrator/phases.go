@@ -29,6 +29,9 @@ type phase struct {
 	fail func(o *Orchestrator, s service.Service, remaining []string, cause string, at time.Time) ([]domain.Event, error)
 	// outputs says complete gets the service's outputs.
 	outputs bool
+	// converge moves the resources from the revision the service leaves to
+	// the one it declares (update, revert).
+	converge bool
 }
 
 // phases are the busy statuses of a service and the phase each drives.
@@ -76,6 +79,24 @@ var phases = map[service.Status]phase{
 		},
 		fail: func(_ *Orchestrator, s service.Service, remaining []string, why string, at time.Time) ([]domain.Event, error) {
 			return s.FailRemoval(service.FailRemoval{ServiceID: s.ID, Remaining: remaining, Cause: why, At: at})
+		},
+	},
+	service.StatusUpdating: {
+		converge: true, outputs: true,
+		complete: func(s service.Service, out json.RawMessage, at time.Time) ([]domain.Event, error) {
+			return s.CompleteUpdate(s.ID, out, at)
+		},
+		fail: func(_ *Orchestrator, s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
+			return s.FailUpdate(s.ID, why, at)
+		},
+	},
+	service.StatusReverting: {
+		converge: true, outputs: true,
+		complete: func(s service.Service, out json.RawMessage, at time.Time) ([]domain.Event, error) {
+			return s.CompleteRevert(s.ID, out, at)
+		},
+		fail: func(_ *Orchestrator, s service.Service, _ []string, why string, at time.Time) ([]domain.Event, error) {
+			return s.FailRevert(s.ID, why, at)
 		},
 	},
 	service.StatusRepairing: {

@@ -87,6 +87,9 @@ func (o *Orchestrator) walk(ctx context.Context, d *deployment, p phase) error {
 	if p.destroys {
 		return o.walkDestroying(ctx, d, p)
 	}
+	if p.converge {
+		return o.walkConverge(ctx, d, p)
+	}
 	fail := func(why string) error {
 		return o.decideService(ctx, d, func(s service.Service) ([]domain.Event, error) {
 			return p.fail(o, s, nil, truncate(why, service.MaxCauseLength), o.cfg.Clock())
@@ -232,6 +235,13 @@ func (o *Orchestrator) record(ctx context.Context, d *deployment, t *tracked, ca
 	return nil, o.decideResource(ctx, d, t, complete)
 }
 
+func phaseName(s resource.Status) string {
+	if s == resource.StatusUpdating {
+		return "update"
+	}
+	return "start"
+}
+
 func describe(r resource.Resource) string {
 	if !r.Exists() {
 		return "not planned"
@@ -277,17 +287,17 @@ func (o *Orchestrator) stopOne(ctx context.Context, d *deployment, t *tracked) (
 	case d.failedInRun(t, resource.PhaseStop):
 		return &failure{t.node.Name, errors.New(s.Error)}, nil
 	case s.Status == resource.StatusStopping:
-	case s.Status == resource.StatusStarting:
-		// A start cut short by a crash, now superseded: record that it did
-		// not finish, then stop whatever it may have started.
+	case s.Status == resource.StatusStarting || s.Status == resource.StatusUpdating:
+		// A start or update cut short by a crash, now superseded: record
+		// that it did not finish, then stop whatever it may have started.
 		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
-			return r.Fail(resource.Fail{ResourceID: r.ID, Error: "start was interrupted and then superseded by a stop", At: o.cfg.Clock()})
+			return r.Fail(resource.Fail{ResourceID: r.ID, Error: fmt.Sprintf("%s was interrupted and then superseded by a stop", phaseName(r.Status)), At: o.cfg.Clock()})
 		}); err != nil {
 			return nil, err
 		}
 		return o.stopOne(ctx, d, t)
 	case s.Status == resource.StatusRunning ||
-		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop):
+		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop || s.FailedIn == resource.PhaseUpdate):
 		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
 			return r.BeginStop(resource.BeginStop{ResourceID: r.ID, At: o.cfg.Clock()})
 		}); err != nil {
@@ -357,9 +367,19 @@ func (o *Orchestrator) destroy(ctx context.Context, d *deployment, t *tracked) (
 		return nil, o.unplace(ctx, d, t)
 	}
 	for _, dep := range d.graph.Dependents(t.node.Name) {
-		if u := d.nodes[dep]; u.exists() && u.state.Status != resource.StatusDestroyed {
+		if u := d.nodes[dep]; u != nil && u.exists() && u.state.Status != resource.StatusDestroyed {
 			return &failure{t.node.Name, fmt.Errorf("kept because %s, which depends on it, remains", dep)}, nil
 		}
+	}
+	return o.destroyOne(ctx, d, t)
+}
+
+// destroyOne destroys a resource (stopping it first if it may run) and
+// ends its allocation, whatever depends on it.
+func (o *Orchestrator) destroyOne(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
+	s := t.state
+	if s.Status == resource.StatusDestroyed {
+		return nil, o.unplace(ctx, d, t)
 	}
 	switch {
 	case s.Status == resource.StatusPending || o.neverPlaced(t):
@@ -380,12 +400,13 @@ func (o *Orchestrator) destroy(ctx context.Context, d *deployment, t *tracked) (
 		return &failure{t.node.Name, errors.New(s.Error)}, nil
 	case s.Status == resource.StatusDestroying:
 	case s.Status == resource.StatusRunning || s.Status == resource.StatusStarting || s.Status == resource.StatusStopping ||
-		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop):
+		s.Status == resource.StatusUpdating ||
+		s.Status == resource.StatusFailed && (s.FailedIn == resource.PhaseStart || s.FailedIn == resource.PhaseStop || s.FailedIn == resource.PhaseUpdate):
 		// It may be running: stop it before destroying it.
 		if f, err := o.stopOne(ctx, d, t); f != nil || err != nil {
 			return f, err
 		}
-		return o.destroy(ctx, d, t)
+		return o.destroyOne(ctx, d, t)
 	default: // creating, created, stopped, failed in create or destroy
 		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
 			return r.BeginDestroy(resource.BeginDestroy{ResourceID: r.ID, At: o.cfg.Clock()})

@@ -27,6 +27,7 @@ type Handlers struct {
 	newID    commands.IDGenerator
 	secrets  *Secrets
 	capacity CapacityCheck
+	types    PluginTypes
 }
 
 // CapacityCheck refuses a plan with a resource no node could ever take,

@@ -15,12 +15,15 @@ const (
 	CmdCompleteDestroy = "complete_destroy"
 	CmdFail            = "fail"
 	CmdBeginRepair     = "begin_repair"
+	CmdBeginUpdate     = "begin_update"
+	CmdCompleteUpdate  = "complete_update"
 )
 
 // Commands lists every resource command.
 var Commands = []string{
 	CmdPlan, CmdBeginCreate, CmdCompleteCreate, CmdBeginStart, CmdCompleteStart,
 	CmdBeginStop, CmdCompleteStop, CmdBeginDestroy, CmdCompleteDestroy, CmdFail, CmdBeginRepair,
+	CmdBeginUpdate, CmdCompleteUpdate,
 }
 
 // Allowed lists the commands an existing resource accepts in each status,
@@ -36,11 +39,12 @@ var Commands = []string{
 var Allowed = map[Status][]string{
 	StatusPending:    {CmdBeginCreate, CmdBeginDestroy},
 	StatusCreating:   {CmdCompleteCreate, CmdFail, CmdBeginDestroy},
-	StatusCreated:    {CmdBeginStart, CmdBeginDestroy, CmdBeginRepair},
+	StatusCreated:    {CmdBeginStart, CmdBeginDestroy, CmdBeginRepair, CmdBeginUpdate},
 	StatusStarting:   {CmdCompleteStart, CmdFail},
-	StatusRunning:    {CmdBeginStop, CmdBeginRepair},
+	StatusRunning:    {CmdBeginStop, CmdBeginRepair, CmdBeginUpdate},
 	StatusStopping:   {CmdCompleteStop, CmdFail},
-	StatusStopped:    {CmdBeginStart, CmdBeginDestroy, CmdBeginRepair},
+	StatusStopped:    {CmdBeginStart, CmdBeginDestroy, CmdBeginRepair, CmdBeginUpdate},
+	StatusUpdating:   {CmdCompleteUpdate, CmdFail},
 	StatusDestroying: {CmdCompleteDestroy, CmdFail},
 	StatusDestroyed:  {CmdPlan}, // planned again when its service's registration is retried
 	StatusFailed:     nil,       // see AllowedAfterFailure
@@ -54,6 +58,7 @@ var AllowedAfterFailure = map[Phase][]string{
 	PhaseCreate:  {CmdBeginCreate, CmdBeginDestroy, CmdBeginRepair},
 	PhaseStart:   {CmdBeginStart, CmdBeginStop, CmdBeginDestroy, CmdBeginRepair},
 	PhaseStop:    {CmdBeginStart, CmdBeginStop, CmdBeginDestroy, CmdBeginRepair},
+	PhaseUpdate:  {CmdBeginUpdate, CmdBeginStop, CmdBeginDestroy, CmdBeginRepair},
 	PhaseDestroy: {CmdBeginDestroy},
 }
 

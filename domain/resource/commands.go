@@ -19,6 +19,7 @@ type Plan struct {
 	Type       string          // a type the plugin serves, e.g. "agent.process"
 	Properties json.RawMessage // a JSON object with references resolved, or nil
 	DependsOn  []string        // resource ids of the same service
+	Revision   int             // the service revision; 0 means 1
 	At         time.Time
 }
 
@@ -104,7 +105,7 @@ func (r Resource) Plan(c Plan) ([]domain.Event, error) {
 	}
 	return []domain.Event{Planned{
 		ResourceID: c.ResourceID, ServiceID: c.ServiceID, Plugin: c.Plugin, Type: c.Type,
-		Properties: domain.CanonicalJSON(c.Properties), DependsOn: slices.Clone(c.DependsOn), At: c.At.UTC(),
+		Properties: domain.CanonicalJSON(c.Properties), DependsOn: slices.Clone(c.DependsOn), Revision: c.Revision, At: c.At.UTC(),
 	}}, nil
 }
 

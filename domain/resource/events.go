@@ -17,7 +17,10 @@ type Planned struct {
 	Type       string          `json:"type"`
 	Properties json.RawMessage `json:"properties,omitempty"` // references resolved
 	DependsOn  []string        `json:"dependsOn"`
-	At         time.Time       `json:"at"`
+	// Revision is the service revision the resource is planned for; absent
+	// (0) in events recorded before services had revisions, meaning 1.
+	Revision int       `json:"revision,omitempty"`
+	At       time.Time `json:"at"`
 }
 
 // CreateBegun records that the plugin was asked to create the resource.
@@ -134,4 +137,5 @@ func RegisterEvents(r *domain.Registry) {
 	domain.Register[DestroyBegun](r, 1)
 	domain.Register[Destroyed](r, 1)
 	domain.Register[Failed](r, 1)
+	registerUpdateEvents(r)
 }

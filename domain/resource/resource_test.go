@@ -43,6 +43,7 @@ var (
 	started      = resource.Started{ResourceID: id, Outputs: json.RawMessage(`{"pid":42}`), At: at(4)}
 	stopBegun    = resource.StopBegun{ResourceID: id, At: at(5)}
 	stopped      = resource.Stopped{ResourceID: id, At: at(6)}
+	updateBegun  = resource.UpdateBegun{ResourceID: id, Revision: 2, Properties: json.RawMessage(`{"cmd":"postgres -N 200"}`), At: at(7)}
 	destroyBegun = resource.DestroyBegun{ResourceID: id, At: at(7)}
 	destroyed    = resource.Destroyed{ResourceID: id, Output: json.RawMessage(`"gone"`), At: at(8)}
 	failedIn     = func(p resource.Phase) resource.Failed {
@@ -65,6 +66,9 @@ var situations = []situation{
 	{"running", []domain.Event{planned, createBegun, created, startBegun, started}, resource.StatusRunning, "running"},
 	{"stopping", []domain.Event{planned, createBegun, created, startBegun, started, stopBegun}, resource.StatusStopping, "stopping"},
 	{"stopped", []domain.Event{planned, createBegun, created, startBegun, started, stopBegun, stopped}, resource.StatusStopped, "stopped"},
+	{"updating", []domain.Event{planned, createBegun, created, startBegun, started, updateBegun}, resource.StatusUpdating, "updating"},
+	{"failed in update", []domain.Event{planned, createBegun, created, startBegun, started, updateBegun, failedIn(resource.PhaseUpdate)},
+		resource.StatusFailed, "failed (in update)"},
 	{"destroying", []domain.Event{planned, createBegun, created, destroyBegun}, resource.StatusDestroying, "destroying"},
 	{"destroyed", []domain.Event{planned, createBegun, created, destroyBegun, destroyed}, resource.StatusDestroyed, "destroyed"},
 	{"failed in create", []domain.Event{planned, createBegun, failedIn(resource.PhaseCreate)}, resource.StatusFailed, "failed (in create)"},
@@ -110,16 +114,27 @@ var commands = map[string]func(resource.Resource) ([]domain.Event, error){
 	resource.CmdBeginRepair: func(r resource.Resource) ([]domain.Event, error) {
 		return r.BeginRepair(id, "missing", at(20))
 	},
+	resource.CmdBeginUpdate: func(r resource.Resource) ([]domain.Event, error) {
+		return r.BeginUpdate(resource.BeginUpdate{ResourceID: id, Revision: 3, Properties: json.RawMessage(`{"cmd":"x"}`), At: at(20)})
+	},
+	resource.CmdCompleteUpdate: func(r resource.Resource) ([]domain.Event, error) {
+		return r.CompleteUpdate(id, json.RawMessage(`{"pid":43}`), at(20))
+	},
 }
 
 var next = map[string]map[string]resource.Status{
-	"pending":          {resource.CmdBeginCreate: resource.StatusCreating, resource.CmdBeginDestroy: resource.StatusDestroying},
-	"creating":         {resource.CmdCompleteCreate: resource.StatusCreated, resource.CmdFail: resource.StatusFailed, resource.CmdBeginDestroy: resource.StatusDestroying},
-	"created":          {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
-	"starting":         {resource.CmdCompleteStart: resource.StatusRunning, resource.CmdFail: resource.StatusFailed},
-	"running":          {resource.CmdBeginStop: resource.StatusStopping, resource.CmdBeginRepair: resource.StatusPending},
-	"stopping":         {resource.CmdCompleteStop: resource.StatusStopped, resource.CmdFail: resource.StatusFailed},
-	"stopped":          {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
+	"pending":  {resource.CmdBeginCreate: resource.StatusCreating, resource.CmdBeginDestroy: resource.StatusDestroying},
+	"creating": {resource.CmdCompleteCreate: resource.StatusCreated, resource.CmdFail: resource.StatusFailed, resource.CmdBeginDestroy: resource.StatusDestroying},
+	"created": {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending,
+		resource.CmdBeginUpdate: resource.StatusUpdating},
+	"starting": {resource.CmdCompleteStart: resource.StatusRunning, resource.CmdFail: resource.StatusFailed},
+	"running":  {resource.CmdBeginStop: resource.StatusStopping, resource.CmdBeginRepair: resource.StatusPending, resource.CmdBeginUpdate: resource.StatusUpdating},
+	"updating": {resource.CmdCompleteUpdate: resource.StatusRunning, resource.CmdFail: resource.StatusFailed},
+	"failed in update": {resource.CmdBeginUpdate: resource.StatusUpdating, resource.CmdBeginStop: resource.StatusStopping,
+		resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
+	"stopping": {resource.CmdCompleteStop: resource.StatusStopped, resource.CmdFail: resource.StatusFailed},
+	"stopped": {resource.CmdBeginStart: resource.StatusStarting, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending,
+		resource.CmdBeginUpdate: resource.StatusUpdating},
 	"destroying":       {resource.CmdCompleteDestroy: resource.StatusDestroyed, resource.CmdFail: resource.StatusFailed},
 	"destroyed":        {resource.CmdPlan: resource.StatusPending},
 	"failed in create": {resource.CmdBeginCreate: resource.StatusCreating, resource.CmdBeginDestroy: resource.StatusDestroying, resource.CmdBeginRepair: resource.StatusPending},
@@ -312,7 +327,8 @@ func TestEventsRoundTrip(t *testing.T) {
 	samples := []domain.Event{planned, createBegun, created, startBegun, started, stopBegun, stopped,
 		destroyBegun, destroyed, failedIn(resource.PhaseStart),
 		resource.DriftFound{ResourceID: id, Kind: resource.DriftMissing, Detail: "gone", At: at(30)},
-		resource.DriftCleared{ResourceID: id, At: at(31)}, resource.RepairBegun{ResourceID: id, Reason: "missing", At: at(31)}}
+		resource.DriftCleared{ResourceID: id, At: at(31)}, resource.RepairBegun{ResourceID: id, Reason: "missing", At: at(31)},
+		updateBegun, resource.Updated{ResourceID: id, Outputs: json.RawMessage(`{"pid":43}`), At: at(32)}}
 	own := domain.NewRegistry()
 	resource.RegisterEvents(own)
 	var types []string

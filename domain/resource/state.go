@@ -21,6 +21,7 @@ const (
 	StatusRunning    Status = "running"
 	StatusStopping   Status = "stopping"
 	StatusStopped    Status = "stopped"
+	StatusUpdating   Status = "updating" // changed in place to a new revision
 	StatusDestroying Status = "destroying"
 	StatusDestroyed  Status = "destroyed" // final: nothing left
 	StatusFailed     Status = "failed"    // see FailedIn
@@ -29,7 +30,7 @@ const (
 // Statuses lists every status in lifecycle order.
 var Statuses = []Status{
 	StatusPending, StatusCreating, StatusCreated, StatusStarting, StatusRunning,
-	StatusStopping, StatusStopped, StatusDestroying, StatusDestroyed, StatusFailed,
+	StatusStopping, StatusStopped, StatusUpdating, StatusDestroying, StatusDestroyed, StatusFailed,
 }
 
 // Phase names the plugin call a failed resource failed in.
@@ -39,17 +40,19 @@ const (
 	PhaseCreate  Phase = "create"
 	PhaseStart   Phase = "start"
 	PhaseStop    Phase = "stop"
+	PhaseUpdate  Phase = "update"
 	PhaseDestroy Phase = "destroy"
 )
 
 // Phases lists every phase a resource can fail in.
-var Phases = []Phase{PhaseCreate, PhaseStart, PhaseStop, PhaseDestroy}
+var Phases = []Phase{PhaseCreate, PhaseStart, PhaseStop, PhaseUpdate, PhaseDestroy}
 
 // phaseOf maps each in-flight status to the plugin call under way.
 var phaseOf = map[Status]Phase{
 	StatusCreating:   PhaseCreate,
 	StatusStarting:   PhaseStart,
 	StatusStopping:   PhaseStop,
+	StatusUpdating:   PhaseUpdate,
 	StatusDestroying: PhaseDestroy,
 }
 
@@ -78,6 +81,10 @@ type Resource struct {
 	Type       string
 	Properties []byte // JSON
 	DependsOn  []string
+	// Revision is the service revision whose properties the resource has.
+	Revision int
+	// UpdateFrom is the status an update returns the resource to.
+	UpdateFrom Status
 	Outputs    []byte // JSON, the plugin's latest outputs
 	Status     Status
 	FailedIn   Phase  // set while failed
@@ -99,12 +106,15 @@ func (r Resource) Exists() bool { return r.Status != "" }
 
 // Apply folds one event into the state. Unknown events are ignored.
 func (r *Resource) Apply(e domain.Event) {
+	if r.applyUpdate(e) {
+		return
+	}
 	switch e := e.(type) {
 	case Planned:
 		*r = Resource{
 			ID: e.ResourceID, ServiceID: e.ServiceID, Plugin: e.Plugin, Type: e.Type,
 			Properties: slices.Clone([]byte(e.Properties)), DependsOn: slices.Clone(e.DependsOn),
-			Status: StatusPending, PlannedAt: e.At, UpdatedAt: e.At,
+			Revision: max(e.Revision, 1), Status: StatusPending, PlannedAt: e.At, UpdatedAt: e.At,
 		}
 	case CreateBegun:
 		r.enter(StatusCreating, e.At)

@@ -23,6 +23,11 @@ const (
 	CmdRequestRepair        = "request_repair"
 	CmdCompleteRepair       = "complete_repair"
 	CmdFailRepair           = "fail_repair"
+	CmdUpdate               = "update"
+	CmdCompleteUpdate       = "complete_update"
+	CmdFailUpdate           = "fail_update"
+	CmdCompleteRevert       = "complete_revert"
+	CmdFailRevert           = "fail_revert"
 )
 
 // Commands lists every service command.
@@ -30,7 +35,8 @@ var Commands = []string{
 	CmdRegister, CmdCompleteRegistration, CmdFailRegistration, CmdCompleteRollback,
 	CmdFailRollback, CmdStart, CmdCompleteStart, CmdFailStart, CmdStop, CmdCompleteStop,
 	CmdFailStop, CmdRemove, CmdCompleteRemoval, CmdFailRemoval, CmdMarkCleanedUp, CmdRetry,
-	CmdRequestRepair, CmdCompleteRepair, CmdFailRepair,
+	CmdRequestRepair, CmdCompleteRepair, CmdFailRepair, CmdUpdate, CmdCompleteUpdate, CmdFailUpdate,
+	CmdCompleteRevert, CmdFailRevert,
 }
 
 // Allowed lists the commands an existing service accepts in each status,
@@ -45,11 +51,11 @@ var Commands = []string{
 // word that they were removed by hand.
 var Allowed = map[Status][]string{
 	StatusRegistering:           {CmdCompleteRegistration, CmdFailRegistration},
-	StatusRegistered:            {CmdStart, CmdRemove, CmdRequestRepair},
+	StatusRegistered:            {CmdStart, CmdRemove, CmdRequestRepair, CmdUpdate},
 	StatusStarting:              {CmdCompleteStart, CmdFailStart},
-	StatusRunning:               {CmdStop, CmdRequestRepair},
+	StatusRunning:               {CmdStop, CmdRequestRepair, CmdUpdate},
 	StatusStopping:              {CmdCompleteStop, CmdFailStop},
-	StatusStopped:               {CmdStart, CmdRemove, CmdRequestRepair},
+	StatusStopped:               {CmdStart, CmdRemove, CmdRequestRepair, CmdUpdate},
 	StatusRemoving:              {CmdCompleteRemoval, CmdFailRemoval},
 	StatusRemoved:               {},
 	StatusFailed:                nil, // see AllowedAfterFailure
@@ -58,6 +64,8 @@ var Allowed = map[Status][]string{
 	StatusManualCleanupRequired: {CmdRemove, CmdMarkCleanedUp},
 	StatusRepairing:             {CmdCompleteRepair, CmdFailRepair},
 	StatusDegraded:              {CmdRetry, CmdStop, CmdRemove},
+	StatusUpdating:              {CmdCompleteUpdate, CmdFailUpdate},
+	StatusReverting:             {CmdCompleteRevert, CmdFailRevert},
 }
 
 // AllowedAfterFailure lists the commands a failed service accepts, by the
@@ -70,6 +78,7 @@ var AllowedAfterFailure = map[Phase][]string{
 	PhaseRegister: {CmdRetry, CmdRemove},
 	PhaseStart:    {CmdStart, CmdStop, CmdRemove},
 	PhaseStop:     {CmdStart, CmdStop, CmdRemove},
+	PhaseUpdate:   {CmdUpdate, CmdStop, CmdRemove},
 }
 
 // AllowedCommands returns the commands a service in status s accepts;

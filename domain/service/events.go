@@ -158,4 +158,5 @@ func RegisterEvents(r *domain.Registry) {
 	domain.Register[CleanedUp](r, 1)
 	domain.Register[RegistrationRetried](r, 1)
 	registerRepairEvents(r)
+	registerUpdateEvents(r)
 }

@@ -59,6 +59,13 @@ var (
 	repairFailed   = service.RepairFailed{ServiceID: id, Cause: "no node fits", To: service.StatusRunning, At: at(12)}
 	degraded       = service.RepairFailed{ServiceID: id, Cause: "no node fits", Degraded: true, To: service.StatusDegraded, At: at(13)}
 	repairRetried  = service.RepairRetried{ServiceID: id, To: service.StatusRunning, At: at(14)}
+	rev1           = service.Revision{Number: 1, TemplateVersion: "1.2.0", Variables: json.RawMessage(`{"size":"small"}`), ResourceIDs: []string{"res-1", "res-2"}}
+	rev2           = service.Revision{Number: 2, TemplateVersion: "1.3.0", Variables: json.RawMessage(`{"size":"large"}`), ResourceIDs: []string{"res-1", "res-3"}}
+	updateAsked    = service.UpdateRequested{ServiceID: id, Revision: rev2, From: rev1, Status: service.StatusRunning, At: at(15)}
+	updated        = service.Updated{ServiceID: id, Revision: 2, Outputs: json.RawMessage(`{"host":"10.0.0.9"}`), To: service.StatusRunning, At: at(16)}
+	updateFailed   = service.UpdateFailed{ServiceID: id, Cause: "plugin refused", At: at(16)}
+	reverted       = service.UpdateReverted{ServiceID: id, Revision: 1, To: service.StatusRunning, At: at(17)}
+	revertFailed   = service.UpdateRevertFailed{ServiceID: id, Cause: "plugin refused; then going back failed: gone", At: at(17)}
 )
 
 // situation is a reachable state: a status, and for failed the phase.
@@ -88,6 +95,10 @@ var situations = []situation{
 		service.StatusManualCleanupRequired, "manual_cleanup_required"},
 	{"repairing", []domain.Event{requested, registered, startAsked, started, repairAsked}, service.StatusRepairing, "repairing"},
 	{"degraded", []domain.Event{requested, registered, startAsked, started, repairAsked, degraded}, service.StatusDegraded, "degraded"},
+	{"updating", []domain.Event{requested, registered, startAsked, started, updateAsked}, service.StatusUpdating, "updating"},
+	{"reverting", []domain.Event{requested, registered, startAsked, started, updateAsked, updateFailed}, service.StatusReverting, "reverting"},
+	{"failed in update", []domain.Event{requested, registered, startAsked, started, updateAsked, updateFailed, revertFailed},
+		service.StatusFailed, "failed (in update)"},
 }
 
 var commands = map[string]func(service.Service) ([]domain.Event, error){
@@ -149,16 +160,36 @@ var commands = map[string]func(service.Service) ([]domain.Event, error){
 	service.CmdFailRepair: func(s service.Service) ([]domain.Event, error) {
 		return s.FailRepair(service.FailRepair{ServiceID: id, Cause: "boom", MaxFailures: 3, Window: time.Hour, At: at(20)})
 	},
+	service.CmdUpdate: func(s service.Service) ([]domain.Event, error) {
+		return s.Update(service.Update{ServiceID: id, TemplateVersion: "1.3.0", ResourceIDs: []string{"res-1"}, At: at(20)})
+	},
+	service.CmdCompleteUpdate: func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteUpdate(id, nil, at(20))
+	},
+	service.CmdFailUpdate: func(s service.Service) ([]domain.Event, error) {
+		return s.FailUpdate(id, "boom", at(20))
+	},
+	service.CmdCompleteRevert: func(s service.Service) ([]domain.Event, error) {
+		return s.CompleteRevert(id, nil, at(20))
+	},
+	service.CmdFailRevert: func(s service.Service) ([]domain.Event, error) {
+		return s.FailRevert(id, "boom", at(20))
+	},
 }
 
 // next gives the status after each allowed command, by situation.
 var next = map[string]map[string]service.Status{
 	"registering": {service.CmdCompleteRegistration: service.StatusRegistered, service.CmdFailRegistration: service.StatusRollingBack},
-	"registered":  {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving, service.CmdRequestRepair: service.StatusRepairing},
-	"starting":    {service.CmdCompleteStart: service.StatusRunning, service.CmdFailStart: service.StatusFailed},
-	"running":     {service.CmdStop: service.StatusStopping, service.CmdRequestRepair: service.StatusRepairing},
-	"stopping":    {service.CmdCompleteStop: service.StatusStopped, service.CmdFailStop: service.StatusFailed},
-	"stopped":     {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving, service.CmdRequestRepair: service.StatusRepairing},
+	"registered": {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving, service.CmdRequestRepair: service.StatusRepairing,
+		service.CmdUpdate: service.StatusUpdating},
+	"starting": {service.CmdCompleteStart: service.StatusRunning, service.CmdFailStart: service.StatusFailed},
+	"running":  {service.CmdStop: service.StatusStopping, service.CmdRequestRepair: service.StatusRepairing, service.CmdUpdate: service.StatusUpdating},
+	"stopping": {service.CmdCompleteStop: service.StatusStopped, service.CmdFailStop: service.StatusFailed},
+	"stopped": {service.CmdStart: service.StatusStarting, service.CmdRemove: service.StatusRemoving, service.CmdRequestRepair: service.StatusRepairing,
+		service.CmdUpdate: service.StatusUpdating},
+	"updating":         {service.CmdCompleteUpdate: service.StatusRunning, service.CmdFailUpdate: service.StatusReverting},
+	"reverting":        {service.CmdCompleteRevert: service.StatusRunning, service.CmdFailRevert: service.StatusFailed},
+	"failed in update": {service.CmdUpdate: service.StatusUpdating, service.CmdStop: service.StatusStopping, service.CmdRemove: service.StatusRemoving},
 	"removing": {service.CmdCompleteRemoval: service.StatusRemoved,
 		service.CmdFailRemoval: service.StatusManualCleanupRequired},
 	"removed":            {},
@@ -347,7 +378,7 @@ func TestEventsRoundTrip(t *testing.T) {
 	t.Parallel()
 	samples := []domain.Event{requested, registered, regFailed, rolledBack, rollbackFailed, startAsked, started,
 		startFailed, stopAsked, stopped, stopFailed, removalAsked, removed, removalFailed, cleanedUp, retried,
-		repairAsked, repaired, repairFailed, repairRetried}
+		repairAsked, repaired, repairFailed, repairRetried, updateAsked, updated, updateFailed, reverted, revertFailed}
 	own := domain.NewRegistry()
 	service.RegisterEvents(own)
 	var types []string
@@ -428,5 +459,41 @@ func TestRepairsDegrade(t *testing.T) {
 	}
 	if _, err := s.RequestRepair(service.RequestRepair{ServiceID: id, Resources: []string{"res-9"}, Reason: "x", At: at(52)}); err == nil {
 		t.Fatal("a repair of another service's resource was accepted")
+	}
+}
+
+// An update declares the new revision; a failure declares the old one
+// again while reverting, and the revert leaves the service where it was,
+// at the old revision, with the cause. The next update gets a new number.
+func TestUpdateRevisions(t *testing.T) {
+	t.Parallel()
+	s := fold(requested, registered, startAsked, started)
+	if s.Revision != 1 {
+		t.Fatalf("registered at revision %d", s.Revision)
+	}
+	s = apply(s, []domain.Event{updateAsked})
+	if s.Revision != 2 || s.TemplateVersion != "1.3.0" || s.Leaving == nil || s.Leaving.Number != 1 {
+		t.Fatalf("updating: %+v", s)
+	}
+	s = apply(s, []domain.Event{updateFailed})
+	if s.Status != service.StatusReverting || s.Revision != 1 || s.TemplateVersion != "1.2.0" || s.Leaving.Number != 2 ||
+		!slices.Equal(s.ResourceIDs, rev1.ResourceIDs) {
+		t.Fatalf("reverting: %+v", s)
+	}
+	s = apply(s, []domain.Event{reverted})
+	if s.Status != service.StatusRunning || s.Revision != 1 || s.Cause != "plugin refused" || s.Leaving != nil {
+		t.Fatalf("reverted: %+v", s)
+	}
+	evs, err := s.Update(service.Update{ServiceID: id, TemplateVersion: "1.3.0", ResourceIDs: []string{"res-1"}, At: at(30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := evs[0].(service.UpdateRequested); got.Revision.Number != 3 || got.From.Number != 1 || got.Status != service.StatusRunning {
+		t.Fatalf("next update: %+v", got)
+	}
+	s = apply(s, evs)
+	s = apply(s, []domain.Event{service.Updated{ServiceID: id, Revision: 3, To: service.StatusRunning, At: at(31)}})
+	if s.Status != service.StatusRunning || s.Revision != 3 || s.Cause != "" {
+		t.Fatalf("updated: %+v", s)
 	}
 }

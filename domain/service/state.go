@@ -27,6 +27,8 @@ const (
 	StatusManualCleanupRequired Status = "manual_cleanup_required" // a removal left resources behind
 	StatusRepairing             Status = "repairing"               // drifted resources being made again
 	StatusDegraded              Status = "degraded"                // repairs kept failing; see Cause
+	StatusUpdating              Status = "updating"                // resources moving to a new revision
+	StatusReverting             Status = "reverting"               // a failed update going back; see Cause
 )
 
 // Statuses lists every status.
@@ -34,6 +36,7 @@ var Statuses = []Status{
 	StatusRegistering, StatusRegistered, StatusStarting, StatusRunning, StatusStopping,
 	StatusStopped, StatusRemoving, StatusRemoved, StatusFailed, StatusRollingBack,
 	StatusRollbackFailed, StatusManualCleanupRequired, StatusRepairing, StatusDegraded,
+	StatusUpdating, StatusReverting,
 }
 
 // Phase names the lifecycle step a failed service failed in.
@@ -43,10 +46,11 @@ const (
 	PhaseRegister Phase = "register" // registration failed and was rolled back: no resources exist
 	PhaseStart    Phase = "start"
 	PhaseStop     Phase = "stop"
+	PhaseUpdate   Phase = "update" // an update failed and so did going back
 )
 
 // Phases lists every phase a service can fail in.
-var Phases = []Phase{PhaseRegister, PhaseStart, PhaseStop}
+var Phases = []Phase{PhaseRegister, PhaseStart, PhaseStop, PhaseUpdate}
 
 // Service is the state of one service, folded from its events.
 type Service struct {
@@ -68,8 +72,16 @@ type Service struct {
 	RepairFrom     Status
 	Repairing      []string
 	RepairFailures []time.Time
-	RequestedAt    time.Time
-	UpdatedAt      time.Time
+	// Revision numbers the declared template version and variables (1 at
+	// registration); LastRevision is the highest number given, failed
+	// updates included; Leaving is the revision an update or its revert
+	// moves away from; UpdateFrom the settled status it returns to.
+	Revision     int
+	LastRevision int
+	Leaving      *Revision
+	UpdateFrom   Status
+	RequestedAt  time.Time
+	UpdatedAt    time.Time
 }
 
 // Exists reports whether the service has been registered.
@@ -77,7 +89,7 @@ func (s Service) Exists() bool { return s.Status != "" }
 
 // Apply folds one event into the state. Unknown events are ignored.
 func (s *Service) Apply(e domain.Event) {
-	if s.applyRepair(e) {
+	if s.applyRepair(e) || s.applyUpdate(e) {
 		return
 	}
 	switch e := e.(type) {
@@ -86,7 +98,7 @@ func (s *Service) Apply(e domain.Event) {
 			ID: e.ServiceID, TenantID: e.TenantID, Name: e.Name,
 			TemplateName: e.TemplateName, TemplateVersion: e.TemplateVersion,
 			Variables: slices.Clone([]byte(e.Variables)), ResourceIDs: slices.Clone(e.ResourceIDs),
-			Status: StatusRegistering, RequestedAt: e.At, UpdatedAt: e.At,
+			Revision: 1, LastRevision: 1, Status: StatusRegistering, RequestedAt: e.At, UpdatedAt: e.At,
 		}
 	case Registered:
 		s.enter(StatusRegistered, e.At)

@@ -113,12 +113,12 @@ func (p *Plugin) ResourceTypes() []plugins.ResourceType {
 				`"properties":{"path":` + pathSchema + `,"mode":` + modeSchema + `,"node":` + nodeSchema + `}}`),
 		},
 		{
-			Name: TypeFile, Description: "A file on a node with the given content.", Placed: true,
+			Name: TypeFile, Description: "A file on a node with the given content.", Placed: true, UpdateInPlace: true,
 			Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["path","content"],` +
 				`"properties":{"path":` + pathSchema + `,"content":{"type":"string"},"encoding":{"enum":["utf-8","base64"]},"mode":` + modeSchema + `,"node":` + nodeSchema + `}}`),
 		},
 		{
-			Name: TypeProcess, Description: "A process the node's agent keeps running between start and stop.", Placed: true,
+			Name: TypeProcess, Description: "A process the node's agent keeps running between start and stop.", Placed: true, UpdateInPlace: true,
 			DefaultRequests: placement.Resources{CPUMillis: 100, MemoryBytes: 64 << 20},
 			Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["argv"],` +
 				`"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$","description":"supervised name, unique on the node; default cairn-<resource id>"},` +
@@ -402,6 +402,56 @@ func (p *Plugin) process(ctx context.Context, r plugins.Request) (processCall, e
 	pc.name = processName(r, pc.props)
 	pc.status, pc.found, err = p.status(ctx, r, pc.node, pc.name)
 	return pc, err
+}
+
+// Update implements plugins.Plugin: a file is written with its new content
+// (and removed from where it was when its path or node changed); a process
+// that runs is stopped as it was and started with its new properties.
+// Directories are replaced, not updated.
+func (p *Plugin) Update(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
+	var was outputs
+	if len(r.Outputs) > 0 {
+		if err := json.Unmarshal(r.Outputs, &was); err != nil {
+			return nil, fmt.Errorf("recorded outputs: %w", err)
+		}
+	}
+	switch r.Type {
+	case TypeFile:
+		out, err := p.Create(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		var now outputs
+		if err := json.Unmarshal(out, &now); err != nil {
+			return nil, err
+		}
+		if was.Path != "" && was.Node != "" && (was.Path != now.Path || was.Node != now.Node) {
+			if _, err := p.run(ctx, r, was.Node, catalog.ActionFileRemove, map[string]any{"path": was.Path}); err != nil {
+				return nil, fmt.Errorf("remove the file where it was: %w", err)
+			}
+		}
+		return out, nil
+	case TypeProcess:
+		running := false
+		if was.Node != "" && was.Name != "" {
+			st, found, err := p.status(ctx, r, was.Node, was.Name)
+			if err != nil {
+				return nil, err
+			}
+			if running = found && supervised(st.State); running {
+				if _, err := p.run(ctx, r, was.Node, catalog.ActionSupervisorStop, map[string]string{"name": was.Name}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if running {
+			return p.Start(ctx, r)
+		}
+		return p.Create(ctx, r)
+	case TypeDirectory:
+		return nil, fmt.Errorf("a directory: %w", plugins.ErrReplace)
+	}
+	return nil, &plugins.UnknownTypeError{Plugin: "agent", Type: r.Type}
 }
 
 // Destroy implements plugins.Plugin: directories are removed with their

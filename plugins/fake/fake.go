@@ -61,6 +61,9 @@ type Options struct {
 	// After runs once a call has done its work, before it returns: tests use
 	// it to stop the orchestrator between the work and its record.
 	After func(op plugins.Op, r plugins.Request)
+	// Replaced has the types declare no update in place, so a change of
+	// properties replaces their resources.
+	Replaced bool
 }
 
 // Plugin is the fake plugin. It is safe for concurrent use.
@@ -82,9 +85,9 @@ func (p *Plugin) ResourceTypes() []plugins.ResourceType {
 	schema := json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`)
 	return []plugins.ResourceType{{
 		Name: TypeThing, Schema: schema,
-		Description: "Nothing real: kept in memory, outputs echo the properties.",
+		Description: "Nothing real: kept in memory, outputs echo the properties.", UpdateInPlace: !p.opts.Replaced,
 	}, {
-		Name: TypePlacedThing, Schema: schema, Placed: true,
+		Name: TypePlacedThing, Schema: schema, Placed: true, UpdateInPlace: !p.opts.Replaced,
 		Description: "A thing on a node the scheduler chose.",
 	}}
 }
@@ -127,6 +130,25 @@ func (p *Plugin) Stop(ctx context.Context, r plugins.Request) (json.RawMessage, 
 			return nil, fmt.Errorf("stop %s: %w", r.ResourceID, plugins.ErrNotFound)
 		}
 		res.State = StateStopped
+		return res, nil
+	})
+}
+
+// Update implements plugins.Plugin: the properties are replaced, the state
+// kept.
+func (p *Plugin) Update(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
+	return p.do(ctx, plugins.OpUpdate, r, func() (*Resource, error) {
+		res, ok := p.resources[r.ResourceID]
+		if !ok {
+			return nil, fmt.Errorf("update %s: %w", r.ResourceID, plugins.ErrNotFound)
+		}
+		props := map[string]any{}
+		if len(r.Properties) > 0 {
+			if err := json.Unmarshal(r.Properties, &props); err != nil {
+				return nil, fmt.Errorf("properties must be a JSON object: %w", err)
+			}
+		}
+		res.Properties = props
 		return res, nil
 	})
 }

@@ -97,6 +97,7 @@ func (p *Plugin) ResourceTypes() []plugins.ResourceType {
 		Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,"required":["config"],` +
 			`"properties":{"config":{"type":"object","minProperties":1,"description":"the module as Terraform JSON (main.tf.json)"},` +
 			`"variables":{"type":"object","description":"values of the module's input variables (terraform.tfvars.json)"}}}`),
+		UpdateInPlace: true,
 	}}
 }
 
@@ -141,6 +142,12 @@ func (p *Plugin) Create(ctx context.Context, r plugins.Request) (json.RawMessage
 		return nil, err
 	}
 	return p.outputs(ctx, dir)
+}
+
+// Update implements plugins.Plugin: the module is written again and
+// applied, so Terraform's own plan decides what changes in place.
+func (p *Plugin) Update(ctx context.Context, r plugins.Request) (json.RawMessage, error) {
+	return p.Create(ctx, r)
 }
 
 // Start implements plugins.Plugin: a module has nothing to start; the

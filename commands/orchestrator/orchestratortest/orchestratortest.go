@@ -107,6 +107,38 @@ func Register(ctx context.Context, store *eventstore.Store, r Registration) erro
 	return err
 }
 
+// Update records a service's update to a (published) descriptor and
+// variables, with the resource ids of its plan, as the services' command
+// handler does.
+func Update(ctx context.Context, store *eventstore.Store, serviceID string, desc *ocl.Descriptor, variables map[string]json.RawMessage) error {
+	s, _, err := commands.Load[service.Service](ctx, store, domain.ServiceStream, serviceID)
+	if err != nil {
+		return err
+	}
+	vars, err := desc.ResolveVariables("", variables)
+	if err != nil {
+		return err
+	}
+	g, err := desc.Plan(vars, ocl.ServiceContext{ID: serviceID, Tenant: s.TenantID})
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, n := range g.Nodes() {
+		ids = append(ids, n.ResourceID)
+	}
+	recorded, err := json.Marshal(vars)
+	if err != nil {
+		return err
+	}
+	_, err = commands.Execute[service.Service](ctx, store, domain.ServiceStream, serviceID, commands.Meta{Actor: "tester"},
+		nil, func(s service.Service) ([]domain.Event, error) {
+			return s.Update(service.Update{ServiceID: serviceID, TemplateVersion: desc.Metadata.Version,
+				Variables: recorded, ResourceIDs: ids, At: time.Now()})
+		})
+	return err
+}
+
 // Request records start, stop or remove (the service command names).
 func Request(ctx context.Context, store *eventstore.Store, serviceID, command string) error {
 	_, err := commands.Execute[service.Service](ctx, store, domain.ServiceStream, serviceID, commands.Meta{Actor: "tester"},

@@ -104,6 +104,17 @@ class Store:
 
     stop = start
 
+    def update(self, params):
+        # The file is written under its (maybe new) name, then any other
+        # file of the resource goes: an update repeated changes nothing.
+        name, _ = self._props(params)
+        d = self._dir(params.get("resourceId"))
+        outputs = self.create(params)
+        for entry in os.listdir(d):
+            if entry != name and not entry.startswith(".tmp"):
+                os.remove(os.path.join(d, entry))
+        return outputs
+
     def destroy(self, params):
         shutil.rmtree(self._dir(params.get("resourceId")), ignore_errors=True)
         return None
@@ -144,9 +155,9 @@ def main():
         msg_id, method, params = req.get("id"), req["method"], req.get("params") or {}
         try:
             if method == "describe":
-                result = {"types": [{"name": "file", "schema": FILE_SCHEMA,
+                result = {"types": [{"name": "file", "schema": FILE_SCHEMA, "updateInPlace": True,
                                      "description": "A small text file kept by the filestore plugin."}]}
-            elif method in ("create", "start", "stop", "destroy", "observe"):
+            elif method in ("create", "start", "stop", "update", "destroy", "observe"):
                 if params.get("type") != "file":
                     raise Failure(INVALID_PARAMS, "unknown resource type %r" % params.get("type"))
                 result = {"outputs": getattr(store, method)(params)}
