@@ -158,7 +158,7 @@ func serviceRowModel(s readmodel.Service, rs []readmodel.Resource) *model.Servic
 		Variables: model.JSON(maskSealed(s.Variables)), Status: model.ServiceStatus(upper(s.Status)),
 		Cause: optional(s.Cause), Remaining: nonNil(s.Remaining), Outputs: model.JSON(s.Outputs),
 		Resources: make([]model.Resource, 0, len(rs)), RequestedAt: s.RequestedAt, UpdatedAt: s.UpdatedAt,
-		Version: int(s.Version), AllowedActions: nonNil(service.AllowedCommands(s.Status, s.FailedIn)),
+		Version: int(s.Version), Revision: max(s.Revision, 1), AllowedActions: nonNil(service.AllowedCommands(s.Status, s.FailedIn)),
 	}
 	if s.FailedIn != "" {
 		p := model.ServicePhase(upper(s.FailedIn))
@@ -174,7 +174,7 @@ func resourceRowModel(r readmodel.Resource) *model.Resource {
 	out := &model.Resource{
 		ID: r.ID, ServiceID: r.ServiceID, Plugin: r.Plugin, Type: r.Type, Properties: model.JSON(r.Properties),
 		DependsOn: nonNil(r.DependsOn), Outputs: model.JSON(r.Outputs), Status: model.ResourceStatus(upper(r.Status)),
-		Error: optional(r.Error), PlannedAt: r.PlannedAt, UpdatedAt: r.UpdatedAt, Version: int(r.Version),
+		Error: optional(r.Error), PlannedAt: r.PlannedAt, UpdatedAt: r.UpdatedAt, Version: int(r.Version), Revision: max(r.Revision, 1),
 	}
 	if r.FailedIn != "" {
 		p := model.ResourcePhase(upper(r.FailedIn))

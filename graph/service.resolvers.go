@@ -7,6 +7,7 @@ package graph
 
 import (
 	"cairn/auth"
+	"cairn/commands"
 	"cairn/commands/services"
 	"cairn/domain/service"
 	"cairn/domain/template"
@@ -60,6 +61,26 @@ func (r *mutationResolver) RetryService(ctx context.Context, input model.Service
 		return nil, err
 	}
 	return r.servicePayload(ctx, out)
+}
+
+func (r *mutationResolver) UpdateService(ctx context.Context, input model.UpdateServiceInput) (*model.ServiceUpdatePayload, error) {
+	p, err := r.authorizeService(ctx, auth.ServiceCreate, input.ServiceID)
+	if err != nil {
+		return nil, err
+	}
+	in, err := updateInput(input)
+	if err != nil {
+		return nil, err
+	}
+	out, plan, err := r.deps.Services.Update(ctx, meta(ctx, p, input.CommandID), in)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := r.servicePayload(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	return &model.ServiceUpdatePayload{Service: sp.Service, Plan: updatePlanModel(plan, sp.Service), Cursor: sp.Cursor, Duplicate: sp.Duplicate}, nil
 }
 
 func (r *mutationResolver) StartService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error) {
@@ -119,6 +140,25 @@ func (r *queryResolver) Service(ctx context.Context, id string, consistentWith *
 		return nil, err
 	}
 	return r.readService(ctx, p, id)
+}
+
+func (r *queryResolver) PlanServiceUpdate(ctx context.Context, input model.UpdateServiceInput) (*model.ServiceUpdatePlan, error) {
+	if _, err := r.authorizeService(ctx, auth.ServiceRead, input.ServiceID); err != nil {
+		return nil, err
+	}
+	in, err := updateInput(input)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := r.deps.Services.PlanUpdate(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := r.servicePayload(ctx, commands.Outcome{ID: plan.ServiceID})
+	if err != nil {
+		return nil, err
+	}
+	return updatePlanModel(plan, sp.Service), nil
 }
 
 func (r *queryResolver) Services(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) (*model.ServiceConnection, error) {

@@ -405,6 +405,87 @@ func TestServicesEndToEnd(t *testing.T) {
 		return
 	}
 
+	if !t.Run("update", func(t *testing.T) {
+		// The plan first: only the page changes, in place; the token stays
+		// masked.
+		var planned struct {
+			PlanServiceUpdate struct {
+				Revision, Updates, Creates, Replaces, Destroys int
+				NoChange                                       bool
+				Variables                                      []struct {
+					Name     string
+					Old, New json.RawMessage
+				}
+				Changes []struct {
+					Name, Action string
+					Properties   []struct{ Path string }
+				}
+			} `json:"planServiceUpdate"`
+		}
+		const planQuery = `query($id: ID!, $v: JSON) { planServiceUpdate(input: {serviceId: $id, variables: $v}) {
+			revision updates creates replaces destroys noChange variables { name old new } changes { name action properties { path } } } }`
+		tenant.must(t, planQuery, map[string]any{"id": svcID, "v": map[string]string{"title": "Open"}}, &planned)
+		p := planned.PlanServiceUpdate
+		if p.Revision != 1 || p.Updates != 1 || p.Creates+p.Replaces+p.Destroys != 0 || p.NoChange {
+			t.Fatalf("plan %+v", p)
+		}
+		if len(p.Variables) != 1 || p.Variables[0].Name != "title" || string(p.Variables[0].New) != `"Open"` {
+			t.Fatalf("variables %+v", p.Variables)
+		}
+		for _, c := range p.Changes {
+			want := "KEEP"
+			if c.Name == "index-page" {
+				want = "UPDATE"
+				if len(c.Properties) != 1 || c.Properties[0].Path != "content" {
+					t.Errorf("index-page changes %+v", c.Properties)
+				}
+			}
+			if c.Action != want {
+				t.Errorf("%s: %s, want %s", c.Name, c.Action, want)
+			}
+		}
+		var upd struct {
+			UpdateService struct {
+				Service struct {
+					Status   string
+					Revision int
+				}
+			} `json:"updateService"`
+		}
+		tenant.must(t, `mutation($id: ID!, $v: JSON) { updateService(input: {serviceId: $id, variables: $v}) { service { status revision } } }`,
+			map[string]any{"id": svcID, "v": map[string]string{"title": "Open"}}, &upd)
+		if u := upd.UpdateService.Service; u.Status != "UPDATING" || u.Revision != 2 {
+			t.Fatalf("after updateService: %+v", u)
+		}
+		var s serviceView
+		poll(t, step, "the update to finish", func() (bool, string) {
+			var err error
+			if s, err = readService(tenant, svcID); err != nil {
+				return false, err.Error()
+			}
+			return s.Status == "RUNNING" && s.Revision == 2, fmt.Sprintf("%s at revision %d: %s", s.Status, s.Revision, s.Cause)
+		}, server, agent)
+		if o := s.resource(t, rid["web"]).outputs(t); o.PID != webPID {
+			t.Errorf("the web server was restarted (pid %d, was %d) though nothing of it changed", o.PID, webPID)
+		}
+		poll(t, time.Minute, "the page to read Open", func() (bool, string) {
+			resp, err := client.Get(siteURL)
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), "<h1>Open</h1>"), string(b)
+		})
+		// The same update again changes nothing.
+		tenant.must(t, planQuery, map[string]any{"id": svcID, "v": map[string]string{"title": "Open"}}, &planned)
+		if !planned.PlanServiceUpdate.NoChange || planned.PlanServiceUpdate.Revision != 2 {
+			t.Errorf("plan of the same update: %+v", planned.PlanServiceUpdate)
+		}
+	}) {
+		return
+	}
+
 	if !t.Run("stop", func(t *testing.T) {
 		tenant.must(t, `mutation($id: ID!) { stopService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": svcID}, nil)
 		s := waitFor(t, "STOPPED")
@@ -484,7 +565,12 @@ func TestServicesEndToEnd(t *testing.T) {
 			return got
 		}
 		got := history(admin)
-		if err := matchHistory(got, serviceHistory([]string{"site-root", "index-page", "web"}, []string{"site-root", "dns"}, []string{"index-page", "web"})); err != nil {
+		want := serviceHistory([]string{"site-root", "index-page", "web"}, []string{"site-root", "dns"}, []string{"index-page", "web"})
+		// The update comes between the start and the stop.
+		at := slices.IndexFunc(want, func(g []string) bool { return slices.Equal(g, []string{"service service.started"}) }) + 1
+		want = slices.Insert(want, at, []string{"service service.update_requested"},
+			[]string{"index-page resource.update_begun", "index-page resource.updated"}, []string{"service service.updated"})
+		if err := matchHistory(got, want); err != nil {
 			t.Fatalf("%v\nhistory:\n  %s", err, strings.Join(got, "\n  "))
 		}
 		// The tenant sees the same history of its service.
@@ -566,6 +652,7 @@ resources:
 // serviceView is what the test reads of a service.
 type serviceView struct {
 	ID, Status, FailedIn, Cause string
+	Revision                    int
 	Remaining                   []string
 	Outputs                     json.RawMessage
 	Resources                   []resourceView
@@ -604,7 +691,7 @@ func (s serviceView) resource(t *testing.T, id string) resourceView {
 
 func readService(c gqlClient, id string) (serviceView, error) {
 	var out struct{ Service *serviceView }
-	err := c.do(`query($id: ID!) { service(id: $id) { id status failedIn cause remaining outputs
+	err := c.do(`query($id: ID!) { service(id: $id) { id status failedIn cause remaining outputs revision
 		resources { id plugin type status outputs } } }`, map[string]any{"id": id}, &out)
 	if err != nil {
 		return serviceView{}, err

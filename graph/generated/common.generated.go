@@ -58,6 +58,7 @@ type MutationResolver interface {
 	DeleteSchedule(ctx context.Context, input model.ScheduleInput) (*model.SchedulePayload, error)
 	CreateService(ctx context.Context, input model.CreateServiceInput) (*model.ServicePayload, error)
 	RetryService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
+	UpdateService(ctx context.Context, input model.UpdateServiceInput) (*model.ServiceUpdatePayload, error)
 	StartService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
 	StopService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
 	RemoveService(ctx context.Context, input model.ServiceCommandInput) (*model.ServicePayload, error)
@@ -92,6 +93,7 @@ type QueryResolver interface {
 	Resources(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ResourceFilter, consistentWith *model.Cursor) (*model.ResourceConnection, error)
 	Schedule(ctx context.Context, id string) (*model.Schedule, error)
 	Service(ctx context.Context, id string, consistentWith *model.Cursor) (*model.Service, error)
+	PlanServiceUpdate(ctx context.Context, input model.UpdateServiceInput) (*model.ServiceUpdatePlan, error)
 	Services(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) (*model.ServiceConnection, error)
 	Template(ctx context.Context, name string, version string, consistentWith *model.Cursor) (*model.TemplateVersion, error)
 	Templates(ctx context.Context, first *int, after *string, last *int, before *string, filter *model.TemplateFilter, consistentWith *model.Cursor) (*model.TemplateVersionConnection, error)
@@ -740,6 +742,20 @@ func (ec *executionContext) field_Mutation_updateLocation_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateService_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateServiceInput, error) {
+			return ec.unmarshalNUpdateServiceInput2cairnᚋgraphᚋmodelᚐUpdateServiceInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1137,6 +1153,20 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["consistentWith"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_planServiceUpdate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateServiceInput, error) {
+			return ec.unmarshalNUpdateServiceInput2cairnᚋgraphᚋmodelᚐUpdateServiceInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -3440,6 +3470,50 @@ func (ec *executionContext) fieldContext_Mutation_retryService(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateService(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateService(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateService(ctx, fc.Args["input"].(model.UpdateServiceInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServiceUpdatePayload) graphql.Marshaler {
+			return ec.marshalNServiceUpdatePayload2ᚖcairnᚋgraphᚋmodelᚐServiceUpdatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateService(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ServiceUpdatePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateService_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_startService(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4874,6 +4948,50 @@ func (ec *executionContext) fieldContext_Query_service(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_planServiceUpdate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_planServiceUpdate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().PlanServiceUpdate(ctx, fc.Args["input"].(model.UpdateServiceInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServiceUpdatePlan) graphql.Marshaler {
+			return ec.marshalNServiceUpdatePlan2ᚖcairnᚋgraphᚋmodelᚐServiceUpdatePlan(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_planServiceUpdate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ServiceUpdatePlan(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_planServiceUpdate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_services(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5906,6 +6024,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateService":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateService(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "startService":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_startService(ctx, field)
@@ -6588,6 +6713,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_service(ctx, field)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "planServiceUpdate":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_planServiceUpdate(ctx, field)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res

@@ -443,6 +443,7 @@ type ComplexityRoot struct {
 		SuspendTenant        func(childComplexity int, input model.SuspendTenantInput) int
 		UndrainNode          func(childComplexity int, input model.UndrainNodeInput) int
 		UpdateLocation       func(childComplexity int, input model.UpdateLocationInput) int
+		UpdateService        func(childComplexity int, input model.UpdateServiceInput) int
 	}
 
 	NetworkCounters struct {
@@ -548,36 +549,43 @@ type ComplexityRoot struct {
 		Version      func(childComplexity int) int
 	}
 
+	PropertyChange struct {
+		New  func(childComplexity int) int
+		Old  func(childComplexity int) int
+		Path func(childComplexity int) int
+	}
+
 	Query struct {
-		APITokens        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
-		Cluster          func(childComplexity int) int
-		EntityAsOf       func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
-		EntityDiff       func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
-		Event            func(childComplexity int, cursor model.Cursor) int
-		Events           func(childComplexity int, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
-		Head             func(childComplexity int) int
-		Job              func(childComplexity int, id string) int
-		Jobs             func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.JobFilter, consistentWith *model.Cursor) int
-		Location         func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Locations        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
-		Node             func(childComplexity int, id string) int
-		Nodes            func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
-		Projections      func(childComplexity int) int
-		ReadModelsCursor func(childComplexity int) int
-		Resource         func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Resources        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
-		Schedule         func(childComplexity int, id string) int
-		ServerNode       func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Service          func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Services         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
-		Template         func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
-		Templates        func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
-		Tenant           func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Tenants          func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
-		User             func(childComplexity int, id string, consistentWith *model.Cursor) int
-		Users            func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.UserFilter, consistentWith *model.Cursor) int
-		VerifyChain      func(childComplexity int, streamID *string) int
-		Viewer           func(childComplexity int) int
+		APITokens         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.APITokenFilter, consistentWith *model.Cursor) int
+		Cluster           func(childComplexity int) int
+		EntityAsOf        func(childComplexity int, entity model.EntityRef, asOf model.AsOf) int
+		EntityDiff        func(childComplexity int, entity model.EntityRef, from model.AsOf, to model.AsOf) int
+		Event             func(childComplexity int, cursor model.Cursor) int
+		Events            func(childComplexity int, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) int
+		Head              func(childComplexity int) int
+		Job               func(childComplexity int, id string) int
+		Jobs              func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.JobFilter, consistentWith *model.Cursor) int
+		Location          func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Locations         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
+		Node              func(childComplexity int, id string) int
+		Nodes             func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
+		PlanServiceUpdate func(childComplexity int, input model.UpdateServiceInput) int
+		Projections       func(childComplexity int) int
+		ReadModelsCursor  func(childComplexity int) int
+		Resource          func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Resources         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ResourceFilter, consistentWith *model.Cursor) int
+		Schedule          func(childComplexity int, id string) int
+		ServerNode        func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Service           func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Services          func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.ServiceFilter, consistentWith *model.Cursor) int
+		Template          func(childComplexity int, name string, version string, consistentWith *model.Cursor) int
+		Templates         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.TemplateFilter, consistentWith *model.Cursor) int
+		Tenant            func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Tenants           func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.TenantFilter, consistentWith *model.Cursor) int
+		User              func(childComplexity int, id string, consistentWith *model.Cursor) int
+		Users             func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.UserFilter, consistentWith *model.Cursor) int
+		VerifyChain       func(childComplexity int, streamID *string) int
+		Viewer            func(childComplexity int) int
 	}
 
 	RebuildProjectionPayload struct {
@@ -610,12 +618,23 @@ type ComplexityRoot struct {
 		PlannedAt  func(childComplexity int) int
 		Plugin     func(childComplexity int) int
 		Properties func(childComplexity int) int
+		Revision   func(childComplexity int) int
 		Service    func(childComplexity int) int
 		ServiceID  func(childComplexity int) int
 		Status     func(childComplexity int) int
 		Type       func(childComplexity int) int
 		UpdatedAt  func(childComplexity int) int
 		Version    func(childComplexity int) int
+	}
+
+	ResourceChange struct {
+		Action     func(childComplexity int) int
+		Name       func(childComplexity int) int
+		Plugin     func(childComplexity int) int
+		Properties func(childComplexity int) int
+		Reasons    func(childComplexity int) int
+		ResourceID func(childComplexity int) int
+		Type       func(childComplexity int) int
 	}
 
 	ResourceConnection struct {
@@ -720,6 +739,7 @@ type ComplexityRoot struct {
 		Remaining       func(childComplexity int) int
 		RequestedAt     func(childComplexity int) int
 		Resources       func(childComplexity int) int
+		Revision        func(childComplexity int) int
 		Status          func(childComplexity int) int
 		Template        func(childComplexity int) int
 		TemplateName    func(childComplexity int) int
@@ -750,6 +770,27 @@ type ComplexityRoot struct {
 		Cursor    func(childComplexity int) int
 		Duplicate func(childComplexity int) int
 		Service   func(childComplexity int) int
+	}
+
+	ServiceUpdatePayload struct {
+		Cursor    func(childComplexity int) int
+		Duplicate func(childComplexity int) int
+		Plan      func(childComplexity int) int
+		Service   func(childComplexity int) int
+	}
+
+	ServiceUpdatePlan struct {
+		Changes     func(childComplexity int) int
+		Creates     func(childComplexity int) int
+		Destroys    func(childComplexity int) int
+		FromVersion func(childComplexity int) int
+		NoChange    func(childComplexity int) int
+		Replaces    func(childComplexity int) int
+		Revision    func(childComplexity int) int
+		Service     func(childComplexity int) int
+		ToVersion   func(childComplexity int) int
+		Updates     func(childComplexity int) int
+		Variables   func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -873,6 +914,12 @@ type ComplexityRoot struct {
 		Cursor    func(childComplexity int) int
 		Duplicate func(childComplexity int) int
 		User      func(childComplexity int) int
+	}
+
+	VariableChange struct {
+		Name func(childComplexity int) int
+		New  func(childComplexity int) int
+		Old  func(childComplexity int) int
 	}
 
 	Viewer struct {
@@ -2765,6 +2812,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateLocation(childComplexity, args["input"].(model.UpdateLocationInput)), true
+	case "Mutation.updateService":
+		if e.ComplexityRoot.Mutation.UpdateService == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateService_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateService(childComplexity, args["input"].(model.UpdateServiceInput)), true
 
 	case "NetworkCounters.bytesReceived":
 		if e.ComplexityRoot.NetworkCounters.BytesReceived == nil {
@@ -3163,6 +3221,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ProjectionRebuild.Version(childComplexity), true
 
+	case "PropertyChange.new":
+		if e.ComplexityRoot.PropertyChange.New == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PropertyChange.New(childComplexity), true
+	case "PropertyChange.old":
+		if e.ComplexityRoot.PropertyChange.Old == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PropertyChange.Old(childComplexity), true
+	case "PropertyChange.path":
+		if e.ComplexityRoot.PropertyChange.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PropertyChange.Path(childComplexity), true
+
 	case "Query.apiTokens":
 		if e.ComplexityRoot.Query.APITokens == nil {
 			break
@@ -3297,6 +3374,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.NodeFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.planServiceUpdate":
+		if e.ComplexityRoot.Query.PlanServiceUpdate == nil {
+			break
+		}
+
+		args, err := ec.field_Query_planServiceUpdate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.PlanServiceUpdate(childComplexity, args["input"].(model.UpdateServiceInput)), true
 	case "Query.projections":
 		if e.ComplexityRoot.Query.Projections == nil {
 			break
@@ -3582,6 +3670,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.Properties(childComplexity), true
+	case "Resource.revision":
+		if e.ComplexityRoot.Resource.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Revision(childComplexity), true
 	case "Resource.service":
 		if e.ComplexityRoot.Resource.Service == nil {
 			break
@@ -3618,6 +3712,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.Version(childComplexity), true
+
+	case "ResourceChange.action":
+		if e.ComplexityRoot.ResourceChange.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.Action(childComplexity), true
+	case "ResourceChange.name":
+		if e.ComplexityRoot.ResourceChange.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.Name(childComplexity), true
+	case "ResourceChange.plugin":
+		if e.ComplexityRoot.ResourceChange.Plugin == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.Plugin(childComplexity), true
+	case "ResourceChange.properties":
+		if e.ComplexityRoot.ResourceChange.Properties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.Properties(childComplexity), true
+	case "ResourceChange.reasons":
+		if e.ComplexityRoot.ResourceChange.Reasons == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.Reasons(childComplexity), true
+	case "ResourceChange.resourceId":
+		if e.ComplexityRoot.ResourceChange.ResourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.ResourceID(childComplexity), true
+	case "ResourceChange.type":
+		if e.ComplexityRoot.ResourceChange.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResourceChange.Type(childComplexity), true
 
 	case "ResourceConnection.edges":
 		if e.ComplexityRoot.ResourceConnection.Edges == nil {
@@ -4026,6 +4163,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.Resources(childComplexity), true
+	case "Service.revision":
+		if e.ComplexityRoot.Service.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Revision(childComplexity), true
 	case "Service.status":
 		if e.ComplexityRoot.Service.Status == nil {
 			break
@@ -4138,6 +4281,98 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ServicePayload.Service(childComplexity), true
+
+	case "ServiceUpdatePayload.cursor":
+		if e.ComplexityRoot.ServiceUpdatePayload.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePayload.Cursor(childComplexity), true
+	case "ServiceUpdatePayload.duplicate":
+		if e.ComplexityRoot.ServiceUpdatePayload.Duplicate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePayload.Duplicate(childComplexity), true
+	case "ServiceUpdatePayload.plan":
+		if e.ComplexityRoot.ServiceUpdatePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePayload.Plan(childComplexity), true
+	case "ServiceUpdatePayload.service":
+		if e.ComplexityRoot.ServiceUpdatePayload.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePayload.Service(childComplexity), true
+
+	case "ServiceUpdatePlan.changes":
+		if e.ComplexityRoot.ServiceUpdatePlan.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Changes(childComplexity), true
+	case "ServiceUpdatePlan.creates":
+		if e.ComplexityRoot.ServiceUpdatePlan.Creates == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Creates(childComplexity), true
+	case "ServiceUpdatePlan.destroys":
+		if e.ComplexityRoot.ServiceUpdatePlan.Destroys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Destroys(childComplexity), true
+	case "ServiceUpdatePlan.fromVersion":
+		if e.ComplexityRoot.ServiceUpdatePlan.FromVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.FromVersion(childComplexity), true
+	case "ServiceUpdatePlan.noChange":
+		if e.ComplexityRoot.ServiceUpdatePlan.NoChange == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.NoChange(childComplexity), true
+	case "ServiceUpdatePlan.replaces":
+		if e.ComplexityRoot.ServiceUpdatePlan.Replaces == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Replaces(childComplexity), true
+	case "ServiceUpdatePlan.revision":
+		if e.ComplexityRoot.ServiceUpdatePlan.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Revision(childComplexity), true
+	case "ServiceUpdatePlan.service":
+		if e.ComplexityRoot.ServiceUpdatePlan.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Service(childComplexity), true
+	case "ServiceUpdatePlan.toVersion":
+		if e.ComplexityRoot.ServiceUpdatePlan.ToVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.ToVersion(childComplexity), true
+	case "ServiceUpdatePlan.updates":
+		if e.ComplexityRoot.ServiceUpdatePlan.Updates == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Updates(childComplexity), true
+	case "ServiceUpdatePlan.variables":
+		if e.ComplexityRoot.ServiceUpdatePlan.Variables == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceUpdatePlan.Variables(childComplexity), true
 
 	case "Subscription.agentJobs":
 		if e.ComplexityRoot.Subscription.AgentJobs == nil {
@@ -4652,6 +4887,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UserPayload.User(childComplexity), true
 
+	case "VariableChange.name":
+		if e.ComplexityRoot.VariableChange.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VariableChange.Name(childComplexity), true
+	case "VariableChange.new":
+		if e.ComplexityRoot.VariableChange.New == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VariableChange.New(childComplexity), true
+	case "VariableChange.old":
+		if e.ComplexityRoot.VariableChange.Old == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VariableChange.Old(childComplexity), true
+
 	case "Viewer.expiresAt":
 		if e.ComplexityRoot.Viewer.ExpiresAt == nil {
 			break
@@ -4780,6 +5034,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputTimeRange,
 		ec.unmarshalInputUndrainNodeInput,
 		ec.unmarshalInputUpdateLocationInput,
+		ec.unmarshalInputUpdateServiceInput,
 		ec.unmarshalInputUserFilter,
 	)
 	first := true
@@ -7346,6 +7601,8 @@ enum ResourceStatus {
   STOPPING
   "Stopped."
   STOPPED
+  "Being changed in place to a new revision of its service."
+  UPDATING
   "Being removed."
   DESTROYING
   "Removed."
@@ -7362,6 +7619,8 @@ enum ResourcePhase {
   START
   "Stopping it."
   STOP
+  "Changing it in place."
+  UPDATE
   "Removing it."
   DESTROY
 }
@@ -7400,6 +7659,8 @@ type Resource implements Node {
   updatedAt: Time!
   "Version of the resource's event stream: how many events it holds."
   version: Int!
+  "The revision of its service it was made or last updated for."
+  revision: Int!
 }
 
 "A page of resources (a Relay connection)."
@@ -7644,6 +7905,10 @@ enum ServiceStatus {
   REPAIRING
   "Repairs kept failing: see cause; retryService tries again."
   DEGRADED
+  "Its resources are moving to a new revision (updateService)."
+  UPDATING
+  "An update failed (see cause); its resources are going back to the revision it left."
+  REVERTING
 }
 
 "The step of a service's life something happened in."
@@ -7654,6 +7919,8 @@ enum ServicePhase {
   START
   "Stopping."
   STOP
+  "Updating: the update failed, and so did going back."
+  UPDATE
 }
 
 "A deployment of a catalog template for a tenant."
@@ -7692,8 +7959,109 @@ type Service implements Node {
   updatedAt: Time!
   "Version of the service's event stream: how many events it holds."
   version: Int!
+  "The revision its template version and variables are: 1 at registration, one more for each update (a failed one too)."
+  revision: Int!
   "The commands the service accepts in its current state (start, stop, remove)."
   allowedActions: [String!]!
+}
+
+"Input of planServiceUpdate and updateService."
+input UpdateServiceInput {
+  "The service to change."
+  serviceId: ID!
+  "The template version to move to; left out, the current one."
+  templateVersion: String
+  "Variables to change, as a JSON object; those left out keep their value, null puts one back to its default."
+  variables: JSON
+  "Makes the mutation safe to retry (updateService only): a retry with the same id and input returns the first result and appends nothing."
+  commandId: String
+}
+
+"What an update does to one resource instance."
+enum ResourceAction {
+  "Nothing changes."
+  KEEP
+  "New in the revision: made."
+  CREATE
+  "Changed where it stands by its plugin."
+  UPDATE
+  "Destroyed, then made again (its plugin cannot change it in place, or its plugin, type or placement changes)."
+  REPLACE
+  "Not in the revision: destroyed."
+  DESTROY
+}
+
+"One property an update changes; values of instances holding a sensitive variable read \"(sensitive)\"."
+type PropertyChange {
+  "Dotted path of the property, e.g. env.PORT."
+  path: String!
+  "Its value now; null when absent."
+  old: JSON
+  "Its value after the update; null when absent."
+  new: JSON
+}
+
+"What an update does to one resource instance, and why."
+type ResourceChange {
+  "The instance's name in the descriptor, e.g. web[0]."
+  name: String!
+  "The resource's id."
+  resourceId: ID!
+  "Its plugin."
+  plugin: String!
+  "Its type."
+  type: String!
+  "What happens to it."
+  action: ResourceAction!
+  "Why, in words."
+  reasons: [String!]!
+  "The properties that change."
+  properties: [PropertyChange!]!
+}
+
+"One variable an update changes; sensitive values read \"(sensitive)\"."
+type VariableChange {
+  "The variable's name."
+  name: String!
+  "Its value now; null when it had none."
+  old: JSON
+  "Its value after the update; null when the new version drops it."
+  new: JSON
+}
+
+"What an update would do, computed without changing anything."
+type ServiceUpdatePlan {
+  "The service as it is."
+  service: Service!
+  "The revision it is at."
+  revision: Int!
+  "The template version it deploys now."
+  fromVersion: String!
+  "The template version it would deploy."
+  toVersion: String!
+  "The variables that change."
+  variables: [VariableChange!]!
+  "Every resource instance of either revision, in the order the update walks them."
+  changes: [ResourceChange!]!
+  "How many instances are created, updated, replaced and destroyed."
+  creates: Int!
+  updates: Int!
+  replaces: Int!
+  destroys: Int!
+  "True when the update would change nothing (updateService then appends nothing)."
+  noChange: Boolean!
+}
+
+"What updateService returns."
+type ServiceUpdatePayload {
+  "The service after the command (UPDATING, or as it was when nothing changed)."
+  service: Service!
+  "The plan the update follows."
+  plan: ServiceUpdatePlan!
+  "Cursor of the command's last event; \"0\" when nothing changed."
+  cursor: Cursor!
+  "True when the commandId had been seen: nothing was appended and this is the first run's result."
+  duplicate: Boolean!
 }
 
 "A page of services (a Relay connection)."
@@ -7778,6 +8146,11 @@ extend type Query {
     "Wait until the read models have applied the event at this cursor (a mutation's cursor) before reading, so the answer shows your own write."
     consistentWith: Cursor
   ): Service
+  "What updateService would do with this input: resources created, updated in place, replaced and destroyed, with the properties that change. Changes nothing."
+  planServiceUpdate(
+    "The update to plan."
+    input: UpdateServiceInput!
+  ): ServiceUpdatePlan!
   "Services, newest first; tenant roles see their tenant's."
   services(
     "How many rows to return from the start, or after ` + "`" + `after` + "`" + `; default 50 (100 for events), at most 500. 0 returns no rows, only whether there are any (pageInfo.hasNextPage)."
@@ -7806,6 +8179,11 @@ extend type Mutation {
     "The command's input."
     input: ServiceCommandInput!
   ): ServicePayload!
+  "Move a running, stopped or registered service to another template version or other variables, as planServiceUpdate shows; a failed update goes back to the revision it left. An update that changes nothing appends nothing."
+  updateService(
+    "The command's input."
+    input: UpdateServiceInput!
+  ): ServiceUpdatePayload!
   "Start a registered or stopped service."
   startService(
     "The command's input."
@@ -9017,6 +9395,18 @@ func (ec *executionContext) childFields_ProjectionRebuild(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type ProjectionRebuild", field.Name)
 }
 
+func (ec *executionContext) childFields_PropertyChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_PropertyChange_path(ctx, field)
+	case "old":
+		return ec.fieldContext_PropertyChange_old(ctx, field)
+	case "new":
+		return ec.fieldContext_PropertyChange_new(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PropertyChange", field.Name)
+}
+
 func (ec *executionContext) childFields_RebuildProjectionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "projection":
@@ -9089,8 +9479,30 @@ func (ec *executionContext) childFields_Resource(ctx context.Context, field grap
 		return ec.fieldContext_Resource_updatedAt(ctx, field)
 	case "version":
 		return ec.fieldContext_Resource_version(ctx, field)
+	case "revision":
+		return ec.fieldContext_Resource_revision(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Resource", field.Name)
+}
+
+func (ec *executionContext) childFields_ResourceChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_ResourceChange_name(ctx, field)
+	case "resourceId":
+		return ec.fieldContext_ResourceChange_resourceId(ctx, field)
+	case "plugin":
+		return ec.fieldContext_ResourceChange_plugin(ctx, field)
+	case "type":
+		return ec.fieldContext_ResourceChange_type(ctx, field)
+	case "action":
+		return ec.fieldContext_ResourceChange_action(ctx, field)
+	case "reasons":
+		return ec.fieldContext_ResourceChange_reasons(ctx, field)
+	case "properties":
+		return ec.fieldContext_ResourceChange_properties(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResourceChange", field.Name)
 }
 
 func (ec *executionContext) childFields_ResourceConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9313,6 +9725,8 @@ func (ec *executionContext) childFields_Service(ctx context.Context, field graph
 		return ec.fieldContext_Service_updatedAt(ctx, field)
 	case "version":
 		return ec.fieldContext_Service_version(ctx, field)
+	case "revision":
+		return ec.fieldContext_Service_revision(ctx, field)
 	case "allowedActions":
 		return ec.fieldContext_Service_allowedActions(ctx, field)
 	}
@@ -9359,6 +9773,48 @@ func (ec *executionContext) childFields_ServicePayload(ctx context.Context, fiel
 		return ec.fieldContext_ServicePayload_duplicate(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ServicePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ServiceUpdatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "service":
+		return ec.fieldContext_ServiceUpdatePayload_service(ctx, field)
+	case "plan":
+		return ec.fieldContext_ServiceUpdatePayload_plan(ctx, field)
+	case "cursor":
+		return ec.fieldContext_ServiceUpdatePayload_cursor(ctx, field)
+	case "duplicate":
+		return ec.fieldContext_ServiceUpdatePayload_duplicate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServiceUpdatePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ServiceUpdatePlan(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "service":
+		return ec.fieldContext_ServiceUpdatePlan_service(ctx, field)
+	case "revision":
+		return ec.fieldContext_ServiceUpdatePlan_revision(ctx, field)
+	case "fromVersion":
+		return ec.fieldContext_ServiceUpdatePlan_fromVersion(ctx, field)
+	case "toVersion":
+		return ec.fieldContext_ServiceUpdatePlan_toVersion(ctx, field)
+	case "variables":
+		return ec.fieldContext_ServiceUpdatePlan_variables(ctx, field)
+	case "changes":
+		return ec.fieldContext_ServiceUpdatePlan_changes(ctx, field)
+	case "creates":
+		return ec.fieldContext_ServiceUpdatePlan_creates(ctx, field)
+	case "updates":
+		return ec.fieldContext_ServiceUpdatePlan_updates(ctx, field)
+	case "replaces":
+		return ec.fieldContext_ServiceUpdatePlan_replaces(ctx, field)
+	case "destroys":
+		return ec.fieldContext_ServiceUpdatePlan_destroys(ctx, field)
+	case "noChange":
+		return ec.fieldContext_ServiceUpdatePlan_noChange(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ServiceUpdatePlan", field.Name)
 }
 
 func (ec *executionContext) childFields_TemplateFlavor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9587,6 +10043,18 @@ func (ec *executionContext) childFields_UserPayload(ctx context.Context, field g
 		return ec.fieldContext_UserPayload_duplicate(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_VariableChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_VariableChange_name(ctx, field)
+	case "old":
+		return ec.fieldContext_VariableChange_old(ctx, field)
+	case "new":
+		return ec.fieldContext_VariableChange_new(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VariableChange", field.Name)
 }
 
 func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -1352,6 +1352,16 @@ type ProjectionRebuild struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
+// One property an update changes; values of instances holding a sensitive variable read "(sensitive)".
+type PropertyChange struct {
+	// Dotted path of the property, e.g. env.PORT.
+	Path string `json:"path"`
+	// Its value now; null when absent.
+	Old JSON `json:"old,omitempty"`
+	// Its value after the update; null when absent.
+	New JSON `json:"new,omitempty"`
+}
+
 // Input of the `publishTemplate` mutation.
 type PublishTemplateInput struct {
 	// The template's name.
@@ -1477,9 +1487,29 @@ type Resource struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Version of the resource's event stream: how many events it holds.
 	Version int `json:"version"`
+	// The revision of its service it was made or last updated for.
+	Revision int `json:"revision"`
 }
 
 func (Resource) IsNode() {}
+
+// What an update does to one resource instance, and why.
+type ResourceChange struct {
+	// The instance's name in the descriptor, e.g. web[0].
+	Name string `json:"name"`
+	// The resource's id.
+	ResourceID string `json:"resourceId"`
+	// Its plugin.
+	Plugin string `json:"plugin"`
+	// Its type.
+	Type string `json:"type"`
+	// What happens to it.
+	Action ResourceAction `json:"action"`
+	// Why, in words.
+	Reasons []string `json:"reasons"`
+	// The properties that change.
+	Properties []PropertyChange `json:"properties"`
+}
 
 // A page of resources (a Relay connection).
 type ResourceConnection struct {
@@ -1771,6 +1801,8 @@ type Service struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Version of the service's event stream: how many events it holds.
 	Version int `json:"version"`
+	// The revision its template version and variables are: 1 at registration, one more for each update (a failed one too).
+	Revision int `json:"revision"`
 	// The commands the service accepts in its current state (start, stop, remove).
 	AllowedActions []string `json:"allowedActions"`
 }
@@ -1829,6 +1861,41 @@ type ServicePayload struct {
 	Cursor Cursor `json:"cursor"`
 	// True when the commandId had been seen: nothing was appended and this is the first run's result.
 	Duplicate bool `json:"duplicate"`
+}
+
+// What updateService returns.
+type ServiceUpdatePayload struct {
+	// The service after the command (UPDATING, or as it was when nothing changed).
+	Service *Service `json:"service"`
+	// The plan the update follows.
+	Plan *ServiceUpdatePlan `json:"plan"`
+	// Cursor of the command's last event; "0" when nothing changed.
+	Cursor Cursor `json:"cursor"`
+	// True when the commandId had been seen: nothing was appended and this is the first run's result.
+	Duplicate bool `json:"duplicate"`
+}
+
+// What an update would do, computed without changing anything.
+type ServiceUpdatePlan struct {
+	// The service as it is.
+	Service *Service `json:"service"`
+	// The revision it is at.
+	Revision int `json:"revision"`
+	// The template version it deploys now.
+	FromVersion string `json:"fromVersion"`
+	// The template version it would deploy.
+	ToVersion string `json:"toVersion"`
+	// The variables that change.
+	Variables []VariableChange `json:"variables"`
+	// Every resource instance of either revision, in the order the update walks them.
+	Changes []ResourceChange `json:"changes"`
+	// How many instances are created, updated, replaced and destroyed.
+	Creates  int `json:"creates"`
+	Updates  int `json:"updates"`
+	Replaces int `json:"replaces"`
+	Destroys int `json:"destroys"`
+	// True when the update would change nothing (updateService then appends nothing).
+	NoChange bool `json:"noChange"`
 }
 
 // Input of the `setLocationReserve` mutation.
@@ -2112,6 +2179,18 @@ type UpdateLocationInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// Input of planServiceUpdate and updateService.
+type UpdateServiceInput struct {
+	// The service to change.
+	ServiceID string `json:"serviceId"`
+	// The template version to move to; left out, the current one.
+	TemplateVersion *string `json:"templateVersion,omitempty"`
+	// Variables to change, as a JSON object; those left out keep their value, null puts one back to its default.
+	Variables JSON `json:"variables,omitempty"`
+	// Makes the mutation safe to retry (updateService only): a retry with the same id and input returns the first result and appends nothing.
+	CommandID *string `json:"commandId,omitempty"`
+}
+
 // A person (or automation) that signs in with API tokens.
 type User struct {
 	// The user's id, unique across every kind of object.
@@ -2174,6 +2253,16 @@ type UserPayload struct {
 	Cursor Cursor `json:"cursor"`
 	// True when the commandId had been seen: nothing was appended and this is the first run's result.
 	Duplicate bool `json:"duplicate"`
+}
+
+// One variable an update changes; sensitive values read "(sensitive)".
+type VariableChange struct {
+	// The variable's name.
+	Name string `json:"name"`
+	// Its value now; null when it had none.
+	Old JSON `json:"old,omitempty"`
+	// Its value after the update; null when the new version drops it.
+	New JSON `json:"new,omitempty"`
 }
 
 // The caller, as its bearer token authenticates it.
@@ -2866,6 +2955,73 @@ func (e ProjectionState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What an update does to one resource instance.
+type ResourceAction string
+
+const (
+	// Nothing changes.
+	ResourceActionKeep ResourceAction = "KEEP"
+	// New in the revision: made.
+	ResourceActionCreate ResourceAction = "CREATE"
+	// Changed where it stands by its plugin.
+	ResourceActionUpdate ResourceAction = "UPDATE"
+	// Destroyed, then made again (its plugin cannot change it in place, or its plugin, type or placement changes).
+	ResourceActionReplace ResourceAction = "REPLACE"
+	// Not in the revision: destroyed.
+	ResourceActionDestroy ResourceAction = "DESTROY"
+)
+
+var AllResourceAction = []ResourceAction{
+	ResourceActionKeep,
+	ResourceActionCreate,
+	ResourceActionUpdate,
+	ResourceActionReplace,
+	ResourceActionDestroy,
+}
+
+func (e ResourceAction) IsValid() bool {
+	switch e {
+	case ResourceActionKeep, ResourceActionCreate, ResourceActionUpdate, ResourceActionReplace, ResourceActionDestroy:
+		return true
+	}
+	return false
+}
+
+func (e ResourceAction) String() string {
+	return string(e)
+}
+
+func (e *ResourceAction) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ResourceAction(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ResourceAction", str)
+	}
+	return nil
+}
+
+func (e ResourceAction) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ResourceAction) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ResourceAction) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // The step of a resource's life an action belongs to.
 type ResourcePhase string
 
@@ -2876,6 +3032,8 @@ const (
 	ResourcePhaseStart ResourcePhase = "START"
 	// Stopping it.
 	ResourcePhaseStop ResourcePhase = "STOP"
+	// Changing it in place.
+	ResourcePhaseUpdate ResourcePhase = "UPDATE"
 	// Removing it.
 	ResourcePhaseDestroy ResourcePhase = "DESTROY"
 )
@@ -2884,12 +3042,13 @@ var AllResourcePhase = []ResourcePhase{
 	ResourcePhaseCreate,
 	ResourcePhaseStart,
 	ResourcePhaseStop,
+	ResourcePhaseUpdate,
 	ResourcePhaseDestroy,
 }
 
 func (e ResourcePhase) IsValid() bool {
 	switch e {
-	case ResourcePhaseCreate, ResourcePhaseStart, ResourcePhaseStop, ResourcePhaseDestroy:
+	case ResourcePhaseCreate, ResourcePhaseStart, ResourcePhaseStop, ResourcePhaseUpdate, ResourcePhaseDestroy:
 		return true
 	}
 	return false
@@ -2948,6 +3107,8 @@ const (
 	ResourceStatusStopping ResourceStatus = "STOPPING"
 	// Stopped.
 	ResourceStatusStopped ResourceStatus = "STOPPED"
+	// Being changed in place to a new revision of its service.
+	ResourceStatusUpdating ResourceStatus = "UPDATING"
 	// Being removed.
 	ResourceStatusDestroying ResourceStatus = "DESTROYING"
 	// Removed.
@@ -2964,6 +3125,7 @@ var AllResourceStatus = []ResourceStatus{
 	ResourceStatusRunning,
 	ResourceStatusStopping,
 	ResourceStatusStopped,
+	ResourceStatusUpdating,
 	ResourceStatusDestroying,
 	ResourceStatusDestroyed,
 	ResourceStatusFailed,
@@ -2971,7 +3133,7 @@ var AllResourceStatus = []ResourceStatus{
 
 func (e ResourceStatus) IsValid() bool {
 	switch e {
-	case ResourceStatusPending, ResourceStatusCreating, ResourceStatusCreated, ResourceStatusStarting, ResourceStatusRunning, ResourceStatusStopping, ResourceStatusStopped, ResourceStatusDestroying, ResourceStatusDestroyed, ResourceStatusFailed:
+	case ResourceStatusPending, ResourceStatusCreating, ResourceStatusCreated, ResourceStatusStarting, ResourceStatusRunning, ResourceStatusStopping, ResourceStatusStopped, ResourceStatusUpdating, ResourceStatusDestroying, ResourceStatusDestroyed, ResourceStatusFailed:
 		return true
 	}
 	return false
@@ -3157,17 +3319,20 @@ const (
 	ServicePhaseStart ServicePhase = "START"
 	// Stopping.
 	ServicePhaseStop ServicePhase = "STOP"
+	// Updating: the update failed, and so did going back.
+	ServicePhaseUpdate ServicePhase = "UPDATE"
 )
 
 var AllServicePhase = []ServicePhase{
 	ServicePhaseRegister,
 	ServicePhaseStart,
 	ServicePhaseStop,
+	ServicePhaseUpdate,
 }
 
 func (e ServicePhase) IsValid() bool {
 	switch e {
-	case ServicePhaseRegister, ServicePhaseStart, ServicePhaseStop:
+	case ServicePhaseRegister, ServicePhaseStart, ServicePhaseStop, ServicePhaseUpdate:
 		return true
 	}
 	return false
@@ -3240,6 +3405,10 @@ const (
 	ServiceStatusRepairing ServiceStatus = "REPAIRING"
 	// Repairs kept failing: see cause; retryService tries again.
 	ServiceStatusDegraded ServiceStatus = "DEGRADED"
+	// Its resources are moving to a new revision (updateService).
+	ServiceStatusUpdating ServiceStatus = "UPDATING"
+	// An update failed (see cause); its resources are going back to the revision it left.
+	ServiceStatusReverting ServiceStatus = "REVERTING"
 )
 
 var AllServiceStatus = []ServiceStatus{
@@ -3257,11 +3426,13 @@ var AllServiceStatus = []ServiceStatus{
 	ServiceStatusManualCleanupRequired,
 	ServiceStatusRepairing,
 	ServiceStatusDegraded,
+	ServiceStatusUpdating,
+	ServiceStatusReverting,
 }
 
 func (e ServiceStatus) IsValid() bool {
 	switch e {
-	case ServiceStatusRegistering, ServiceStatusRegistered, ServiceStatusStarting, ServiceStatusRunning, ServiceStatusStopping, ServiceStatusStopped, ServiceStatusRemoving, ServiceStatusRemoved, ServiceStatusFailed, ServiceStatusRollingBack, ServiceStatusRollbackFailed, ServiceStatusManualCleanupRequired, ServiceStatusRepairing, ServiceStatusDegraded:
+	case ServiceStatusRegistering, ServiceStatusRegistered, ServiceStatusStarting, ServiceStatusRunning, ServiceStatusStopping, ServiceStatusStopped, ServiceStatusRemoving, ServiceStatusRemoved, ServiceStatusFailed, ServiceStatusRollingBack, ServiceStatusRollbackFailed, ServiceStatusManualCleanupRequired, ServiceStatusRepairing, ServiceStatusDegraded, ServiceStatusUpdating, ServiceStatusReverting:
 		return true
 	}
 	return false

@@ -19,7 +19,7 @@ import (
 type Services struct{}
 
 func (Services) Name() string     { return "services" }
-func (Services) Version() int     { return 2 } // 2: resources' node and drift
+func (Services) Version() int     { return 3 } // 2: resources' node and drift; 3: revisions
 func (Services) Tables() []string { return []string{"services", "resources"} }
 func (Services) Filter() projections.Filter {
 	return projections.Filter{StreamTypes: []string{"service", "resource"}}
@@ -45,6 +45,10 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			first_running_at timestamptz,
 			removed_at       timestamptz,
 			updated_at       timestamptz,
+			revision         integer NOT NULL DEFAULT 1,
+			last_revision    integer NOT NULL DEFAULT 1,
+			leaving          json,
+			update_from      text,
 			stream_version   bigint NOT NULL,
 			position         bigint NOT NULL
 		) WITH (fillfactor = 80);
@@ -65,6 +69,8 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			drift_since    timestamptz,
 			planned_at     timestamptz,
 			updated_at     timestamptz,
+			revision       integer NOT NULL DEFAULT 1,
+			update_from    text,
 			stream_version bigint NOT NULL,
 			position       bigint NOT NULL
 		) WITH (fillfactor = 80);`, t.Table("services"), t.Table("resources")))
@@ -90,7 +96,8 @@ var serviceColumns = []column{
 	{"id", kText}, {"tenant_id", kText}, {"name", kText}, {"template_name", kText}, {"template_version", kText},
 	{"state", kText}, {"failed_in", kNText}, {"cause", kNText}, {"variables", kJSON}, {"outputs", kJSON},
 	{"resource_ids", kJSON}, {"remaining", kJSON}, {"requested_at", kTime}, {"registered_at", kTime},
-	{"first_running_at", kTime}, {"removed_at", kTime}, {"updated_at", kTime}, {"stream_version", kInt}, {"position", kInt},
+	{"first_running_at", kTime}, {"removed_at", kTime}, {"updated_at", kTime}, {"revision", kInt}, {"last_revision", kInt},
+	{"leaving", kJSON}, {"update_from", kNText}, {"stream_version", kInt}, {"position", kInt},
 }
 
 type resourceRow struct {
@@ -102,7 +109,7 @@ var resourceColumns = []column{
 	{"id", kText}, {"service_id", kText}, {"plugin", kText}, {"type", kText}, {"state", kText},
 	{"failed_in", kNText}, {"error", kNText}, {"properties", kJSON}, {"depends_on", kJSON}, {"outputs", kJSON},
 	{"node_id", kNText}, {"drift", kNText}, {"drift_detail", kNText}, {"drift_since", kTime},
-	{"planned_at", kTime}, {"updated_at", kTime}, {"stream_version", kInt}, {"position", kInt},
+	{"planned_at", kTime}, {"updated_at", kTime}, {"revision", kInt}, {"update_from", kNText}, {"stream_version", kInt}, {"position", kInt},
 }
 
 func stamp(t *pgtype.Timestamptz, at pgtype.Timestamptz, once bool) {
@@ -153,14 +160,18 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		if ids == nil {
 			ids = []string{}
 		}
-		var remaining []byte
+		var remaining, leaving []byte
 		if len(s.Remaining) > 0 {
 			remaining, _ = json.Marshal(s.Remaining)
+		}
+		if s.Leaving != nil {
+			leaving, _ = json.Marshal(s.Leaving)
 		}
 		out.row(f.existed).text(s.ID).text(s.TenantID).text(s.Name).text(s.TemplateName).text(s.TemplateVersion).
 			text(string(s.Status)).ntext(string(s.FailedIn)).ntext(s.Cause).json(s.Variables).json(s.Outputs).
 			jsonOf(ids).json(remaining).time(s.RequestedAt).time(ts(s.registeredAt)).time(ts(s.firstRunningAt)).
-			time(ts(s.removedAt)).time(s.UpdatedAt).int(s.version).int(s.position)
+			time(ts(s.removedAt)).time(s.UpdatedAt).int(int64(max(s.Revision, 1))).int(int64(max(s.LastRevision, s.Revision, 1))).
+			json(leaving).ntext(string(s.UpdateFrom)).int(s.version).int(s.position)
 	}
 	rout := newSplit(resourceColumns...)
 	for _, f := range resources {
@@ -172,7 +183,7 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		rout.row(f.existed).text(r.ID).text(r.ServiceID).text(r.Plugin).text(r.Type).text(string(r.Status)).
 			ntext(string(r.FailedIn)).ntext(r.Error).json(r.Properties).jsonOf(deps).json(r.Outputs).
 			ntext(r.NodeID).ntext(string(r.Drift)).ntext(r.DriftDetail).time(r.DriftSince).
-			time(r.PlannedAt).time(r.UpdatedAt).int(r.version).int(r.position)
+			time(r.PlannedAt).time(r.UpdatedAt).int(int64(max(r.Revision, 1))).ntext(string(r.UpdateFrom)).int(r.version).int(r.position)
 	}
 	return write(ctx, tx, append(out.writes(t.Table("services"), "id"), rout.writes(t.Table("resources"), "id")...)...)
 }
@@ -180,17 +191,26 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 func loadServices(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*serviceRow, error) {
 	sql := `SELECT id, tenant_id, name, template_name, template_version, state, coalesce(failed_in, ''), coalesce(cause, ''),
 		coalesce(variables::text, ''), coalesce(outputs::text, ''), resource_ids::text, coalesce(remaining::text, ''),
-		requested_at, registered_at, first_running_at, removed_at, updated_at, stream_version, position
+		requested_at, registered_at, first_running_at, removed_at, updated_at, revision, last_revision,
+		coalesce(leaving::text, ''), coalesce(update_from, ''), stream_version, position
 		FROM ` + t.Table("services") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*serviceRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, s *serviceRow) (string, error) {
-			var state, failedIn, variables, outputs, resourceIDs, remaining string
+			var state, failedIn, variables, outputs, resourceIDs, remaining, leaving, updateFrom string
 			var requested, updated pgtype.Timestamptz
+			var revision, lastRevision int32
 			err := rows.Scan(&s.ID, &s.TenantID, &s.Name, &s.TemplateName, &s.TemplateVersion, &state, &failedIn, &s.Cause,
 				&variables, &outputs, &resourceIDs, &remaining, &requested, &s.registeredAt, &s.firstRunningAt,
-				&s.removedAt, &updated, &s.version, &s.position)
+				&s.removedAt, &updated, &revision, &lastRevision, &leaving, &updateFrom, &s.version, &s.position)
 			if err != nil {
 				return "", err
+			}
+			s.Revision, s.LastRevision, s.UpdateFrom = int(revision), int(lastRevision), service.Status(updateFrom)
+			if leaving != "" {
+				s.Leaving = &service.Revision{}
+				if err := json.Unmarshal([]byte(leaving), s.Leaving); err != nil {
+					return "", fmt.Errorf("service %q: the revision it leaves: %w", s.ID, err)
+				}
 			}
 			s.Status, s.FailedIn = service.Status(state), service.Phase(failedIn)
 			s.Variables, s.Outputs = rawOrNil(variables), rawOrNil(outputs)
@@ -212,16 +232,18 @@ func loadResources(t projections.Target) func(context.Context, pgx.Tx, []string)
 	sql := `SELECT id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
 		coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
 		coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at,
-		stream_version, position FROM ` + t.Table("resources") + ` WHERE id = ANY($1)`
+		revision, coalesce(update_from, ''), stream_version, position FROM ` + t.Table("resources") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*resourceRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, r *resourceRow) (string, error) {
-			var state, failedIn, properties, deps, outputs, drift string
+			var state, failedIn, properties, deps, outputs, drift, updateFrom string
 			var planned, updated, driftSince pgtype.Timestamptz
+			var revision int32
 			err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &properties, &deps,
-				&outputs, &r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.version, &r.position)
+				&outputs, &r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &revision, &updateFrom, &r.version, &r.position)
 			if err != nil {
 				return "", err
 			}
+			r.Revision, r.UpdateFrom = int(revision), resource.Status(updateFrom)
 			r.Status, r.FailedIn = resource.Status(state), resource.Phase(failedIn)
 			r.Properties, r.Outputs = rawOrNil(properties), rawOrNil(outputs)
 			if err := json.Unmarshal([]byte(deps), &r.DependsOn); err != nil {

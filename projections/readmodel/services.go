@@ -34,8 +34,10 @@ type Service struct {
 	FirstRunningAt time.Time
 	RemovedAt      time.Time
 	UpdatedAt      time.Time
-	Version        int64
-	Position       int64
+	// Revision numbers the declared template version and variables.
+	Revision int
+	Version  int64
+	Position int64
 }
 
 // ServiceFilter narrows a service list. Empty fields match every service.
@@ -51,7 +53,7 @@ type ServiceFilter struct {
 const serviceColumns = `id, tenant_id, name, template_name, template_version, state, coalesce(failed_in, ''),
 	coalesce(cause, ''), coalesce(variables::text, ''), coalesce(outputs::text, ''), resource_ids::text,
 	coalesce(remaining::text, ''), requested_at, registered_at, first_running_at, removed_at, updated_at,
-	stream_version, position`
+	revision, stream_version, position`
 
 func scanService(rows pgx.Row) (Service, error) {
 	var s Service
@@ -59,7 +61,7 @@ func scanService(rows pgx.Row) (Service, error) {
 	var registered, running, removed, updated pgtype.Timestamptz
 	err := rows.Scan(&s.ID, &s.TenantID, &s.Name, &s.TemplateName, &s.TemplateVersion, &state, &failedIn, &s.Cause,
 		&variables, &outputs, &ids, &remaining, &s.RequestedAt, &registered, &running, &removed, &updated,
-		&s.Version, &s.Position)
+		&s.Revision, &s.Version, &s.Position)
 	if err != nil {
 		return s, err
 	}
@@ -137,6 +139,7 @@ type Resource struct {
 	DriftSince  time.Time
 	PlannedAt   time.Time
 	UpdatedAt   time.Time
+	Revision    int // the service revision it was made or updated for
 	Version     int64
 	Position    int64
 }
@@ -152,14 +155,14 @@ type ResourceFilter struct {
 
 const resourceColumns = `id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
 	coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
-	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, stream_version, position`
+	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, revision, stream_version, position`
 
 func scanResource(rows pgx.Row) (Resource, error) {
 	var r Resource
 	var state, failedIn, props, deps, outputs, drift string
 	var planned, updated, driftSince pgtype.Timestamptz
 	err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &props, &deps, &outputs,
-		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Version, &r.Position)
+		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Revision, &r.Version, &r.Position)
 	if err != nil {
 		return r, err
 	}
