@@ -86,9 +86,9 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			switch a.output {
-			case outputTable, outputJSON:
+			case outputTable, outputJSON, outputWide:
 			default:
-				return &usageError{fmt.Errorf("output format %q: use table or json", a.output)}
+				return &usageError{fmt.Errorf("output format %q: use table, wide or json", a.output)}
 			}
 			if a.timeout <= 0 {
 				return &usageError{fmt.Errorf("--timeout must be positive, got %s", a.timeout)}
@@ -99,7 +99,7 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputTable, "output format: table, wide (with ids) or json")
 	root.PersistentFlags().DurationVar(&a.timeout, "timeout", 30*time.Second, "how long to wait for the server's answer to a query")
 	root.AddCommand(
 		newLoginCommand(a),

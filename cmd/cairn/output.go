@@ -16,6 +16,7 @@ import (
 const (
 	outputTable = "table"
 	outputJSON  = "json"
+	outputWide  = "wide" // a table with ids beside names
 )
 
 // maxPage is the largest page the API serves.

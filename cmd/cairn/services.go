@@ -28,6 +28,8 @@ func withServiceCommands(a *app, cmd *cobra.Command) *cobra.Command {
 		newServiceRequestCommand(a, "stop", "stopService", "Stop a service's resources, in reverse dependency order"),
 		newServiceRequestCommand(a, "remove", "removeService", "Destroy every resource of a service"),
 		newServiceShowCommand(a),
+		newServicePlanCommand(a),
+		newServiceUpdateCommand(a),
 	)
 	return cmd
 }
@@ -56,6 +58,7 @@ type serviceDetail struct {
 	Cause           *string           `json:"cause"`
 	Remaining       []string          `json:"remaining"`
 	Outputs         json.RawMessage   `json:"outputs"`
+	Revision        int               `json:"revision"`
 	AllowedActions  []string          `json:"allowedActions"`
 	RequestedAt     *time.Time        `json:"requestedAt"`
 	UpdatedAt       *time.Time        `json:"updatedAt"`
@@ -74,7 +77,7 @@ type serviceEvent struct {
 }
 
 const serviceFields = `id tenantId name templateName templateVersion variables status failedIn cause remaining outputs
-  allowedActions requestedAt updatedAt
+  revision allowedActions requestedAt updatedAt
   resources { id plugin type status failedIn error outputs dependsOn updatedAt }`
 
 const (
@@ -101,7 +104,7 @@ const (
 )
 
 // busy are the statuses in which the orchestrator is still at work.
-var busy = []string{"REGISTERING", "ROLLING_BACK", "STARTING", "STOPPING", "REMOVING"}
+var busy = []string{"REGISTERING", "ROLLING_BACK", "STARTING", "STOPPING", "REMOVING", "REPAIRING", "UPDATING", "REVERTING"}
 
 // failedStatuses end a step without success.
 var failedStatuses = []string{"FAILED", "ROLLBACK_FAILED", "MANUAL_CLEANUP_REQUIRED"}
@@ -396,7 +399,7 @@ func waitSettled(ctx context.Context, a *app, c *client.Client, id, cursor strin
 			}
 			return s, err
 		}
-		if s.Status != last && a.output == outputTable {
+		if s.Status != last && a.output != outputJSON {
 			fmt.Fprintf(progress, "service %s: %s\n", id, strings.ToLower(s.Status))
 		}
 		last = s.Status
@@ -486,7 +489,7 @@ func printService(w io.Writer, a *app, s serviceDetail) error {
 	rows := [][]string{
 		{"SERVICE", s.ID + "  " + s.Name},
 		{"TENANT", s.TenantID},
-		{"TEMPLATE", s.TemplateName + "@" + s.TemplateVersion},
+		{"TEMPLATE", fmt.Sprintf("%s@%s (revision %d)", s.TemplateName, s.TemplateVersion, max(s.Revision, 1))},
 		{"STATUS", status},
 	}
 	if s.Cause != nil && *s.Cause != "" {
