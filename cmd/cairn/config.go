@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"cairn/graph/client"
+	"cairn/internal/cliconfig"
 )
 
 // The environment variables that override the stored login.
@@ -19,10 +19,7 @@ const (
 )
 
 // config is what `cairn login` stores.
-type config struct {
-	Server string `json:"server"`
-	Token  string `json:"token"`
-}
+type config = cliconfig.Config
 
 // NotLoggedInError is a command run with no server or token configured.
 type NotLoggedInError struct{ Missing string }
@@ -31,40 +28,19 @@ func (e *NotLoggedInError) Error() string {
 	return fmt.Sprintf("no %s configured: run `cairn login --server URL --token TOKEN`, or set %s and %s", e.Missing, ServerEnv, TokenEnv)
 }
 
-// configPath is $XDG_CONFIG_HOME/cairn/config.json, or
-// ~/.config/cairn/config.json when XDG_CONFIG_HOME is unset.
-func (a *app) configPath() (string, error) {
-	if dir := a.getenv("XDG_CONFIG_HOME"); dir != "" {
-		return filepath.Join(dir, "cairn", "config.json"), nil
-	}
-	home := a.getenv("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the configuration directory: set XDG_CONFIG_HOME or HOME: %w", err)
-		}
-		home = h
-	}
-	return filepath.Join(home, ".config", "cairn", "config.json"), nil
-}
+// configPath is where `cairn login` keeps its configuration.
+func (a *app) configPath() (string, error) { return cliconfig.Path(a.getenv) }
 
 // loadConfig reads the stored login (none is not an error) and applies the
 // environment over it.
 func (a *app) loadConfig() (config, error) {
-	var c config
 	path, err := a.configPath()
 	if err != nil {
-		return c, err
+		return config{}, err
 	}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return c, fmt.Errorf("read %s: %w", path, err)
-	default:
-		if err := json.Unmarshal(b, &c); err != nil {
-			return c, fmt.Errorf("%s is not valid JSON (run `cairn login` again to rewrite it): %w", path, err)
-		}
+	c, err := cliconfig.Read(path)
+	if err != nil {
+		return c, err
 	}
 	if v := a.getenv(ServerEnv); v != "" {
 		c.Server = v

@@ -276,27 +276,13 @@ func serviceVariables(ctx context.Context, a *app, c *client.Client, name, versi
 		if !ok || k == "" {
 			return nil, &usageError{fmt.Errorf("--var %q: write it as KEY=VALUE", t)}
 		}
-		typ, known := types[k]
-		switch {
-		case !known:
-			// The server names the variables the template declares.
-			values[k], _ = json.Marshal(v)
-		case typ == "STRING":
-			values[k], _ = json.Marshal(v)
-		case json.Valid([]byte(v)):
-			values[k] = json.RawMessage(v)
-		default:
-			return nil, &usageError{fmt.Errorf("--var %s: the variable is %s and %q is not one (write JSON for objects and arrays)", k, article(strings.ToLower(typ)), v)}
+		value, err := client.VariableValue(types[k], v)
+		if err != nil {
+			return nil, &usageError{fmt.Errorf("--var %s: %w", k, err)}
 		}
+		values[k] = value
 	}
 	return values, nil
-}
-
-func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an " + word
-	}
-	return "a " + word
 }
 
 func newServiceRequestCommand(a *app, verb, mutation, short string) *cobra.Command {
