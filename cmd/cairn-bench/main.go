@@ -154,6 +154,7 @@ var benchmarks = []benchmark{
 	{"graphql", benchGraphQL},
 	{"replicas", benchReplicas},
 	{"placement", benchPlacement},
+	{"terraform", benchTerraform},
 }
 
 type benchEvent struct {
