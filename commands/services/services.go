@@ -63,6 +63,10 @@ type Register struct {
 	// Variables are the tenant's values; the flavor's and the defaults fill
 	// the rest.
 	Variables map[string]json.RawMessage `json:"variables,omitempty"`
+	// Blueprint names the blueprint declaring the service; optional.
+	Blueprint string `json:"blueprint,omitempty"`
+	// Start has the service started once registered.
+	Start bool `json:"start,omitempty"`
 }
 
 // Start asks to start a service's resources.
@@ -81,9 +85,11 @@ type Stop struct {
 	ServiceID string `json:"serviceId"`
 }
 
-// Remove asks to destroy every resource of a service.
+// Remove asks to destroy every resource of a service; Force removes a
+// running one too, stopping it first.
 type Remove struct {
 	ServiceID string `json:"serviceId"`
+	Force     bool   `json:"force,omitempty"`
 }
 
 // MarkCleanedUp is an operator's word that a failed removal's or rollback's
@@ -98,52 +104,13 @@ type MarkCleanedUp struct {
 // plans the resources (their ids derive from the service id), seals the
 // sensitive values, and records the request.
 func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register) (commands.Outcome, error) {
-	if err := firstError(
-		commands.RequireID("tenantId", in.TenantID),
-		commands.RequireID("templateName", in.TemplateName),
-		commands.RequireID("templateVersion", in.TemplateVersion),
-	); err != nil {
-		return commands.Outcome{}, err
-	}
-	t, err := commands.RequireTenant(ctx, h.store, in.TenantID)
-	if err != nil {
-		return commands.Outcome{}, err
-	}
-	if t.Status != tenant.TenantStatusActive {
-		return commands.Outcome{}, &domain.StateError{Entity: "tenant", ID: t.ID, Command: "deploy a service for", State: string(t.Status)}
-	}
-	d, err := h.deployable(ctx, in.TemplateName, in.TemplateVersion)
-	if err != nil {
-		return commands.Outcome{}, err
-	}
 	id, err := commands.EntityID(ctx, h.store, meta, domain.ServiceStream, in.ServiceID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	vars, err := d.ResolveVariables(in.Flavor, in.Variables)
+	reg, err := h.prepare(ctx, id, in)
 	if err != nil {
 		return commands.Outcome{}, err
-	}
-	plan, err := d.Plan(vars, ocl.ServiceContext{ID: id, Tenant: in.TenantID})
-	if err != nil {
-		return commands.Outcome{}, err
-	}
-	if h.capacity != nil {
-		if err := h.capacity.CheckPlan(ctx, plan, id, in.TemplateName); err != nil {
-			return commands.Outcome{}, err
-		}
-	}
-	var resources []string
-	for _, n := range plan.Nodes() {
-		resources = append(resources, n.ResourceID)
-	}
-	sealedVars, err := h.secrets.SealSensitive(id, vars, d.SensitiveVariables())
-	if err != nil {
-		return commands.Outcome{}, err
-	}
-	recorded, err := json.Marshal(sealedVars)
-	if err != nil {
-		return commands.Outcome{}, fmt.Errorf("encode variables: %w", err)
 	}
 	given, err := json.Marshal(in.Variables)
 	if err != nil {
@@ -154,12 +121,69 @@ func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register
 	fingerprint := in
 	fingerprint.Variables = map[string]json.RawMessage{"(keyed hash)": mustJSON(h.secrets.MAC(given))}
 	return h.run(ctx, inTenant(meta, in.TenantID), id, fingerprint, func(s service.Service, at time.Time) ([]domain.Event, error) {
-		return s.Register(service.Register{
-			ServiceID: id, TenantID: in.TenantID, Name: in.Name,
-			TemplateName: in.TemplateName, TemplateVersion: in.TemplateVersion,
-			Variables: recorded, ResourceIDs: resources, At: at,
-		})
+		reg.At = at
+		return s.Register(reg)
 	})
+}
+
+// CheckRegister checks a registration as Register does (tenant, template,
+// variables, plan, capacity) and records nothing: a blueprint checks every
+// service it declares before changing any.
+func (h *Handlers) CheckRegister(ctx context.Context, id string, in Register) error {
+	_, err := h.prepare(ctx, id, in)
+	return err
+}
+
+// prepare checks a registration and returns the command that records it.
+func (h *Handlers) prepare(ctx context.Context, id string, in Register) (service.Register, error) {
+	if err := firstError(
+		commands.RequireID("tenantId", in.TenantID),
+		commands.RequireID("templateName", in.TemplateName),
+		commands.RequireID("templateVersion", in.TemplateVersion),
+	); err != nil {
+		return service.Register{}, err
+	}
+	t, err := commands.RequireTenant(ctx, h.store, in.TenantID)
+	if err != nil {
+		return service.Register{}, err
+	}
+	if t.Status != tenant.TenantStatusActive {
+		return service.Register{}, &domain.StateError{Entity: "tenant", ID: t.ID, Command: "deploy a service for", State: string(t.Status)}
+	}
+	d, err := h.deployable(ctx, in.TemplateName, in.TemplateVersion)
+	if err != nil {
+		return service.Register{}, err
+	}
+	vars, err := d.ResolveVariables(in.Flavor, in.Variables)
+	if err != nil {
+		return service.Register{}, err
+	}
+	plan, err := d.Plan(vars, ocl.ServiceContext{ID: id, Tenant: in.TenantID})
+	if err != nil {
+		return service.Register{}, err
+	}
+	if h.capacity != nil {
+		if err := h.capacity.CheckPlan(ctx, plan, id, in.TemplateName); err != nil {
+			return service.Register{}, err
+		}
+	}
+	var resources []string
+	for _, n := range plan.Nodes() {
+		resources = append(resources, n.ResourceID)
+	}
+	sealedVars, err := h.secrets.SealSensitive(id, vars, d.SensitiveVariables())
+	if err != nil {
+		return service.Register{}, err
+	}
+	recorded, err := json.Marshal(sealedVars)
+	if err != nil {
+		return service.Register{}, fmt.Errorf("encode variables: %w", err)
+	}
+	return service.Register{
+		ServiceID: id, TenantID: in.TenantID, Name: in.Name,
+		TemplateName: in.TemplateName, TemplateVersion: in.TemplateVersion,
+		Variables: recorded, ResourceIDs: resources, Blueprint: in.Blueprint, Start: in.Start,
+	}, nil
 }
 
 // deployable loads a template version that must exist and be published, and
@@ -231,7 +255,7 @@ func (h *Handlers) Stop(ctx context.Context, meta commands.Meta, in Stop) (comma
 // Remove removes a service that runs nothing.
 func (h *Handlers) Remove(ctx context.Context, meta commands.Meta, in Remove) (commands.Outcome, error) {
 	return h.existing(ctx, meta, in.ServiceID, in, func(s service.Service, at time.Time) ([]domain.Event, error) {
-		return s.Remove(service.Remove{ServiceID: in.ServiceID, At: at})
+		return s.Remove(service.Remove{ServiceID: in.ServiceID, Force: in.Force, At: at})
 	})
 }
 

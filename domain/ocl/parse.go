@@ -28,6 +28,25 @@ import (
 // say) yields a *ValidationError listing the schema problems. Any other schema
 // or consistency problem is left for Validate, which reports them all at once.
 func Parse(data []byte) (*Descriptor, error) {
+	tree, err := parseTree(data)
+	if err != nil {
+		return nil, err
+	}
+	return fromTree(tree)
+}
+
+// ParseDocument reads any document of Cairn's written in JSON or YAML (a
+// descriptor, a blueprint) into canonical JSON, with the same limits and
+// errors as Parse: hostile input gets a *SyntaxError, never a panic.
+func ParseDocument(data []byte) (json.RawMessage, error) {
+	tree, err := parseTree(data)
+	if err != nil {
+		return nil, err
+	}
+	return encodeCanonical(tree), nil
+}
+
+func parseTree(data []byte) (any, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, &SyntaxError{Message: fmt.Sprintf("descriptor is %d bytes; the limit is %d", len(data), MaxDocumentSize)}
 	}
@@ -48,7 +67,7 @@ func Parse(data []byte) (*Descriptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fromTree(tree)
+	return tree, nil
 }
 
 // fromTree builds the Descriptor from the JSON model of a document.

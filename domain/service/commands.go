@@ -23,7 +23,11 @@ type Register struct {
 	TemplateVersion string
 	Variables       json.RawMessage // a JSON object, or nil
 	ResourceIDs     []string
-	At              time.Time
+	// Blueprint names the blueprint that declares the service; optional.
+	Blueprint string
+	// Start has the service started once its resources are made.
+	Start bool
+	At    time.Time
 }
 
 // CompleteRegistration reports that every resource was created.
@@ -100,9 +104,12 @@ type FailStop struct {
 	At        time.Time
 }
 
-// Remove asks to destroy every resource of the service.
+// Remove asks to destroy every resource of the service. Force also
+// removes a running service (stopping it first): a blueprint applied with
+// prune asks for that explicitly; people stop a service before removing it.
 type Remove struct {
 	ServiceID string
+	Force     bool
 	At        time.Time
 }
 
@@ -140,6 +147,7 @@ func (s Service) Register(c Register) ([]domain.Event, error) {
 		template.ValidateVersion("templateVersion", c.TemplateVersion),
 		domain.ValidateJSON("variables", c.Variables, MaxJSONBytes, true),
 		domain.ValidateIDs("resourceIds", c.ResourceIDs),
+		domain.ValidateText("blueprint", c.Blueprint, MaxNameLength),
 		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
@@ -147,7 +155,8 @@ func (s Service) Register(c Register) ([]domain.Event, error) {
 	return []domain.Event{RegistrationRequested{
 		ServiceID: c.ServiceID, TenantID: c.TenantID, Name: c.Name,
 		TemplateName: c.TemplateName, TemplateVersion: c.TemplateVersion,
-		Variables: domain.CanonicalJSON(c.Variables), ResourceIDs: slices.Clone(c.ResourceIDs), At: c.At.UTC(),
+		Variables: domain.CanonicalJSON(c.Variables), ResourceIDs: slices.Clone(c.ResourceIDs),
+		Blueprint: c.Blueprint, Start: c.Start, At: c.At.UTC(),
 	}}, nil
 }
 

@@ -17,7 +17,11 @@ type RegistrationRequested struct {
 	TemplateVersion string          `json:"templateVersion"`
 	Variables       json.RawMessage `json:"variables,omitempty"` // sensitive values arrive encrypted
 	ResourceIDs     []string        `json:"resourceIds"`
-	At              time.Time       `json:"at"`
+	// Blueprint names the blueprint that declared the service, if one did.
+	Blueprint string `json:"blueprint,omitempty"`
+	// Start asks for the service to be started once registered.
+	Start bool      `json:"start,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // Registered records that every resource was created.
@@ -88,9 +92,11 @@ type StopFailed struct {
 	At        time.Time `json:"at"`
 }
 
-// RemovalRequested records a request to destroy every resource.
+// RemovalRequested records a request to destroy every resource; Stopping
+// says the service ran and is stopped first (a blueprint's prune).
 type RemovalRequested struct {
 	ServiceID string    `json:"serviceId"`
+	Stopping  bool      `json:"stopping,omitempty"`
 	At        time.Time `json:"at"`
 }
 

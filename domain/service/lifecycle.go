@@ -10,7 +10,11 @@ func (s Service) CompleteRegistration(c CompleteRegistration) ([]domain.Event, e
 	if err := domain.ValidateJSON("outputs", c.Outputs, MaxJSONBytes, true); err != nil {
 		return nil, err
 	}
-	return []domain.Event{Registered{ServiceID: s.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}, nil
+	evs := []domain.Event{Registered{ServiceID: s.ID, Outputs: domain.CanonicalJSON(c.Outputs), At: c.At.UTC()}}
+	if s.StartWhenRegistered {
+		evs = append(evs, StartRequested{ServiceID: s.ID, At: c.At.UTC()})
+	}
+	return evs, nil
 }
 
 // FailRegistration moves a registering service to rolling_back.
@@ -119,8 +123,15 @@ func (s Service) FailStop(c FailStop) ([]domain.Event, error) {
 	return []domain.Event{StopFailed{ServiceID: s.ID, Cause: c.Cause, At: c.At.UTC()}}, nil
 }
 
-// Remove moves a service that runs nothing to removing.
+// Remove moves a service that runs nothing (or, forced, a running one) to
+// removing.
 func (s Service) Remove(c Remove) ([]domain.Event, error) {
+	if c.Force && s.Status == StatusRunning && c.ServiceID == s.ID {
+		if err := domain.ValidateAt(c.At); err != nil {
+			return nil, err
+		}
+		return []domain.Event{RemovalRequested{ServiceID: s.ID, Stopping: true, At: c.At.UTC()}}, nil
+	}
 	if err := s.admit(c.ServiceID, CmdRemove, c.At); err != nil {
 		return nil, err
 	}

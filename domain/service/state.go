@@ -59,13 +59,17 @@ type Service struct {
 	Name            string
 	TemplateName    string
 	TemplateVersion string
-	Variables       []byte // JSON, sensitive values encrypted
-	ResourceIDs     []string
-	Outputs         []byte // JSON, as of the last registration or start
-	Status          Status
-	FailedIn        Phase    // set while failed
-	Cause           string   // why the last step failed
-	Remaining       []string // resources a failed rollback or removal left behind
+	// Blueprint names the blueprint that declared the service ("" when
+	// none did); StartWhenRegistered has its registration end started.
+	Blueprint           string
+	StartWhenRegistered bool
+	Variables           []byte // JSON, sensitive values encrypted
+	ResourceIDs         []string
+	Outputs             []byte // JSON, as of the last registration or start
+	Status              Status
+	FailedIn            Phase    // set while failed
+	Cause               string   // why the last step failed
+	Remaining           []string // resources a failed rollback or removal left behind
 	// RepairFrom is the settled status a repair returns to; Repairing the
 	// resources it makes again; RepairFailures when repairs failed since
 	// the last success.
@@ -98,6 +102,7 @@ func (s *Service) Apply(e domain.Event) {
 			ID: e.ServiceID, TenantID: e.TenantID, Name: e.Name,
 			TemplateName: e.TemplateName, TemplateVersion: e.TemplateVersion,
 			Variables: slices.Clone([]byte(e.Variables)), ResourceIDs: slices.Clone(e.ResourceIDs),
+			Blueprint: e.Blueprint, StartWhenRegistered: e.Start,
 			Revision: 1, LastRevision: 1, Status: StatusRegistering, RequestedAt: e.At, UpdatedAt: e.At,
 		}
 	case Registered:

@@ -49,6 +49,7 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			last_revision    integer NOT NULL DEFAULT 1,
 			leaving          json,
 			update_from      text,
+			blueprint        text,
 			stream_version   bigint NOT NULL,
 			position         bigint NOT NULL
 		) WITH (fillfactor = 80);
@@ -82,6 +83,7 @@ func (Services) Index(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 		CREATE INDEX ON %[1]s (tenant_id, requested_at DESC, id DESC);
 		CREATE INDEX ON %[1]s (requested_at DESC, id DESC);
 		CREATE INDEX ON %[1]s (template_name, template_version);
+		CREATE INDEX ON %[1]s (tenant_id, blueprint) WHERE blueprint IS NOT NULL;
 		CREATE INDEX ON %[2]s (service_id, id);`, t.Table("services"), t.Table("resources")))
 	return err
 }
@@ -97,7 +99,7 @@ var serviceColumns = []column{
 	{"state", kText}, {"failed_in", kNText}, {"cause", kNText}, {"variables", kJSON}, {"outputs", kJSON},
 	{"resource_ids", kJSON}, {"remaining", kJSON}, {"requested_at", kTime}, {"registered_at", kTime},
 	{"first_running_at", kTime}, {"removed_at", kTime}, {"updated_at", kTime}, {"revision", kInt}, {"last_revision", kInt},
-	{"leaving", kJSON}, {"update_from", kNText}, {"stream_version", kInt}, {"position", kInt},
+	{"leaving", kJSON}, {"update_from", kNText}, {"blueprint", kNText}, {"stream_version", kInt}, {"position", kInt},
 }
 
 type resourceRow struct {
@@ -171,7 +173,7 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 			text(string(s.Status)).ntext(string(s.FailedIn)).ntext(s.Cause).json(s.Variables).json(s.Outputs).
 			jsonOf(ids).json(remaining).time(s.RequestedAt).time(ts(s.registeredAt)).time(ts(s.firstRunningAt)).
 			time(ts(s.removedAt)).time(s.UpdatedAt).int(int64(max(s.Revision, 1))).int(int64(max(s.LastRevision, s.Revision, 1))).
-			json(leaving).ntext(string(s.UpdateFrom)).int(s.version).int(s.position)
+			json(leaving).ntext(string(s.UpdateFrom)).ntext(s.Blueprint).int(s.version).int(s.position)
 	}
 	rout := newSplit(resourceColumns...)
 	for _, f := range resources {
@@ -192,7 +194,7 @@ func loadServices(t projections.Target) func(context.Context, pgx.Tx, []string) 
 	sql := `SELECT id, tenant_id, name, template_name, template_version, state, coalesce(failed_in, ''), coalesce(cause, ''),
 		coalesce(variables::text, ''), coalesce(outputs::text, ''), resource_ids::text, coalesce(remaining::text, ''),
 		requested_at, registered_at, first_running_at, removed_at, updated_at, revision, last_revision,
-		coalesce(leaving::text, ''), coalesce(update_from, ''), stream_version, position
+		coalesce(leaving::text, ''), coalesce(update_from, ''), coalesce(blueprint, ''), stream_version, position
 		FROM ` + t.Table("services") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*serviceRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, s *serviceRow) (string, error) {
@@ -201,7 +203,7 @@ func loadServices(t projections.Target) func(context.Context, pgx.Tx, []string) 
 			var revision, lastRevision int32
 			err := rows.Scan(&s.ID, &s.TenantID, &s.Name, &s.TemplateName, &s.TemplateVersion, &state, &failedIn, &s.Cause,
 				&variables, &outputs, &resourceIDs, &remaining, &requested, &s.registeredAt, &s.firstRunningAt,
-				&s.removedAt, &updated, &revision, &lastRevision, &leaving, &updateFrom, &s.version, &s.position)
+				&s.removedAt, &updated, &revision, &lastRevision, &leaving, &updateFrom, &s.Blueprint, &s.version, &s.position)
 			if err != nil {
 				return "", err
 			}

@@ -36,8 +36,10 @@ type Service struct {
 	UpdatedAt      time.Time
 	// Revision numbers the declared template version and variables.
 	Revision int
-	Version  int64
-	Position int64
+	// Blueprint names the blueprint that declared the service, if one did.
+	Blueprint string
+	Version   int64
+	Position  int64
 }
 
 // ServiceFilter narrows a service list. Empty fields match every service.
@@ -48,12 +50,14 @@ type ServiceFilter struct {
 	TemplateName string
 	// Name: a case-insensitive substring.
 	Name string
+	// Blueprint: only the services this blueprint declared.
+	Blueprint string
 }
 
 const serviceColumns = `id, tenant_id, name, template_name, template_version, state, coalesce(failed_in, ''),
 	coalesce(cause, ''), coalesce(variables::text, ''), coalesce(outputs::text, ''), resource_ids::text,
 	coalesce(remaining::text, ''), requested_at, registered_at, first_running_at, removed_at, updated_at,
-	revision, stream_version, position`
+	revision, coalesce(blueprint, ''), stream_version, position`
 
 func scanService(rows pgx.Row) (Service, error) {
 	var s Service
@@ -61,7 +65,7 @@ func scanService(rows pgx.Row) (Service, error) {
 	var registered, running, removed, updated pgtype.Timestamptz
 	err := rows.Scan(&s.ID, &s.TenantID, &s.Name, &s.TemplateName, &s.TemplateVersion, &state, &failedIn, &s.Cause,
 		&variables, &outputs, &ids, &remaining, &s.RequestedAt, &registered, &running, &removed, &updated,
-		&s.Revision, &s.Version, &s.Position)
+		&s.Revision, &s.Blueprint, &s.Version, &s.Position)
 	if err != nil {
 		return s, err
 	}
@@ -99,6 +103,9 @@ func (r *Reader) ListServices(ctx context.Context, f ServiceFilter, p Page) (Con
 	}
 	if f.TemplateName != "" {
 		q.add("template_name = " + q.arg(f.TemplateName))
+	}
+	if f.Blueprint != "" {
+		q.add("blueprint = " + q.arg(f.Blueprint))
 	}
 	if f.Name != "" {
 		q.add("name ILIKE " + q.arg(like(f.Name)))
