@@ -68,7 +68,7 @@ func (r *Resolver) servicePayload(ctx context.Context, out commands.Outcome) (*m
 		ID: sv.ID, TenantID: sv.TenantID, Name: sv.Name, TemplateName: sv.TemplateName, TemplateVersion: sv.TemplateVersion,
 		Status: sv.Status, FailedIn: sv.FailedIn, Cause: sv.Cause, Variables: json.RawMessage(sv.Variables),
 		Outputs: json.RawMessage(sv.Outputs), ResourceIDs: sv.ResourceIDs, Remaining: sv.Remaining,
-		RequestedAt: sv.RequestedAt, UpdatedAt: sv.UpdatedAt, Revision: sv.Revision, Version: v,
+		RequestedAt: sv.RequestedAt, UpdatedAt: sv.UpdatedAt, Revision: sv.Revision, Blueprint: sv.Blueprint, Version: v,
 	}
 	models, err := r.servicesWithResources(ctx, []readmodel.Service{row})
 	if err != nil {

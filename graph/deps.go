@@ -10,6 +10,7 @@ import (
 	"cairn/auth"
 	"cairn/cluster"
 	"cairn/commands/access"
+	"cairn/commands/blueprints"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
 	"cairn/commands/schedules"
@@ -88,6 +89,8 @@ type Deps struct {
 	// them those mutations answer that this server does not run them.
 	Templates *templates.Handlers
 	Services  *services.Handlers
+	// Blueprints applies blueprints through Services.
+	Blueprints *blueprints.Handlers
 	// ProjectionAdmin serves projection status and rebuilds; nil: those
 	// fields answer that this server runs no projections.
 	ProjectionAdmin ProjectionAdmin

@@ -158,7 +158,7 @@ func serviceRowModel(s readmodel.Service, rs []readmodel.Resource) *model.Servic
 		Variables: model.JSON(maskSealed(s.Variables)), Status: model.ServiceStatus(upper(s.Status)),
 		Cause: optional(s.Cause), Remaining: nonNil(s.Remaining), Outputs: model.JSON(s.Outputs),
 		Resources: make([]model.Resource, 0, len(rs)), RequestedAt: s.RequestedAt, UpdatedAt: s.UpdatedAt,
-		Version: int(s.Version), Revision: max(s.Revision, 1), AllowedActions: nonNil(service.AllowedCommands(s.Status, s.FailedIn)),
+		Version: int(s.Version), Revision: max(s.Revision, 1), Blueprint: optional(s.Blueprint), AllowedActions: nonNil(service.AllowedCommands(s.Status, s.FailedIn)),
 	}
 	if s.FailedIn != "" {
 		p := model.ServicePhase(upper(s.FailedIn))

@@ -173,7 +173,7 @@ func (r *queryResolver) Services(ctx context.Context, first *int, after *string,
 	f := readmodel.ServiceFilter{TenantID: scopedTenant(p, nil)}
 	if filter != nil {
 		f = readmodel.ServiceFilter{TenantID: scopedTenant(p, filter.TenantID), Status: lowerAll[service.Status](filter.Status),
-			TemplateName: ptr.Value(filter.TemplateName), Name: ptr.Value(filter.Name)}
+			TemplateName: ptr.Value(filter.TemplateName), Name: ptr.Value(filter.Name), Blueprint: ptr.Value(filter.Blueprint)}
 	}
 	c, err := r.readModels(ctx).ListServices(ctx, f, pg)
 	if err != nil {

@@ -21,8 +21,9 @@ import (
 // server could not be reached, a file could not be written), 2 for a
 // mistake on the command line.
 const (
-	exitError = 1
-	exitUsage = 2
+	exitError   = 1
+	exitUsage   = 2
+	exitChanges = 3 // cairn diff found changes
 )
 
 func main() {
@@ -50,6 +51,10 @@ func exitCodeOf(err error) int {
 	var je *jobExitError
 	if errors.As(err, &je) {
 		return je.ExitCode()
+	}
+	var de *DiffFoundError
+	if errors.As(err, &de) {
+		return exitChanges
 	}
 	return exitError
 }
@@ -107,6 +112,7 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		withSubcommands(newJobsCommand(a), newJobLogsCommand(a)),
 		newRunCommand(a),
 		withServiceCommands(a, newServicesCommand(a)),
+		newApplyCommand(a), newDiffCommand(a),
 		newEventsCommand(a),
 		newTemplatesCommand(a),
 		newOCLCommand(a),

@@ -56,7 +56,7 @@ type server struct {
 
 var tokenLine = regexp.MustCompile(`(?m)^\s+(cairn_\S+)\s*$`)
 
-func startServer(t *testing.T) server {
+func startServer(t *testing.T, args ...string) server {
 	t.Helper()
 	_, cairnd := binaries(t)
 	db := testdb.New(t)
@@ -72,7 +72,7 @@ func startServer(t *testing.T) server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logFile.Close() })
-	cmd := exec.Command(cairnd, "serve", "--listen", addr, "--log-format", "json", "--data-dir", t.TempDir())
+	cmd := exec.Command(cairnd, append([]string{"serve", "--listen", addr, "--log-format", "json", "--data-dir", t.TempDir()}, args...)...)
 	cmd.Env = append(testproc.EnvironWithout("DATABASE_URL", "CAIRN_"), "DATABASE_URL="+db.ConnString)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,22 +16,24 @@ type serviceRow struct {
 	Status          string     `json:"status"`
 	FailedIn        *string    `json:"failedIn"`
 	Cause           *string    `json:"cause"`
+	Revision        int        `json:"revision"`
+	Blueprint       *string    `json:"blueprint"`
 	RequestedAt     *time.Time `json:"requestedAt"`
 	UpdatedAt       *time.Time `json:"updatedAt"`
 }
 
 const servicesQuery = `query ($first: Int, $after: String, $filter: ServiceFilter) {
   services(first: $first, after: $after, filter: $filter) {
-    edges { node { id tenantId name templateName templateVersion status failedIn cause requestedAt updatedAt } }
+    edges { node { id tenantId name templateName templateVersion status failedIn cause revision blueprint requestedAt updatedAt } }
     pageInfo { hasNextPage endCursor }
   }
 }`
 
 func newServicesCommand(a *app) *cobra.Command {
 	var (
-		statuses                 []string
-		tenantID, template, name string
-		limit                    int
+		statuses                            []string
+		tenantID, template, name, blueprint string
+		limit                               int
 	)
 	cmd := &cobra.Command{
 		Use:   "services",
@@ -54,6 +57,9 @@ tenant's only), filtered by tenant, status, template or name.
 			if name != "" {
 				filter["name"] = name
 			}
+			if blueprint != "" {
+				filter["blueprint"] = blueprint
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -72,14 +78,22 @@ tenant's only), filtered by tenant, status, template or name.
 					status += " (in " + *s.FailedIn + ")"
 				}
 				table[i] = []string{s.ID, s.Name, s.TenantID, s.TemplateName + "@" + s.TemplateVersion, status, when(s.UpdatedAt)}
+				if a.output == outputWide {
+					table[i] = append(table[i], orDash(deref(s.Blueprint)), strconv.Itoa(max(s.Revision, 1)))
+				}
 			}
-			return writeTable(cmd.OutOrStdout(), []string{"ID", "NAME", "TENANT", "TEMPLATE", "STATUS", "UPDATED"}, table)
+			header := []string{"ID", "NAME", "TENANT", "TEMPLATE", "STATUS", "UPDATED"}
+			if a.output == outputWide {
+				header = append(header, "BLUEPRINT", "REVISION")
+			}
+			return writeTable(cmd.OutOrStdout(), header, table)
 		},
 	}
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only services in these states (registering, registered, starting, running, stopping, stopped, removing, removed, failed, ...)")
 	cmd.Flags().StringVar(&tenantID, "tenant", "", "only this tenant's services (ignored for tenant users, who see their own)")
 	cmd.Flags().StringVar(&template, "template", "", "only services of this template name")
 	cmd.Flags().StringVar(&name, "name", "", "only the service with this name")
+	cmd.Flags().StringVar(&blueprint, "blueprint", "", "only the services this blueprint declared")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many services (0: all)")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 
 	"cairn/auth"
 	"cairn/commands/access"
+	"cairn/commands/blueprints"
 	"cairn/commands/nodes"
 	"cairn/eventstore"
 	"cairn/graph"
@@ -49,6 +50,7 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 		ProjectionAdmin: ss.runner,
 		Templates:       ss.templates,
 		Services:        ss.services,
+		Blueprints:      blueprints.NewHandlers(store, ss.services, ss.reader, ss.reader),
 		Access:          accessH,
 		Nodes:           nodes.NewHandlers(store, time.Now, newID),
 		Jobs:            js.jobs,

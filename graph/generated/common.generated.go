@@ -41,6 +41,7 @@ type MutationResolver interface {
 	ReportFacts(ctx context.Context, input model.ReportFactsInput) (*model.NodePayload, error)
 	ReportStats(ctx context.Context, input model.ReportStatsInput) (*model.ReportStatsPayload, error)
 	PollAgentJobs(ctx context.Context, input model.PollAgentJobsInput) (*model.PollAgentJobsPayload, error)
+	ApplyBlueprint(ctx context.Context, input model.ApplyBlueprintInput) (*model.BlueprintResult, error)
 	SetNodeReserve(ctx context.Context, input model.SetNodeReserveInput) (*model.NodePayload, error)
 	SetLocationReserve(ctx context.Context, input model.SetLocationReserveInput) (*model.LocationPayload, error)
 	SubmitJob(ctx context.Context, input model.SubmitJobInput) (*model.JobPayload, error)
@@ -78,6 +79,7 @@ type QueryResolver interface {
 	EntityAsOf(ctx context.Context, entity model.EntityRef, asOf model.AsOf) (*model.EntityState, error)
 	EntityDiff(ctx context.Context, entity model.EntityRef, from model.AsOf, to model.AsOf) (*model.EntityDiff, error)
 	VerifyChain(ctx context.Context, streamID *string) (*model.ChainVerification, error)
+	PlanBlueprint(ctx context.Context, input model.ApplyBlueprintInput) (*model.BlueprintResult, error)
 	Cluster(ctx context.Context) (*model.Cluster, error)
 	Node(ctx context.Context, id string) (model.Node, error)
 	Events(ctx context.Context, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error)
@@ -132,6 +134,20 @@ func (ec *executionContext) field_Mutation_appendJobLog_args(ctx context.Context
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.AppendJobLogInput, error) {
 			return ec.unmarshalNAppendJobLogInput2cairnᚋgraphᚋmodelᚐAppendJobLogInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_applyBlueprint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ApplyBlueprintInput, error) {
+			return ec.unmarshalNApplyBlueprintInput2cairnᚋgraphᚋmodelᚐApplyBlueprintInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -1153,6 +1169,20 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["consistentWith"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_planBlueprint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ApplyBlueprintInput, error) {
+			return ec.unmarshalNApplyBlueprintInput2cairnᚋgraphᚋmodelᚐApplyBlueprintInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -2716,6 +2746,50 @@ func (ec *executionContext) fieldContext_Mutation_pollAgentJobs(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_pollAgentJobs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_applyBlueprint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_applyBlueprint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ApplyBlueprint(ctx, fc.Args["input"].(model.ApplyBlueprintInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BlueprintResult) graphql.Marshaler {
+			return ec.marshalNBlueprintResult2ᚖcairnᚋgraphᚋmodelᚐBlueprintResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_applyBlueprint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BlueprintResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_applyBlueprint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4354,6 +4428,50 @@ func (ec *executionContext) fieldContext_Query_verifyChain(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_planBlueprint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_planBlueprint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().PlanBlueprint(ctx, fc.Args["input"].(model.ApplyBlueprintInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BlueprintResult) graphql.Marshaler {
+			return ec.marshalNBlueprintResult2ᚖcairnᚋgraphᚋmodelᚐBlueprintResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_planBlueprint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BlueprintResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_planBlueprint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_cluster(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5905,6 +6023,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "applyBlueprint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_applyBlueprint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "setNodeReserve":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setNodeReserve(ctx, field)
@@ -6382,6 +6507,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_verifyChain(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "planBlueprint":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_planBlueprint(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -95,6 +95,22 @@ type ComplexityRoot struct {
 		LastSeq  func(childComplexity int) int
 	}
 
+	BlueprintChange struct {
+		Detail    func(childComplexity int) int
+		Path      func(childComplexity int) int
+		Service   func(childComplexity int) int
+		ServiceID func(childComplexity int) int
+		Steps     func(childComplexity int) int
+	}
+
+	BlueprintResult struct {
+		Blueprint func(childComplexity int) int
+		Changed   func(childComplexity int) int
+		Changes   func(childComplexity int) int
+		Cursor    func(childComplexity int) int
+		TenantID  func(childComplexity int) int
+	}
+
 	CPUFacts struct {
 		Cores   func(childComplexity int) int
 		Model   func(childComplexity int) int
@@ -400,6 +416,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AcknowledgeJob       func(childComplexity int, input model.AgentJobInput) int
 		AppendJobLog         func(childComplexity int, input model.AppendJobLogInput) int
+		ApplyBlueprint       func(childComplexity int, input model.ApplyBlueprintInput) int
 		CancelJob            func(childComplexity int, input model.CancelJobInput) int
 		CreateAPIToken       func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateJoinToken      func(childComplexity int, input model.CreateJoinTokenInput) int
@@ -569,6 +586,7 @@ type ComplexityRoot struct {
 		Locations         func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.LocationFilter, consistentWith *model.Cursor) int
 		Node              func(childComplexity int, id string) int
 		Nodes             func(childComplexity int, first *int, after *string, last *int, before *string, filter *model.NodeFilter, consistentWith *model.Cursor) int
+		PlanBlueprint     func(childComplexity int, input model.ApplyBlueprintInput) int
 		PlanServiceUpdate func(childComplexity int, input model.UpdateServiceInput) int
 		Projections       func(childComplexity int) int
 		ReadModelsCursor  func(childComplexity int) int
@@ -731,6 +749,7 @@ type ComplexityRoot struct {
 
 	Service struct {
 		AllowedActions  func(childComplexity int) int
+		Blueprint       func(childComplexity int) int
 		Cause           func(childComplexity int) int
 		FailedIn        func(childComplexity int) int
 		ID              func(childComplexity int) int
@@ -1152,6 +1171,68 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AppendJobLogPayload.LastSeq(childComplexity), true
+
+	case "BlueprintChange.detail":
+		if e.ComplexityRoot.BlueprintChange.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintChange.Detail(childComplexity), true
+	case "BlueprintChange.path":
+		if e.ComplexityRoot.BlueprintChange.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintChange.Path(childComplexity), true
+	case "BlueprintChange.service":
+		if e.ComplexityRoot.BlueprintChange.Service == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintChange.Service(childComplexity), true
+	case "BlueprintChange.serviceId":
+		if e.ComplexityRoot.BlueprintChange.ServiceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintChange.ServiceID(childComplexity), true
+	case "BlueprintChange.steps":
+		if e.ComplexityRoot.BlueprintChange.Steps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintChange.Steps(childComplexity), true
+
+	case "BlueprintResult.blueprint":
+		if e.ComplexityRoot.BlueprintResult.Blueprint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintResult.Blueprint(childComplexity), true
+	case "BlueprintResult.changed":
+		if e.ComplexityRoot.BlueprintResult.Changed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintResult.Changed(childComplexity), true
+	case "BlueprintResult.changes":
+		if e.ComplexityRoot.BlueprintResult.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintResult.Changes(childComplexity), true
+	case "BlueprintResult.cursor":
+		if e.ComplexityRoot.BlueprintResult.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintResult.Cursor(childComplexity), true
+	case "BlueprintResult.tenantId":
+		if e.ComplexityRoot.BlueprintResult.TenantID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BlueprintResult.TenantID(childComplexity), true
 
 	case "CPUFacts.cores":
 		if e.ComplexityRoot.CPUFacts.Cores == nil {
@@ -2339,6 +2420,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AppendJobLog(childComplexity, args["input"].(model.AppendJobLogInput)), true
+	case "Mutation.applyBlueprint":
+		if e.ComplexityRoot.Mutation.ApplyBlueprint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_applyBlueprint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ApplyBlueprint(childComplexity, args["input"].(model.ApplyBlueprintInput)), true
 	case "Mutation.cancelJob":
 		if e.ComplexityRoot.Mutation.CancelJob == nil {
 			break
@@ -3374,6 +3466,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["filter"].(*model.NodeFilter), args["consistentWith"].(*model.Cursor)), true
+	case "Query.planBlueprint":
+		if e.ComplexityRoot.Query.PlanBlueprint == nil {
+			break
+		}
+
+		args, err := ec.field_Query_planBlueprint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.PlanBlueprint(childComplexity, args["input"].(model.ApplyBlueprintInput)), true
 	case "Query.planServiceUpdate":
 		if e.ComplexityRoot.Query.PlanServiceUpdate == nil {
 			break
@@ -4115,6 +4218,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Service.AllowedActions(childComplexity), true
+	case "Service.blueprint":
+		if e.ComplexityRoot.Service.Blueprint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Service.Blueprint(childComplexity), true
 	case "Service.cause":
 		if e.ComplexityRoot.Service.Cause == nil {
 			break
@@ -4966,6 +5075,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputAgentJobInput,
 		ec.unmarshalInputApiTokenFilter,
 		ec.unmarshalInputAppendJobLogInput,
+		ec.unmarshalInputApplyBlueprintInput,
 		ec.unmarshalInputAsOf,
 		ec.unmarshalInputCPUFactsInput,
 		ec.unmarshalInputCancelJobInput,
@@ -6223,6 +6333,79 @@ extend type Query {
     "One stream to check (\"<type>-<id>\"); every stream when left out. Costs a complexity point per 1,000 events it reads."
     streamId: String
   ): ChainVerification!
+}
+`, BuiltIn: false},
+	{Name: "../schema/blueprint.graphqls", Input: `# Blueprints: a file declaring a tenant's services, applied to make the
+# installation match it.
+
+"Input of applyBlueprint and planBlueprint."
+input ApplyBlueprintInput {
+  "The blueprint, YAML or JSON: apiVersion cairn/v1, kind Blueprint, metadata.name, tenant, services."
+  document: String!
+  "The tenant, when the file names none (and it must match when it does); tenant roles may leave it out (their own)."
+  tenantId: ID
+  "Also remove the services this blueprint declared before and no longer does (stopping them first)."
+  prune: Boolean
+}
+
+"What applying a blueprint does to one service."
+enum BlueprintStep {
+  "It is as declared."
+  KEEP
+  "Registered, and started when declared running."
+  CREATE
+  "Moved to the declared version and variables (updateService)."
+  UPDATE
+  "Started."
+  START
+  "Stopped."
+  STOP
+  "Removed (prune): the blueprint no longer declares it."
+  REMOVE
+}
+
+"One service of a blueprint's apply."
+type BlueprintChange {
+  "The service's name."
+  service: String!
+  "The service's id; null for one not created yet."
+  serviceId: ID
+  "Where the file declares it, e.g. services[2]; null for a pruned one."
+  path: String
+  "What happens to it, in order."
+  steps: [BlueprintStep!]!
+  "More: an update's plan in counts, or why a step waits."
+  detail: String
+}
+
+"The outcome of applyBlueprint, or what planBlueprint says it would be."
+type BlueprintResult {
+  "The blueprint's name (metadata.name); the services it creates carry it."
+  blueprint: String!
+  "The tenant whose services it declares."
+  tenantId: ID!
+  "Each declared service (and each pruned one), in the file's order."
+  changes: [BlueprintChange!]!
+  "True when applying changes (or changed) anything; false for a second apply of the same file."
+  changed: Boolean!
+  "Cursor of the apply's last write (\"0\" when nothing was recorded): pass it as consistentWith."
+  cursor: Cursor!
+}
+
+extend type Query {
+  "What applyBlueprint would do with this input; changes nothing. A file with a mistake is refused with every problem at its path."
+  planBlueprint(
+    "The blueprint to plan."
+    input: ApplyBlueprintInput!
+  ): BlueprintResult!
+}
+
+extend type Mutation {
+  "Make the tenant's services match a blueprint: create what is missing, update what differs, start or stop as declared, and with prune remove what it no longer declares. Every service is checked first: a file with a mistake changes nothing. A second apply of the same file records nothing."
+  applyBlueprint(
+    "The blueprint to apply."
+    input: ApplyBlueprintInput!
+  ): BlueprintResult!
 }
 `, BuiltIn: false},
 	{Name: "../schema/capacity.graphqls", Input: `# Capacity: what nodes offer the scheduler, what is allocated on them, and
@@ -7961,6 +8144,8 @@ type Service implements Node {
   version: Int!
   "The revision its template version and variables are: 1 at registration, one more for each update (a failed one too)."
   revision: Int!
+  "The blueprint that declared it (metadata.name); null for a service created otherwise."
+  blueprint: String
   "The commands the service accepts in its current state (start, stop, remove)."
   allowedActions: [String!]!
 }
@@ -8090,6 +8275,8 @@ input ServiceFilter {
   templateName: String
   "Case-insensitive substring of the name."
   name: String
+  "Only the services this blueprint declared."
+  blueprint: String
 }
 
 "Input of the ` + "`" + `createService` + "`" + ` mutation."
@@ -8583,6 +8770,38 @@ func (ec *executionContext) childFields_AppendJobLogPayload(ctx context.Context,
 		return ec.fieldContext_AppendJobLogPayload_lastSeq(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AppendJobLogPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_BlueprintChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "service":
+		return ec.fieldContext_BlueprintChange_service(ctx, field)
+	case "serviceId":
+		return ec.fieldContext_BlueprintChange_serviceId(ctx, field)
+	case "path":
+		return ec.fieldContext_BlueprintChange_path(ctx, field)
+	case "steps":
+		return ec.fieldContext_BlueprintChange_steps(ctx, field)
+	case "detail":
+		return ec.fieldContext_BlueprintChange_detail(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BlueprintChange", field.Name)
+}
+
+func (ec *executionContext) childFields_BlueprintResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "blueprint":
+		return ec.fieldContext_BlueprintResult_blueprint(ctx, field)
+	case "tenantId":
+		return ec.fieldContext_BlueprintResult_tenantId(ctx, field)
+	case "changes":
+		return ec.fieldContext_BlueprintResult_changes(ctx, field)
+	case "changed":
+		return ec.fieldContext_BlueprintResult_changed(ctx, field)
+	case "cursor":
+		return ec.fieldContext_BlueprintResult_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BlueprintResult", field.Name)
 }
 
 func (ec *executionContext) childFields_CPUFacts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9727,6 +9946,8 @@ func (ec *executionContext) childFields_Service(ctx context.Context, field graph
 		return ec.fieldContext_Service_version(ctx, field)
 	case "revision":
 		return ec.fieldContext_Service_revision(ctx, field)
+	case "blueprint":
+		return ec.fieldContext_Service_blueprint(ctx, field)
 	case "allowedActions":
 		return ec.fieldContext_Service_allowedActions(ctx, field)
 	}

@@ -711,6 +711,29 @@ func (ec *executionContext) fieldContext_Service_revision(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _Service_blueprint(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Service_blueprint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Blueprint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Service_blueprint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Service_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1622,7 +1645,7 @@ func (ec *executionContext) unmarshalInputServiceFilter(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"tenantId", "status", "templateName", "name"}
+	fieldsInOrder := [...]string{"tenantId", "status", "templateName", "name", "blueprint"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -1657,6 +1680,13 @@ func (ec *executionContext) unmarshalInputServiceFilter(ctx context.Context, obj
 				return it, err
 			}
 			it.Name = data
+		case "blueprint":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("blueprint"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Blueprint = data
 		}
 	}
 	return it, nil
@@ -2003,6 +2033,11 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 		case "revision":
 			out.Values[i] = ec._Service_revision(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "blueprint":
+			out.Values[i] = ec._Service_blueprint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "allowedActions":

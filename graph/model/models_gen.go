@@ -140,6 +140,16 @@ type AppendJobLogPayload struct {
 	LastSeq int `json:"lastSeq"`
 }
 
+// Input of applyBlueprint and planBlueprint.
+type ApplyBlueprintInput struct {
+	// The blueprint, YAML or JSON: apiVersion cairn/v1, kind Blueprint, metadata.name, tenant, services.
+	Document string `json:"document"`
+	// The tenant, when the file names none (and it must match when it does); tenant roles may leave it out (their own).
+	TenantID *string `json:"tenantId,omitempty"`
+	// Also remove the services this blueprint declared before and no longer does (stopping them first).
+	Prune *bool `json:"prune,omitempty"`
+}
+
 // A past moment to read an entity at: exactly one of `time` (the last event
 // recorded at or before it) or `cursor` (the last event at or before it).
 type AsOf struct {
@@ -147,6 +157,34 @@ type AsOf struct {
 	Time *time.Time `json:"time,omitempty"`
 	// The moment as a cursor: the state after the event at it.
 	Cursor *Cursor `json:"cursor,omitempty"`
+}
+
+// One service of a blueprint's apply.
+type BlueprintChange struct {
+	// The service's name.
+	Service string `json:"service"`
+	// The service's id; null for one not created yet.
+	ServiceID *string `json:"serviceId,omitempty"`
+	// Where the file declares it, e.g. services[2]; null for a pruned one.
+	Path *string `json:"path,omitempty"`
+	// What happens to it, in order.
+	Steps []BlueprintStep `json:"steps"`
+	// More: an update's plan in counts, or why a step waits.
+	Detail *string `json:"detail,omitempty"`
+}
+
+// The outcome of applyBlueprint, or what planBlueprint says it would be.
+type BlueprintResult struct {
+	// The blueprint's name (metadata.name); the services it creates carry it.
+	Blueprint string `json:"blueprint"`
+	// The tenant whose services it declares.
+	TenantID string `json:"tenantId"`
+	// Each declared service (and each pruned one), in the file's order.
+	Changes []BlueprintChange `json:"changes"`
+	// True when applying changes (or changed) anything; false for a second apply of the same file.
+	Changed bool `json:"changed"`
+	// Cursor of the apply's last write ("0" when nothing was recorded): pass it as consistentWith.
+	Cursor Cursor `json:"cursor"`
 }
 
 // The node's processor.
@@ -1803,6 +1841,8 @@ type Service struct {
 	Version int `json:"version"`
 	// The revision its template version and variables are: 1 at registration, one more for each update (a failed one too).
 	Revision int `json:"revision"`
+	// The blueprint that declared it (metadata.name); null for a service created otherwise.
+	Blueprint *string `json:"blueprint,omitempty"`
 	// The commands the service accepts in its current state (start, stop, remove).
 	AllowedActions []string `json:"allowedActions"`
 }
@@ -1851,6 +1891,8 @@ type ServiceFilter struct {
 	TemplateName *string `json:"templateName,omitempty"`
 	// Case-insensitive substring of the name.
 	Name *string `json:"name,omitempty"`
+	// Only the services this blueprint declared.
+	Blueprint *string `json:"blueprint,omitempty"`
 }
 
 // What a mutation on a service returns: the result, the cursor of its last event, and whether it was a retry.
@@ -2283,6 +2325,76 @@ type Viewer struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// The actions this caller may take, e.g. node.drain, service.create; the portals show what these allow.
 	Permissions []string `json:"permissions"`
+}
+
+// What applying a blueprint does to one service.
+type BlueprintStep string
+
+const (
+	// It is as declared.
+	BlueprintStepKeep BlueprintStep = "KEEP"
+	// Registered, and started when declared running.
+	BlueprintStepCreate BlueprintStep = "CREATE"
+	// Moved to the declared version and variables (updateService).
+	BlueprintStepUpdate BlueprintStep = "UPDATE"
+	// Started.
+	BlueprintStepStart BlueprintStep = "START"
+	// Stopped.
+	BlueprintStepStop BlueprintStep = "STOP"
+	// Removed (prune): the blueprint no longer declares it.
+	BlueprintStepRemove BlueprintStep = "REMOVE"
+)
+
+var AllBlueprintStep = []BlueprintStep{
+	BlueprintStepKeep,
+	BlueprintStepCreate,
+	BlueprintStepUpdate,
+	BlueprintStepStart,
+	BlueprintStepStop,
+	BlueprintStepRemove,
+}
+
+func (e BlueprintStep) IsValid() bool {
+	switch e {
+	case BlueprintStepKeep, BlueprintStepCreate, BlueprintStepUpdate, BlueprintStepStart, BlueprintStepStop, BlueprintStepRemove:
+		return true
+	}
+	return false
+}
+
+func (e BlueprintStep) String() string {
+	return string(e)
+}
+
+func (e *BlueprintStep) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = BlueprintStep(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid BlueprintStep", str)
+	}
+	return nil
+}
+
+func (e BlueprintStep) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *BlueprintStep) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e BlueprintStep) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 // How what is observed of a resource differs from what its service wants.

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cairn/graph/client"
+)
+
+// noteTemplate is deployed by the filestore example plugin (out of
+// process), which updates its files in place.
+const noteTemplate = `apiVersion: cairn/v1
+metadata: {name: note, version: 1.0.0, vendor: Example}
+variables:
+  greeting: {type: string, default: hello}
+resources:
+  - name: note
+    plugin: filestore
+    type: file
+    properties: {name: note.txt, content: "${var.greeting}"}
+`
+
+// TestBlueprintAndUpdate drives cairn apply, cairn diff, cairn services plan
+// and cairn services update against a cairnd with the filestore plugin.
+func TestBlueprintAndUpdate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cairn and cairnd and runs the server")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH: the filestore example plugin is a Python program")
+	}
+	plugin, _ := filepath.Abs("../../examples/plugins/filestore/filestore.py")
+	store := t.TempDir()
+	pluginsFile := filepath.Join(t.TempDir(), "plugins.yaml")
+	if err := os.WriteFile(pluginsFile, fmt.Appendf(nil, "exec:\n  - name: filestore\n    command: [%q, %q, %q]\n", python, plugin, store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--plugins", pluginsFile)
+	c := newCLI(t)
+	if _, errOut, code := c.runInput(srv.token+"\n", "login", "--server", srv.url); code != 0 {
+		t.Fatalf("login: %s", errOut)
+	}
+	admin := client.New(srv.url, srv.token, nil)
+	gql(t, admin, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`, map[string]any{"d": noteTemplate}, nil)
+	gql(t, admin, `mutation { publishTemplate(input: {name: "note", version: "1.0.0"}) { template { status } } }`, nil, nil)
+	gql(t, admin, `mutation { createTenant(input: {id: "acme", name: "Acme"}) { tenant { id } } }`, nil, nil)
+
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bp := write("shop.yaml", `apiVersion: cairn/v1
+kind: Blueprint
+metadata: {name: shop}
+tenant: acme
+services:
+  - {name: greeter, template: note, variables: {greeting: hi}}
+  - {name: spare, template: note, running: false}
+`)
+	// diff before: everything to create, exit 3.
+	out, _, code := c.run("diff", "-f", bp)
+	if code != exitChanges || !strings.Contains(out, "greeter") || !strings.Contains(out, "create") {
+		t.Fatalf("diff before apply: exit %d\n%s", code, out)
+	}
+	out = c.must("apply", "-f", bp)
+	if !strings.Contains(out, "applied to tenant acme") {
+		t.Fatalf("apply:\n%s", out)
+	}
+	rows := c.eventually(func(s string) bool { return strings.Count(s, "RUNNING")+strings.Count(s, "REGISTERED") == 2 },
+		"services", "--blueprint", "shop", "-o", "wide")
+	if !strings.Contains(rows, "BLUEPRINT") || !strings.Contains(rows, "shop") {
+		t.Fatalf("services --blueprint shop -o wide:\n%s", rows)
+	}
+	// The same file again: nothing to do, exit 0.
+	c.eventually(func(s string) bool { return strings.Contains(s, "nothing to do") }, "diff", "-f", bp)
+	out = c.must("apply", "-f", bp)
+	if !strings.Contains(out, "nothing to do") {
+		t.Fatalf("second apply:\n%s", out)
+	}
+	// A mistake in the file names its path and changes nothing.
+	bad := write("bad.yaml", strings.Replace(readFile(t, bp), "greeting: hi", "colour: red", 1))
+	if _, errOut, code := c.run("apply", "-f", bad); code != exitError || !strings.Contains(errOut, "services[0].variables.colour") {
+		t.Fatalf("bad blueprint: exit %d, %q", code, errOut)
+	}
+
+	// services plan and update on the blueprint's service.
+	var list []serviceRow
+	if err := json.Unmarshal([]byte(c.must("services", "--name", "greeter", "-o", "json")), &list); err != nil || len(list) != 1 {
+		t.Fatalf("services --name greeter: %v %+v", err, list)
+	}
+	id := list[0].ID
+	out = c.must("services", "plan", id, "--var", "greeting=bonjour")
+	if !strings.Contains(out, "update") || !strings.Contains(out, "content") || !strings.Contains(out, "1 to update in place") {
+		t.Fatalf("services plan:\n%s", out)
+	}
+	out, errOut, code := c.run("services", "update", id, "--var", "greeting=bonjour", "--wait")
+	if code != 0 || !strings.Contains(out, "revision 2") {
+		t.Fatalf("services update: exit %d\n%s\n%s", code, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(store, "*", "note.txt"))
+	found := false
+	for _, f := range files {
+		found = found || readFile(t, f) == "bonjour"
+	}
+	if !found {
+		t.Fatalf("no note reads bonjour in %v", files)
+	}
+	// The blueprint now differs from the service: diff says so.
+	if out, _, code := c.run("diff", "-f", bp); code != exitChanges || !strings.Contains(out, "update") {
+		t.Fatalf("diff after an update elsewhere: exit %d\n%s", code, out)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
