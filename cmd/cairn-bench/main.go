@@ -155,6 +155,7 @@ var benchmarks = []benchmark{
 	{"replicas", benchReplicas},
 	{"placement", benchPlacement},
 	{"terraform", benchTerraform},
+	{"blueprint", benchBlueprint},
 }
 
 type benchEvent struct {
