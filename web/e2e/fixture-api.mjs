@@ -22,8 +22,8 @@ const viewers = {
 viewers['op-early'] = { ...viewers.op, id: 't-op-early' };
 
 const allRoots = {
-  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'tenants', 'users', 'apiTokens', 'locations', 'location', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain', 'cluster'],
-  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'retryService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation', 'setLocationReserve'],
+  query: ['viewer', 'nodes', 'serverNode', 'node', 'jobs', 'job', 'templates', 'template', 'services', 'service', 'planServiceUpdate', 'tenants', 'users', 'apiTokens', 'locations', 'location', 'events', 'event', 'head', 'entityAsOf', 'entityDiff', 'verifyChain', 'cluster'],
+  mutation: ['drainNode', 'undrainNode', 'decommissionNode', 'createJoinToken', 'submitJob', 'cancelJob', 'registerTemplate', 'publishTemplate', 'deprecateTemplate', 'createService', 'retryService', 'updateService', 'startService', 'stopService', 'removeService', 'createTenant', 'suspendTenant', 'resumeTenant', 'createUser', 'disableUser', 'enableUser', 'createApiToken', 'revokeApiToken', 'createLocation', 'retireLocation', 'setLocationReserve'],
   subscription: ['events', 'nodeChanged', 'jobChanged', 'jobLog', 'serviceChanged'],
 };
 const earlyRoots = {
@@ -96,7 +96,8 @@ function serviceDetail(s) {
   return {
     ...s, tenant: { id: s.tenantId, name: s.tenantId === 'acme' ? 'Acme' : 'Globex' }, variables: { domain: 'shop.example.test', replicas: 2, size: 'small', tls: true, admin_password: null },
     failedIn: null, cause: null, remaining: [], outputs: { url: 'https://shop.example.test' }, version: 4,
-    allowedActions: s.status === 'RUNNING' ? ['stop'] : s.status === 'STOPPED' ? ['start', 'remove'] : [],
+    allowedActions: s.status === 'RUNNING' ? ['stop', 'update'] : s.status === 'STOPPED' ? ['start', 'remove', 'update'] : [],
+    revision: 2, blueprint: s.id === 's-1' ? 'shop-prod' : null,
     resources: [
       { id: `${s.id}.dir`, plugin: 'agent', type: 'directory', status: s.status === 'RUNNING' ? 'RUNNING' : 'STOPPED', dependsOn: [], outputs: { path: '/srv/shop' }, error: null, failedIn: null, updatedAt: ago(300) },
       { id: `${s.id}.proc`, plugin: 'agent', type: 'process', status: s.status === 'RUNNING' ? 'RUNNING' : 'STOPPED', dependsOn: [`${s.id}.dir`], outputs: { pid: 4242 }, error: null, failedIn: null, updatedAt: ago(250) },
@@ -181,6 +182,20 @@ function answer(viewer, op, vars, calls) {
       if (v.domain === 'taken.example.test') return err('INVALID_INPUT', 'variables.domain: is already used by another service', { field: 'variables.domain' });
       return { data: { createService: { cursor: '100', duplicate: false, service: { id: 's-1', status: 'REGISTERING', allowedActions: [] } } } };
     }
+    case 'PlanServiceUpdate': {
+      const v = vars.input.variables ?? {};
+      const changes = [
+        { name: 'proxy', resourceId: 'r-proxy', plugin: 'agent', type: 'process', action: 'KEEP', reasons: [], properties: [] },
+        ...(v.replicas !== undefined ? [{ name: 'app[0]', resourceId: 'r-app0', plugin: 'agent', type: 'process', action: 'UPDATE', reasons: ['its properties change'], properties: [{ path: 'env.REPLICAS', old: '2', new: String(v.replicas) }] }] : []),
+      ];
+      const noChange = v.replicas === undefined && vars.input.templateVersion === '1.2.0';
+      return { data: { planServiceUpdate: { revision: 2, fromVersion: '1.2.0', toVersion: vars.input.templateVersion ?? '1.2.0',
+        variables: v.replicas !== undefined ? [{ name: 'replicas', old: 2, new: v.replicas }] : [], changes, creates: 0, updates: noChange ? 0 : 1, replaces: 0, destroys: 0, noChange } } };
+    }
+    case 'UpdateService':
+      calls.push({ op, vars });
+      return { data: { updateService: { cursor: '102', duplicate: false, service: { id: vars.input.serviceId, status: 'UPDATING', allowedActions: [] },
+        plan: { revision: 2, fromVersion: '1.2.0', toVersion: '1.2.0', variables: [], changes: [], creates: 0, updates: 1, replaces: 0, destroys: 0, noChange: false } } } };
     case 'StopService':
     case 'StartService':
     case 'RemoveService':

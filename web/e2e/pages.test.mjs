@@ -197,6 +197,31 @@ describe('tenant', () => {
     await page.close();
   });
 
+  it('plans an update, reads the plan, and applies it after confirming', async () => {
+    const page = await signedIn('acme', '/services/s-1');
+    assert.equal(await page.getByTestId('blueprint').innerText(), 'shop-prod');
+    await page.getByRole('button', { name: 'Update…' }).click();
+    await page.getByLabel('Variables to change').fill('{"replicas": 3}');
+    await page.getByRole('button', { name: 'Plan the update' }).click();
+    const plan = page.getByTestId('update-plan');
+    await plan.waitFor();
+    const text = await plan.innerText();
+    assert.match(text, /1 to update in place/);
+    assert.match(text, /app\[0\]/);
+    assert.match(text, /env\.REPLICAS/);
+    assert.doesNotMatch(text, /proxy/, 'resources kept are not listed');
+    await screenshot(page, 'pages-tenant-update-plan');
+    await page.getByRole('button', { name: 'Apply the update' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Update shop to revision 3?' });
+    await dialog.getByRole('button', { name: 'Apply the update' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    const call = api.calls.filter((c) => c.op === 'UpdateService').at(-1);
+    assert.deepEqual(call?.vars.input.variables, { replicas: 3 });
+    assert.equal(call?.vars.input.serviceId, 's-1');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
   it('sees neither the grid nor the audit tools', async () => {
     const page = await signedIn('acme', '/nodes');
     await page.getByRole('heading', { name: 'Not allowed' }).waitFor();

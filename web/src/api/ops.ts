@@ -15,6 +15,7 @@ import type {
   JobLogChunk,
   JobStatus,
   JobSummary,
+  JSONValue,
   Label,
   Location,
   LocationCapacity,
@@ -28,6 +29,7 @@ import type {
   ServiceDetail,
   ServiceStatus,
   ServiceSummary,
+  ServiceUpdatePlan,
   TargetMode,
   TemplateDetail,
   TemplateStatus,
@@ -451,6 +453,8 @@ const ServiceSummaryFields = gql`
     templateName
     templateVersion
     status
+    revision
+    blueprint
     requestedAt
     updatedAt
   }
@@ -522,6 +526,41 @@ export const ServiceChangedSubscription = gql<
 `;
 
 type ServiceResult = Payload & { service: { id: string; status: ServiceStatus; allowedActions: string[] } };
+
+export interface UpdateServiceInput {
+  serviceId: string;
+  templateVersion?: string;
+  variables?: JSONValue;
+}
+
+const UpdatePlanFields = gql`
+  fragment UpdatePlanFields on ServiceUpdatePlan {
+    revision
+    fromVersion
+    toVersion
+    variables { name old new }
+    changes { name resourceId plugin type action reasons properties { path old new } }
+    creates
+    updates
+    replaces
+    destroys
+    noChange
+  }
+`;
+
+export const PlanServiceUpdateQuery = gql<{ planServiceUpdate: ServiceUpdatePlan }, { input: UpdateServiceInput }>`
+  query PlanServiceUpdate($input: UpdateServiceInput!) {
+    planServiceUpdate(input: $input) { ...UpdatePlanFields }
+  }
+  ${UpdatePlanFields}
+`;
+
+export const UpdateServiceMutation = gql<{ updateService: ServiceResult & { plan: ServiceUpdatePlan } }, { input: UpdateServiceInput }>`
+  mutation UpdateService($input: UpdateServiceInput!) {
+    updateService(input: $input) { cursor duplicate service { id status allowedActions } plan { ...UpdatePlanFields } }
+  }
+  ${UpdatePlanFields}
+`;
 
 export const CreateServiceMutation = gql<
   { createService: ServiceResult },

@@ -207,7 +207,9 @@ export type ServiceStatus =
   | 'ROLLBACK_FAILED'
   | 'MANUAL_CLEANUP_REQUIRED'
   | 'REPAIRING'
-  | 'DEGRADED';
+  | 'DEGRADED'
+  | 'UPDATING'
+  | 'REVERTING';
 export const serviceStatuses: ServiceStatus[] = [
   'REGISTERING',
   'REGISTERED',
@@ -223,6 +225,8 @@ export const serviceStatuses: ServiceStatus[] = [
   'MANUAL_CLEANUP_REQUIRED',
   'REPAIRING',
   'DEGRADED',
+  'UPDATING',
+  'REVERTING',
 ];
 
 export interface ServiceSummary {
@@ -234,6 +238,10 @@ export interface ServiceSummary {
   status: ServiceStatus;
   requestedAt: string;
   updatedAt: string;
+  /** 1 at registration, one more for each update. */
+  revision?: number;
+  /** The blueprint that declared the service, if one did. */
+  blueprint?: string | null;
 }
 
 export interface Resource {
@@ -408,4 +416,28 @@ export interface ChainVerification {
   events: number;
   firstBreak: ChainBreak | null;
   breaks: ChainBreak[];
+}
+
+/** What an update does to one resource instance. */
+export type ResourceAction = 'KEEP' | 'CREATE' | 'UPDATE' | 'REPLACE' | 'DESTROY';
+
+export interface ServiceUpdatePlan {
+  revision: number;
+  fromVersion: string;
+  toVersion: string;
+  variables: { name: string; old: JSONValue; new: JSONValue }[];
+  changes: {
+    name: string;
+    resourceId: string;
+    plugin: string;
+    type: string;
+    action: ResourceAction;
+    reasons: string[];
+    properties: { path: string; old: JSONValue; new: JSONValue }[];
+  }[];
+  creates: number;
+  updates: number;
+  replaces: number;
+  destroys: number;
+  noChange: boolean;
 }

@@ -1,6 +1,17 @@
 import { useEffect, useRef, useState } from 'react';
-import { EventsQuery, RemoveServiceMutation, RetryServiceMutation, ServiceChangedSubscription, ServiceQuery, StartServiceMutation, StopServiceMutation } from '../../api/ops';
-import type { ServiceDetail } from '../../api/types';
+import {
+  EventsQuery,
+  PlanServiceUpdateQuery,
+  RemoveServiceMutation,
+  RetryServiceMutation,
+  ServiceChangedSubscription,
+  ServiceQuery,
+  StartServiceMutation,
+  StopServiceMutation,
+  UpdateServiceMutation,
+  type UpdateServiceInput,
+} from '../../api/ops';
+import type { JSONValue, ServiceDetail, ServiceUpdatePlan } from '../../api/types';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useLiveAnswer } from '../../app/hooks';
 import { useTitle } from '../../app/title';
@@ -75,6 +86,14 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
         </dd>
         <dt>Tenant</dt>
         <dd>{s.tenantId}</dd>
+        <dt>Revision</dt>
+        <dd data-testid="revision">{s.revision ?? 1}</dd>
+        {s.blueprint ? (
+          <>
+            <dt>Blueprint</dt>
+            <dd data-testid="blueprint">{s.blueprint}</dd>
+          </>
+        ) : null}
         <dt>Requested</dt>
         <dd>
           <Time value={s.requestedAt} />
@@ -99,6 +118,9 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
           <Json value={s.variables} label="variables" />
         </div>
       </div>
+      {s.allowedActions.includes('update') && access.act('service.create', 'updateService') && access.query('planServiceUpdate') ? (
+        <UpdatePanel service={s} onChanged={onChanged} />
+      ) : null}
       <h2>Resources</h2>
       {s.resources.length === 0 ? (
         <Empty>No resource yet.</Empty>
@@ -245,6 +267,144 @@ function Lifecycle({ service: s, onChanged }: { service: ServiceDetail; onChange
         </ConfirmButton>
       ) : null}
       {problems ? <Problems problems={problems} /> : null}
+    </div>
+  );
+}
+
+/**
+ * Change a service's template version or variables: the plan first (what
+ * each resource undergoes, the properties that change), then the update,
+ * confirmed.
+ */
+function UpdatePanel({ service: s, onChanged }: { service: ServiceDetail; onChanged(c: string): void }) {
+  const [open, setOpen] = useState(false);
+  const [version, setVersion] = useState(s.templateVersion);
+  const [text, setText] = useState('{}');
+  const [asked, setAsked] = useState<UpdateServiceInput>();
+  const [parseError, setParseError] = useState<string>();
+  const plan = useApiQuery(PlanServiceUpdateQuery, { input: asked ?? { serviceId: s.id } }, { pause: !asked, policy: 'network-only' });
+  const [update, updateSt] = useCommand(UpdateServiceMutation);
+  if (!open) {
+    return (
+      <p>
+        <button type="button" onClick={() => setOpen(true)}>
+          Update…
+        </button>
+      </p>
+    );
+  }
+  const ask = () => {
+    let variables: JSONValue;
+    try {
+      variables = JSON.parse(text || '{}') as JSONValue;
+    } catch (e) {
+      setParseError(`Variables must be a JSON object: ${(e as Error).message}`);
+      return;
+    }
+    setParseError(undefined);
+    setAsked({ serviceId: s.id, templateVersion: version, variables });
+  };
+  const p = asked ? plan.data?.planServiceUpdate : undefined;
+  return (
+    <section className="panel" aria-label="Update the service">
+      <h2>Update</h2>
+      <p className="muted small">
+        Another version of {s.templateName}, or other values: variables left out keep theirs; null puts one back to its default.
+      </p>
+      <label>
+        Version <input value={version} onChange={(e) => setVersion(e.target.value)} aria-label="Template version" />
+      </label>
+      <label>
+        Variables to change (JSON)
+        <textarea value={text} rows={4} onChange={(e) => setText(e.target.value)} aria-label="Variables to change" />
+      </label>
+      <div className="actions">
+        <button type="button" onClick={ask} disabled={plan.fetching}>
+          Plan the update
+        </button>
+        <button type="button" onClick={() => setOpen(false)}>
+          Cancel
+        </button>
+      </div>
+      {parseError ? <p className="notice error">{parseError}</p> : null}
+      {asked && plan.problems ? <Problems problems={plan.problems} /> : null}
+      {p ? (
+        <>
+          <UpdatePlanView plan={p} />
+          {p.noChange ? null : (
+            <ConfirmButton
+              label="Apply the update"
+              title={`Update ${s.name} to revision ${p.revision + 1}?`}
+              disabled={updateSt.running}
+              onConfirm={async () => {
+                const r = await update(asked!);
+                if (r) {
+                  onChanged(r.updateService.cursor);
+                  setOpen(false);
+                  setAsked(undefined);
+                }
+              }}
+            >
+              {p.creates} to create, {p.updates} to update in place, {p.replaces} to replace, {p.destroys} to destroy. If a step fails, the service
+              goes back to revision {p.revision}.
+            </ConfirmButton>
+          )}
+          {updateSt.problems ? <Problems problems={updateSt.problems} /> : null}
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+const shown = (v: JSONValue) => (v === null || v === undefined ? '—' : JSON.stringify(v));
+
+function UpdatePlanView({ plan: p }: { plan: ServiceUpdatePlan }) {
+  if (p.noChange) return <p data-testid="update-plan">No change: the service already has this version and these values.</p>;
+  const changed = p.changes.filter((c) => c.action !== 'KEEP');
+  return (
+    <div data-testid="update-plan">
+      <p>
+        Revision {p.revision} → {p.revision + 1}
+        {p.fromVersion !== p.toVersion ? `, version ${p.fromVersion} → ${p.toVersion}` : ''}: {p.creates} to create, {p.updates} to update in place,{' '}
+        {p.replaces} to replace, {p.destroys} to destroy.
+      </p>
+      {p.variables.length ? (
+        <ul>
+          {p.variables.map((v) => (
+            <li key={v.name}>
+              <code>{v.name}</code>: {shown(v.old)} → {shown(v.new)}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Resource</th>
+            <th scope="col">Action</th>
+            <th scope="col">Why</th>
+            <th scope="col">Properties</th>
+          </tr>
+        </thead>
+        <tbody>
+          {changed.map((c) => (
+            <tr key={c.resourceId}>
+              <td title={c.resourceId}>
+                {c.name} <span className="muted">{c.type}</span>
+              </td>
+              <td>{humanize(c.action)}</td>
+              <td>{c.reasons.join('; ')}</td>
+              <td>
+                {c.properties.map((pc) => (
+                  <div key={pc.path} className="small">
+                    <code>{pc.path}</code>: {shown(pc.old)} → {shown(pc.new)}
+                  </div>
+                ))}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </div>
   );
 }
