@@ -181,6 +181,11 @@ func resourceRowModel(r readmodel.Resource) *model.Resource {
 		out.FailedIn = &p
 	}
 	out.NodeID = optional(r.NodeID)
+	out.Health = []model.HealthCheckResult{}
+	for _, name := range slices.Sorted(maps.Keys(r.Health)) {
+		h := r.Health[name]
+		out.Health = append(out.Health, model.HealthCheckResult{Name: name, Healthy: h.Healthy, Detail: optional(h.Detail), Since: h.Since})
+	}
 	if r.Drift != "" {
 		out.Drift = &model.ResourceDrift{Kind: model.DriftKind(upper(r.Drift)), Detail: r.DriftDetail, Since: r.DriftSince}
 	}

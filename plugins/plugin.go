@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"cairn/domain/placement"
 )
@@ -123,6 +124,35 @@ type Plugin interface {
 	Destroy(ctx context.Context, r Request) (json.RawMessage, error)
 	Observe(ctx context.Context, r Request) (json.RawMessage, error)
 }
+
+// Check is one health check of a resource, as its descriptor declares it
+// with its properties resolved: process (the resource's process runs), tcp
+// (port, host), http (port, host, path, scheme, expectStatus) or command
+// (argv).
+type Check struct {
+	Name       string          `json:"name"`
+	Type       string          `json:"type"`
+	Properties json.RawMessage `json:"properties,omitempty"`
+	Timeout    time.Duration   `json:"timeout,omitempty"`
+}
+
+// Health is what a check found; Detail says why in words when unhealthy.
+type Health struct {
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// HealthChecker is implemented by a plugin that evaluates the health checks
+// of its resources where they run (the agent plugin on the resource's node).
+// A check type it does not evaluate is an error wrapping
+// ErrCheckUnsupported.
+type HealthChecker interface {
+	CheckHealth(ctx context.Context, r Request, c Check) (Health, error)
+}
+
+// ErrCheckUnsupported is wrapped by CheckHealth for a check the plugin
+// cannot evaluate.
+var ErrCheckUnsupported = errors.New("this plugin does not evaluate health checks of this type")
 
 // ErrNotFound is wrapped by Observe's error when the resource does not exist.
 var ErrNotFound = errors.New("resource does not exist")

@@ -178,6 +178,27 @@ func (r *Registry) Call(ctx context.Context, plugin string, op Op, req Request) 
 	return out, nil
 }
 
+// CheckHealth evaluates one health check through the plugin that owns the
+// resource; a plugin that evaluates none answers ErrCheckUnsupported.
+func (r *Registry) CheckHealth(ctx context.Context, plugin string, req Request, c Check) (h Health, err error) {
+	r.mu.RLock()
+	e, ok := r.plugins[plugin]
+	r.mu.RUnlock()
+	if !ok {
+		return Health{}, &UnknownPluginError{Name: plugin, Known: r.Names()}
+	}
+	hc, ok := e.plugin.(HealthChecker)
+	if !ok {
+		return Health{}, fmt.Errorf("plugin %s: %w", plugin, ErrCheckUnsupported)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h, err = Health{}, &PanicError{Value: fmt.Sprint(p), Stack: string(debug.Stack())}
+		}
+	}()
+	return hc.CheckHealth(ctx, req, c)
+}
+
 // Close closes every plugin that holds resources of its own (a child
 // process, say) and returns their errors joined.
 func (r *Registry) Close() error {

@@ -209,6 +209,12 @@ type tcpArgs struct {
 	TimeoutMS int64  `json:"timeout_ms"`
 }
 
+type httpArgs struct {
+	URL          string `json:"url"`
+	ExpectStatus int    `json:"expect_status"`
+	TimeoutMS    int64  `json:"timeout_ms"`
+}
+
 type dnsArgs struct {
 	Name string `json:"name"`
 }
@@ -426,6 +432,9 @@ func (s *System) actionHandlers() map[string]Handler {
 		}),
 		catalog.ActionNetTCP: handle(catalog.ActionNetTCP, func(ctx context.Context, a tcpArgs) (TCPCheckResult, error) {
 			return s.TCPConnect(ctx, a.Host, a.Port, ms(a.TimeoutMS))
+		}),
+		catalog.ActionNetHTTP: handle(catalog.ActionNetHTTP, func(ctx context.Context, a httpArgs) (HTTPCheckResult, error) {
+			return s.HTTPGet(ctx, a.URL, a.ExpectStatus, ms(a.TimeoutMS))
 		}),
 		catalog.ActionNetDNS: handle(catalog.ActionNetDNS, func(ctx context.Context, a dnsArgs) (DNSResult, error) {
 			addrs, err := s.DNSLookup(ctx, a.Name)

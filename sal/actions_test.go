@@ -212,6 +212,7 @@ func TestArgumentStructsCoverSchemas(t *testing.T) {
 		catalog.ActionFileRemove:       `{"path":"/a","recursive":true}`,
 		catalog.ActionFileMkdir:        `{"path":"/a","mode":"0755"}`,
 		catalog.ActionNetTCP:           `{"host":"h","port":1,"timeout_ms":1}`,
+		catalog.ActionNetHTTP:          `{"url":"http://h:1/x","expect_status":204,"timeout_ms":1}`,
 		catalog.ActionNetDNS:           `{"name":"n"}`,
 	}
 	args := map[string]any{
@@ -227,6 +228,7 @@ func TestArgumentStructsCoverSchemas(t *testing.T) {
 		catalog.ActionFileRemove:       &fileRemoveArgs{},
 		catalog.ActionFileMkdir:        &fileMkdirArgs{},
 		catalog.ActionNetTCP:           &tcpArgs{},
+		catalog.ActionNetHTTP:          &httpArgs{},
 		catalog.ActionNetDNS:           &dnsArgs{},
 	}
 	v, err := catalog.NewValidator()

@@ -2,8 +2,12 @@ package sal
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"time"
@@ -59,4 +63,58 @@ func (s *System) DNSLookup(ctx context.Context, name string) ([]string, error) {
 	}
 	sort.Strings(addrs)
 	return addrs, nil
+}
+
+// HTTPCheckResult is the outcome of an HTTP GET check. A server that does
+// not answer, or answers another status than expected, is a result, not an
+// error.
+type HTTPCheckResult struct {
+	URL     string        `json:"url"`
+	Status  int           `json:"status"`
+	Healthy bool          `json:"healthy"`
+	Latency time.Duration `json:"latency_ns"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// HTTPGet sends a GET to url (http or https, certificates not verified: a
+// health check asks whether the service answers, not whom to trust) and
+// reports whether the status is the expected one (200 when 0). Redirects
+// are not followed. The error is non-nil only for a URL that cannot be
+// checked.
+func (s *System) HTTPGet(ctx context.Context, rawURL string, expect int, timeout time.Duration) (HTTPCheckResult, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return HTTPCheckResult{}, fmt.Errorf("sal: http check: %w: %q is not an http(s) URL", ErrInvalidSpec, rawURL)
+	}
+	if timeout <= 0 {
+		timeout = defaultTCPTimeout
+	}
+	if expect == 0 {
+		expect = http.StatusOK
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return HTTPCheckResult{}, fmt.Errorf("sal: http check: %w: %v", ErrInvalidSpec, err)
+	}
+	client := &http.Client{
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // a liveness probe
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	res := HTTPCheckResult{URL: u.String(), Latency: time.Since(start)}
+	if err != nil {
+		res.Error = err.Error()
+		return res, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	res.Status = resp.StatusCode
+	res.Healthy = resp.StatusCode == expect
+	if !res.Healthy {
+		res.Error = fmt.Sprintf("answered %d, not %d", resp.StatusCode, expect)
+	}
+	return res, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -76,5 +78,39 @@ func TestDNSLookup(t *testing.T) {
 	}
 	if _, err := s.DNSLookup(context.Background(), ""); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("empty name: %v", err)
+	}
+}
+
+// An HTTP check reports the status, healthy when it is the one expected,
+// and a server that is not there as unhealthy, not as an error.
+func TestHTTPGet(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	s, _ := newTestSystem(t)
+	ctx := context.Background()
+	tests := []struct {
+		url     string
+		expect  int
+		healthy bool
+		status  int
+	}{
+		{srv.URL + "/", 0, true, 200},
+		{srv.URL + "/down", 0, false, 503},
+		{srv.URL + "/down", 503, true, 503},
+		{"http://127.0.0.1:1/", 0, false, 0},
+	}
+	for _, tc := range tests {
+		res, err := s.HTTPGet(ctx, tc.url, tc.expect, time.Second)
+		if err != nil || res.Healthy != tc.healthy || res.Status != tc.status {
+			t.Errorf("%s (expect %d): %+v %v", tc.url, tc.expect, res, err)
+		}
+	}
+	if _, err := s.HTTPGet(ctx, "ftp://x/", 0, time.Second); err == nil {
+		t.Error("an ftp URL was checked")
 	}
 }

@@ -248,7 +248,8 @@ func (o *Orchestrator) planResources(ctx context.Context, d *deployment, ts []*t
 	for _, t := range ts {
 		evs, err := t.state.Plan(resource.Plan{
 			ResourceID: t.node.ResourceID, ServiceID: d.svc.ID, Plugin: t.node.Plugin, Type: t.node.Type,
-			Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), Revision: d.svc.Revision, At: at,
+			Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), Revision: d.svc.Revision,
+			Checks: d.checksOf(t.node), At: at,
 		})
 		if err != nil {
 			return &planError{fmt.Errorf("resource %s: %w", t.node.Name, err)}
@@ -283,6 +284,17 @@ func recordable(n ocl.Node) json.RawMessage {
 		return nil
 	}
 	return n.Properties
+}
+
+// checksOf are the health checks the plan binds to a node.
+func (d *deployment) checksOf(n ocl.Node) []resource.HealthCheck {
+	var out []resource.HealthCheck
+	for _, c := range d.graph.HealthChecks() {
+		if c.Node == n.Name {
+			out = append(out, resource.HealthCheck{Name: c.Name, Type: string(c.Type), Properties: c.Properties, Interval: c.Interval, Timeout: c.Timeout})
+		}
+	}
+	return out
 }
 
 // dependencyIDs names the resources a node depends on by id.

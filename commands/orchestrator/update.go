@@ -121,7 +121,7 @@ func (o *Orchestrator) convergeOne(ctx context.Context, d *deployment, t *tracke
 		case action == ocl.ActionUpdate && t.exists() && t.state.Status != resource.StatusDestroyed:
 			if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
 				return r.BeginUpdate(resource.BeginUpdate{ResourceID: r.ID, Revision: d.svc.Revision,
-					Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), At: o.cfg.Clock()})
+					Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), Checks: d.checksOf(t.node), At: o.cfg.Clock()})
 			}); err != nil {
 				return nil, err
 			}
@@ -193,7 +193,7 @@ func (o *Orchestrator) updateOne(ctx context.Context, d *deployment, t *tracked)
 	case s.Status == resource.StatusFailed:
 		if err := o.decideResource(ctx, d, t, func(r resource.Resource) ([]domain.Event, error) {
 			return r.BeginUpdate(resource.BeginUpdate{ResourceID: r.ID, Revision: d.svc.Revision,
-				Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), At: o.cfg.Clock()})
+				Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), Checks: d.checksOf(t.node), At: o.cfg.Clock()})
 		}); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -23,6 +24,7 @@ import (
 	"cairn/commands"
 	"cairn/domain"
 	"cairn/domain/node"
+	"cairn/domain/ocl"
 	"cairn/domain/resource"
 	"cairn/domain/service"
 	"cairn/eventstore"
@@ -146,7 +148,9 @@ type PassStats struct {
 	Services, Resources int
 	Drifts, Cleared     int
 	Repairs             int
-	Appended            int
+	// HealthChanges counts health check results that changed.
+	HealthChanges int
+	Appended      int
 }
 
 // settled are the statuses a pass looks at.
@@ -291,6 +295,15 @@ func (r *Reconciler) reconcileService(ctx context.Context, s service.Service, ve
 		if err != nil {
 			return err
 		}
+		drifted := len(evs) > 0
+		if kind == "" && s.Status == service.StatusRunning {
+			health, err := r.checkHealth(ctx, s, l.state, res, now)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, health...)
+			st.HealthChanges += len(health)
+		}
 		if len(evs) > 0 {
 			out, err := r.cfg.Store.Append(ctx, eventstore.AppendRequest{Metadata: md, Streams: []eventstore.StreamAppend{{
 				StreamID: domain.StreamID(domain.ResourceStream, rid), StreamType: domain.ResourceStream,
@@ -299,10 +312,11 @@ func (r *Reconciler) reconcileService(ctx context.Context, s service.Service, ve
 				return err
 			}
 			st.Appended += len(evs)
-			if kind != "" {
+			switch {
+			case drifted && kind != "":
 				st.Drifts++
 				cause = out.Cursor
-			} else {
+			case drifted:
 				st.Cleared++
 			}
 		}
@@ -400,6 +414,59 @@ func (r *Reconciler) observe(ctx context.Context, s service.Service, res resourc
 		return "", ""
 	}
 	return resource.DriftUnobserved, err.Error()
+}
+
+// checkHealth has the plugin that owns the resource evaluate its health
+// checks (their properties resolved from the service's resources'
+// outputs), and returns the events of the results that changed. A check
+// the plugin does not evaluate is left unrecorded; one that cannot be
+// asked (the node's agent away, say) counts as failing.
+func (r *Reconciler) checkHealth(ctx context.Context, s service.Service, res resource.Resource, all map[string]loaded[resource.Resource], now time.Time) ([]domain.Event, error) {
+	if len(res.Checks) == 0 {
+		return nil, nil
+	}
+	output := func(name string, index int, key string) (json.RawMessage, bool) {
+		inst := name
+		if index >= 0 {
+			inst = fmt.Sprintf("%s[%d]", name, index)
+		}
+		var outs map[string]json.RawMessage
+		if json.Unmarshal(all[ocl.ResourceID(s.ID, inst)].state.Outputs, &outs) != nil {
+			return nil, false
+		}
+		v, ok := outs[key]
+		return v, ok
+	}
+	req := plugins.Request{ResourceID: res.ID, Type: res.Type, Properties: res.Properties, Outputs: res.Outputs,
+		ServiceID: s.ID, TenantID: s.TenantID, Node: res.NodeID}
+	var evs []domain.Event
+	state := res
+	for _, c := range res.Checks {
+		props, err := ocl.ResolveProperties(c.Properties, output)
+		var h plugins.Health
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, max(c.Timeout, time.Second)+r.cfg.ObserveTimeout)
+			h, err = r.cfg.Plugins.CheckHealth(cctx, res.Plugin, req, plugins.Check{Name: c.Name, Type: c.Type, Properties: props, Timeout: c.Timeout})
+			cancel()
+		}
+		switch {
+		case errors.Is(err, plugins.ErrCheckUnsupported):
+			continue
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			h = plugins.Health{Detail: "could not be checked: " + err.Error()}
+		}
+		out, err := state.RecordHealth(c.Name, h.Healthy, truncate(h.Detail), now)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range out {
+			state.Apply(ev)
+		}
+		evs = append(evs, out...)
+	}
+	return evs, nil
 }
 
 func truncate(s string) string {

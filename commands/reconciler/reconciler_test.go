@@ -42,6 +42,8 @@ resources:
   - {name: net, plugin: fake, type: thing, properties: {cidr: 10.0.0.0/24}}
   - {name: vm, plugin: fake, type: placed-thing, requests: {memory: 1Gi}, properties: {net: "${resource.net.outputs.cidr}"}}
   - {name: dns, plugin: fake, type: thing, properties: {target: "${resource.vm.outputs.id}"}}
+healthChecks:
+  - {name: answers, resource: dns, type: tcp, properties: {port: 53, host: "${resource.vm.outputs.id}"}}
 `
 
 type env struct {
@@ -320,4 +322,38 @@ func TestRunPassesOnNodeLossOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("a pass after the node went down", func() bool { return passes.Load() == 2 })
+}
+
+// A failing health check is recorded once when it starts failing and once
+// when it passes again; passes in between record nothing.
+func TestHealthChecksRecordChanges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.enroll("hc-1")
+	e.deploy("svc-hc")
+	ctx := context.Background()
+	pass := e.pass
+	dns := ocl.ResourceID("svc-hc", "dns")
+	if st := pass(); st.Appended != 0 || st.Services != 1 {
+		t.Fatalf("a pass over a healthy service: %+v", st)
+	}
+	e.fake.SetHealth(dns, "answers", "connection refused")
+	if st := pass(); st.HealthChanges != 1 || st.Appended != 1 {
+		t.Fatalf("the check began failing: %+v", st)
+	}
+	if st := pass(); st.Appended != 0 {
+		t.Fatalf("a second pass over the same failure appended %d", st.Appended)
+	}
+	r, _, err := commands.Load[resource.Resource](ctx, e.store, domain.ResourceStream, dns)
+	if err != nil || r.Healthy() || r.Health["answers"].Detail != "connection refused" {
+		t.Fatalf("dns health %+v %v", r.Health, err)
+	}
+	e.fake.SetHealth(dns, "answers", "")
+	if st := pass(); st.HealthChanges != 1 {
+		t.Fatalf("the check passed again: %+v", st)
+	}
+	r, _, _ = commands.Load[resource.Resource](ctx, e.store, domain.ResourceStream, dns)
+	if !r.Healthy() {
+		t.Fatalf("dns health %+v", r.Health)
+	}
 }

@@ -55,6 +55,7 @@ type HealthCheckType string
 
 // Health check types.
 const (
+	CheckProcess HealthCheckType = "process" // the resource's process runs
 	CheckTCP     HealthCheckType = "tcp"
 	CheckHTTP    HealthCheckType = "http"
 	CheckCommand HealthCheckType = "command"

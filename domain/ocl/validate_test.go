@@ -48,7 +48,7 @@ func TestValidateProblemPaths(t *testing.T) {
 		{"empty resources", head + "resources: []\n",
 			"resources", "must not be empty"},
 		{"health check type", head + "resources: [{name: a, plugin: noop, type: thing}]\nhealthChecks: [{name: h, resource: a, type: ping, properties: {}}]\n",
-			"healthChecks[0].type", `must be one of "tcp", "http", "command"`},
+			"healthChecks[0].type", `must be one of "process", "tcp", "http", "command"`},
 		{"tcp check without port", head + "resources: [{name: a, plugin: noop, type: thing}]\nhealthChecks: [{name: h, resource: a, type: tcp, properties: {}}]\n",
 			"healthChecks[0].properties.port", "is required"},
 		{"bad duration", head + "resources: [{name: a, plugin: noop, type: thing}]\nhealthChecks: [{name: h, resource: a, type: tcp, properties: {port: 80}, interval: soon}]\n",

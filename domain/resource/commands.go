@@ -20,6 +20,7 @@ type Plan struct {
 	Properties json.RawMessage // a JSON object with references resolved, or nil
 	DependsOn  []string        // resource ids of the same service
 	Revision   int             // the service revision; 0 means 1
+	Checks     []HealthCheck   // its health checks, if the descriptor declares any
 	At         time.Time
 }
 
@@ -99,13 +100,14 @@ func (r Resource) Plan(c Plan) ([]domain.Event, error) {
 		validateType(c.Type),
 		domain.ValidateJSON("properties", c.Properties, MaxJSONBytes, true),
 		validateDependsOn(c.ResourceID, c.DependsOn),
+		validateChecks(c.Checks),
 		domain.ValidateAt(c.At),
 	); err != nil {
 		return nil, err
 	}
 	return []domain.Event{Planned{
 		ResourceID: c.ResourceID, ServiceID: c.ServiceID, Plugin: c.Plugin, Type: c.Type,
-		Properties: domain.CanonicalJSON(c.Properties), DependsOn: slices.Clone(c.DependsOn), Revision: c.Revision, At: c.At.UTC(),
+		Properties: domain.CanonicalJSON(c.Properties), DependsOn: slices.Clone(c.DependsOn), Revision: c.Revision, Checks: slices.Clone(c.Checks), At: c.At.UTC(),
 	}}, nil
 }
 

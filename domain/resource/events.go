@@ -19,8 +19,10 @@ type Planned struct {
 	DependsOn  []string        `json:"dependsOn"`
 	// Revision is the service revision the resource is planned for; absent
 	// (0) in events recorded before services had revisions, meaning 1.
-	Revision int       `json:"revision,omitempty"`
-	At       time.Time `json:"at"`
+	Revision int `json:"revision,omitempty"`
+	// Checks are the health checks the descriptor declares for it.
+	Checks []HealthCheck `json:"checks,omitempty"`
+	At     time.Time     `json:"at"`
 }
 
 // CreateBegun records that the plugin was asked to create the resource.
@@ -138,4 +140,5 @@ func RegisterEvents(r *domain.Registry) {
 	domain.Register[Destroyed](r, 1)
 	domain.Register[Failed](r, 1)
 	registerUpdateEvents(r)
+	domain.Register[HealthChanged](r, 1)
 }

@@ -328,7 +328,8 @@ func TestEventsRoundTrip(t *testing.T) {
 		destroyBegun, destroyed, failedIn(resource.PhaseStart),
 		resource.DriftFound{ResourceID: id, Kind: resource.DriftMissing, Detail: "gone", At: at(30)},
 		resource.DriftCleared{ResourceID: id, At: at(31)}, resource.RepairBegun{ResourceID: id, Reason: "missing", At: at(31)},
-		updateBegun, resource.Updated{ResourceID: id, Outputs: json.RawMessage(`{"pid":43}`), At: at(32)}}
+		updateBegun, resource.Updated{ResourceID: id, Outputs: json.RawMessage(`{"pid":43}`), At: at(32)},
+		resource.HealthChanged{ResourceID: id, Check: "http-ok", Healthy: false, Detail: "answered 503", At: at(33)}}
 	own := domain.NewRegistry()
 	resource.RegisterEvents(own)
 	var types []string
@@ -390,5 +391,30 @@ func TestDriftOnChangeOnly(t *testing.T) {
 	}
 	if evs, _ := r.ClearDrift(at(34)); len(evs) != 0 {
 		t.Fatal("clearing twice decided something")
+	}
+}
+
+// A check's result is recorded when it changes, not on every probe.
+func TestHealthOnChangeOnly(t *testing.T) {
+	t.Parallel()
+	p := planned
+	p.Checks = []resource.HealthCheck{{Name: "http-ok", Type: "http", Interval: time.Second, Timeout: time.Second}}
+	r := fold(p, createBegun, created)
+	step := func(healthy bool) int {
+		es, err := r.RecordHealth("http-ok", healthy, "answered 503", at(40))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = apply(r, es)
+		return len(es)
+	}
+	if n := []int{step(true), step(true), step(false), step(false), step(true)}; n[0] != 0 || n[1] != 0 || n[2] != 1 || n[3] != 0 || n[4] != 1 {
+		t.Fatalf("events per probe %v, want [0 0 1 0 1]", n)
+	}
+	if !r.Healthy() {
+		t.Fatal("healthy again")
+	}
+	if _, err := r.RecordHealth("nope", true, "", at(41)); err == nil {
+		t.Fatal("a check it does not have")
 	}
 }

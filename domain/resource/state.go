@@ -83,6 +83,9 @@ type Resource struct {
 	DependsOn  []string
 	// Revision is the service revision whose properties the resource has.
 	Revision int
+	// Checks are its health checks; Health the last result of each.
+	Checks []HealthCheck
+	Health map[string]CheckResult
 	// UpdateFrom is the status an update returns the resource to.
 	UpdateFrom Status
 	Outputs    []byte // JSON, the plugin's latest outputs
@@ -106,7 +109,7 @@ func (r Resource) Exists() bool { return r.Status != "" }
 
 // Apply folds one event into the state. Unknown events are ignored.
 func (r *Resource) Apply(e domain.Event) {
-	if r.applyUpdate(e) {
+	if r.applyUpdate(e) || r.applyHealth(e) {
 		return
 	}
 	switch e := e.(type) {
@@ -114,7 +117,7 @@ func (r *Resource) Apply(e domain.Event) {
 		*r = Resource{
 			ID: e.ResourceID, ServiceID: e.ServiceID, Plugin: e.Plugin, Type: e.Type,
 			Properties: slices.Clone([]byte(e.Properties)), DependsOn: slices.Clone(e.DependsOn),
-			Revision: max(e.Revision, 1), Status: StatusPending, PlannedAt: e.At, UpdatedAt: e.At,
+			Revision: max(e.Revision, 1), Checks: slices.Clone(e.Checks), Status: StatusPending, PlannedAt: e.At, UpdatedAt: e.At,
 		}
 	case CreateBegun:
 		r.enter(StatusCreating, e.At)

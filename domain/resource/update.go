@@ -19,6 +19,7 @@ type UpdateBegun struct {
 	Revision   int             `json:"revision"`
 	Properties json.RawMessage `json:"properties,omitempty"` // left out when they hold a secret
 	DependsOn  []string        `json:"dependsOn"`
+	Checks     []HealthCheck   `json:"checks,omitempty"`
 	At         time.Time       `json:"at"`
 }
 
@@ -48,6 +49,7 @@ func (r *Resource) applyUpdate(e domain.Event) bool {
 		r.enter(StatusUpdating, e.At)
 		r.Revision = e.Revision
 		r.Properties, r.DependsOn = slices.Clone([]byte(e.Properties)), slices.Clone(e.DependsOn)
+		r.Checks = slices.Clone(e.Checks)
 	case Updated:
 		r.enter(r.UpdateFrom, e.At)
 		r.setOutputs(e.Outputs)
@@ -64,6 +66,7 @@ type BeginUpdate struct {
 	Revision   int
 	Properties json.RawMessage // a JSON object, or nil when it holds a secret
 	DependsOn  []string
+	Checks     []HealthCheck
 	At         time.Time
 }
 
@@ -76,11 +79,12 @@ func (r Resource) BeginUpdate(c BeginUpdate) ([]domain.Event, error) {
 		validateRevision(c.Revision),
 		domain.ValidateJSON("properties", c.Properties, MaxJSONBytes, true),
 		validateDependsOn(r.ID, c.DependsOn),
+		validateChecks(c.Checks),
 	); err != nil {
 		return nil, err
 	}
 	return []domain.Event{UpdateBegun{ResourceID: r.ID, Revision: c.Revision, Properties: domain.CanonicalJSON(c.Properties),
-		DependsOn: slices.Clone(c.DependsOn), At: c.At.UTC()}}, nil
+		DependsOn: slices.Clone(c.DependsOn), Checks: slices.Clone(c.Checks), At: c.At.UTC()}}, nil
 }
 
 // CompleteUpdate moves an updating resource back to where it was.

@@ -245,6 +245,13 @@ type ComplexityRoot struct {
 		Path   func(childComplexity int) int
 	}
 
+	HealthCheckResult struct {
+		Detail  func(childComplexity int) int
+		Healthy func(childComplexity int) int
+		Name    func(childComplexity int) int
+		Since   func(childComplexity int) int
+	}
+
 	HeartbeatPayload struct {
 		CancelJobIds    func(childComplexity int) int
 		IntervalSeconds func(childComplexity int) int
@@ -630,6 +637,7 @@ type ComplexityRoot struct {
 		Drift      func(childComplexity int) int
 		Error      func(childComplexity int) int
 		FailedIn   func(childComplexity int) int
+		Health     func(childComplexity int) int
 		ID         func(childComplexity int) int
 		NodeID     func(childComplexity int) int
 		Outputs    func(childComplexity int) int
@@ -1714,6 +1722,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FieldChange.Path(childComplexity), true
+
+	case "HealthCheckResult.detail":
+		if e.ComplexityRoot.HealthCheckResult.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HealthCheckResult.Detail(childComplexity), true
+	case "HealthCheckResult.healthy":
+		if e.ComplexityRoot.HealthCheckResult.Healthy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HealthCheckResult.Healthy(childComplexity), true
+	case "HealthCheckResult.name":
+		if e.ComplexityRoot.HealthCheckResult.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HealthCheckResult.Name(childComplexity), true
+	case "HealthCheckResult.since":
+		if e.ComplexityRoot.HealthCheckResult.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HealthCheckResult.Since(childComplexity), true
 
 	case "HeartbeatPayload.cancelJobIds":
 		if e.ComplexityRoot.HeartbeatPayload.CancelJobIds == nil {
@@ -3737,6 +3770,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.FailedIn(childComplexity), true
+	case "Resource.health":
+		if e.ComplexityRoot.Resource.Health == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Health(childComplexity), true
 	case "Resource.id":
 		if e.ComplexityRoot.Resource.ID == nil {
 			break
@@ -7844,6 +7883,20 @@ type Resource implements Node {
   version: Int!
   "The revision of its service it was made or last updated for."
   revision: Int!
+  "Its health checks that have failed since it was made, with their last result (a check that recovered reads healthy); a check not listed passes. Empty when all pass."
+  health: [HealthCheckResult!]!
+}
+
+"The last result of one health check of a resource, as the reconciler's probes found it."
+type HealthCheckResult {
+  "The check's name in the descriptor."
+  name: String!
+  "Whether the check passes."
+  healthy: Boolean!
+  "Why it fails, in words; null while it passes."
+  detail: String
+  "Since when the result holds."
+  since: Time!
 }
 
 "A page of resources (a Relay connection)."
@@ -9072,6 +9125,20 @@ func (ec *executionContext) childFields_FieldChange(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type FieldChange", field.Name)
 }
 
+func (ec *executionContext) childFields_HealthCheckResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_HealthCheckResult_name(ctx, field)
+	case "healthy":
+		return ec.fieldContext_HealthCheckResult_healthy(ctx, field)
+	case "detail":
+		return ec.fieldContext_HealthCheckResult_detail(ctx, field)
+	case "since":
+		return ec.fieldContext_HealthCheckResult_since(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HealthCheckResult", field.Name)
+}
+
 func (ec *executionContext) childFields_HeartbeatPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "node":
@@ -9700,6 +9767,8 @@ func (ec *executionContext) childFields_Resource(ctx context.Context, field grap
 		return ec.fieldContext_Resource_version(ctx, field)
 	case "revision":
 		return ec.fieldContext_Resource_revision(ctx, field)
+	case "health":
+		return ec.fieldContext_Resource_health(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Resource", field.Name)
 }

@@ -671,6 +671,18 @@ type FinishJobInput struct {
 	CommandID *string `json:"commandId,omitempty"`
 }
 
+// The last result of one health check of a resource, as the reconciler's probes found it.
+type HealthCheckResult struct {
+	// The check's name in the descriptor.
+	Name string `json:"name"`
+	// Whether the check passes.
+	Healthy bool `json:"healthy"`
+	// Why it fails, in words; null while it passes.
+	Detail *string `json:"detail,omitempty"`
+	// Since when the result holds.
+	Since time.Time `json:"since"`
+}
+
 // Input of the `heartbeat` mutation.
 type HeartbeatInput struct {
 	// The agent's own node.
@@ -1527,6 +1539,8 @@ type Resource struct {
 	Version int `json:"version"`
 	// The revision of its service it was made or last updated for.
 	Revision int `json:"revision"`
+	// Its health checks that have failed since it was made, with their last result (a check that recovered reads healthy); a check not listed passes. Empty when all pass.
+	Health []HealthCheckResult `json:"health"`
 }
 
 func (Resource) IsNode() {}

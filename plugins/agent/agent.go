@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cairn/domain/placement"
@@ -554,4 +556,98 @@ func fileOutputs(node string, raw json.RawMessage) (json.RawMessage, error) {
 		o.Size = &fi.Size
 	}
 	return json.Marshal(o)
+}
+
+// checkProps are the properties of the health checks the agent evaluates.
+type checkProps struct {
+	Port         json.Number `json:"port"`
+	Host         string      `json:"host"`
+	Path         string      `json:"path"`
+	Scheme       string      `json:"scheme"`
+	ExpectStatus int         `json:"expectStatus"`
+}
+
+// CheckHealth implements plugins.HealthChecker: the check runs on the
+// resource's node, through its agent — process (the supervised process
+// runs), tcp (a connection opens) and http (a GET answers the expected
+// status). Command checks are not evaluated here.
+func (p *Plugin) CheckHealth(ctx context.Context, r plugins.Request, c plugins.Check) (plugins.Health, error) {
+	if c.Type == "process" {
+		if r.Type != TypeProcess {
+			return plugins.Health{}, fmt.Errorf("a process check of a %s: %w", r.Type, plugins.ErrCheckUnsupported)
+		}
+		pc, err := p.process(ctx, r)
+		if err != nil {
+			return plugins.Health{}, err
+		}
+		if pc.found && pc.status.State == "running" {
+			return plugins.Health{Healthy: true}, nil
+		}
+		state := "not supervised"
+		if pc.found {
+			state = pc.status.State
+		}
+		return plugins.Health{Detail: fmt.Sprintf("process %s on node %s is %s", pc.name, pc.node, state)}, nil
+	}
+	var cp checkProps
+	if len(c.Properties) > 0 {
+		if err := json.Unmarshal(c.Properties, &cp); err != nil {
+			return plugins.Health{}, fmt.Errorf("check %s: properties: %w", c.Name, err)
+		}
+	}
+	pr, _ := decodeProps(r)
+	node, err := p.node(ctx, r, pr)
+	if err != nil {
+		return plugins.Health{}, err
+	}
+	host := cp.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port, err := cp.Port.Int64()
+	if err != nil {
+		return plugins.Health{}, fmt.Errorf("check %s: port %q is not a number", c.Name, cp.Port)
+	}
+	timeoutMS := max(c.Timeout.Milliseconds(), 1)
+	switch c.Type {
+	case "tcp":
+		out, err := p.run(ctx, r, node, catalog.ActionNetTCP, map[string]any{"host": host, "port": port, "timeout_ms": timeoutMS})
+		if err != nil {
+			return plugins.Health{}, err
+		}
+		var res struct {
+			Reachable bool   `json:"reachable"`
+			Error     string `json:"error"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			return plugins.Health{}, err
+		}
+		return plugins.Health{Healthy: res.Reachable, Detail: res.Error}, nil
+	case "http":
+		scheme, path := cp.Scheme, cp.Path
+		if scheme == "" {
+			scheme = "http"
+		}
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		url := fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.FormatInt(port, 10)), path)
+		args := map[string]any{"url": url, "timeout_ms": timeoutMS}
+		if cp.ExpectStatus != 0 {
+			args["expect_status"] = cp.ExpectStatus
+		}
+		out, err := p.run(ctx, r, node, catalog.ActionNetHTTP, args)
+		if err != nil {
+			return plugins.Health{}, err
+		}
+		var res struct {
+			Healthy bool   `json:"healthy"`
+			Error   string `json:"error"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			return plugins.Health{}, err
+		}
+		return plugins.Health{Healthy: res.Healthy, Detail: res.Error}, nil
+	}
+	return plugins.Health{}, fmt.Errorf("a %s check: %w", c.Type, plugins.ErrCheckUnsupported)
 }

@@ -66,6 +66,32 @@ type Options struct {
 	Replaced bool
 }
 
+// CheckHealth implements plugins.HealthChecker: a check passes while its
+// resource exists and the check was not made to fail with SetHealth.
+func (p *Plugin) CheckHealth(_ context.Context, r plugins.Request, c plugins.Check) (plugins.Health, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.resources[r.ResourceID]; !ok {
+		return plugins.Health{Detail: "it does not exist"}, nil
+	}
+	if why, failing := p.unhealthy[r.ResourceID+"/"+c.Name]; failing {
+		return plugins.Health{Detail: why}, nil
+	}
+	return plugins.Health{Healthy: true}, nil
+}
+
+// SetHealth makes a check of a resource fail (with why) or pass again
+// (why == "").
+func (p *Plugin) SetHealth(resourceID, check, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if why == "" {
+		delete(p.unhealthy, resourceID+"/"+check)
+		return
+	}
+	p.unhealthy[resourceID+"/"+check] = why
+}
+
 // Plugin is the fake plugin. It is safe for concurrent use.
 type Plugin struct {
 	opts Options
@@ -73,11 +99,12 @@ type Plugin struct {
 	mu        sync.Mutex
 	resources map[string]*Resource
 	calls     []Call
+	unhealthy map[string]string // resource id/check → why
 }
 
 // New returns a plugin with no resources.
 func New(opts Options) *Plugin {
-	return &Plugin{opts: opts, resources: map[string]*Resource{}}
+	return &Plugin{opts: opts, resources: map[string]*Resource{}, unhealthy: map[string]string{}}
 }
 
 // ResourceTypes implements plugins.Plugin.

@@ -147,8 +147,11 @@ type Resource struct {
 	PlannedAt   time.Time
 	UpdatedAt   time.Time
 	Revision    int // the service revision it was made or updated for
-	Version     int64
-	Position    int64
+	// Health is the last recorded result of each failing (or recovered)
+	// health check; a check with none passes.
+	Health   map[string]resource.CheckResult
+	Version  int64
+	Position int64
 }
 
 // ResourceFilter narrows a resource list. Empty fields match every resource.
@@ -162,19 +165,24 @@ type ResourceFilter struct {
 
 const resourceColumns = `id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
 	coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
-	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, revision, stream_version, position`
+	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, revision, coalesce(health::text, ''), stream_version, position`
 
 func scanResource(rows pgx.Row) (Resource, error) {
 	var r Resource
-	var state, failedIn, props, deps, outputs, drift string
+	var state, failedIn, props, deps, outputs, drift, health string
 	var planned, updated, driftSince pgtype.Timestamptz
 	err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &props, &deps, &outputs,
-		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Revision, &r.Version, &r.Position)
+		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Revision, &health, &r.Version, &r.Position)
 	if err != nil {
 		return r, err
 	}
 	if err := jsonInto([]byte(deps), &r.DependsOn); err != nil {
 		return r, err
+	}
+	if health != "" {
+		if err := jsonInto([]byte(health), &r.Health); err != nil {
+			return r, err
+		}
 	}
 	r.Properties, r.Outputs = raw(props), raw(outputs)
 	r.Status, r.FailedIn = resource.Status(state), resource.Phase(failedIn)

@@ -29,6 +29,7 @@ const (
 	ActionFileRemove       = "sal.file.remove"
 	ActionFileMkdir        = "sal.file.mkdir"
 	ActionNetTCP           = "sal.net.tcp"
+	ActionNetHTTP          = "sal.net.http"
 	ActionNetDNS           = "sal.net.dns"
 )
 
@@ -133,6 +134,10 @@ func ActionSchemas() map[string]string {
 		ActionNetTCP: `{` + draft + `,"type":"object","additionalProperties":false,"required":["host","port"],` +
 			`"properties":{"host":{"type":"string","minLength":1,"maxLength":253},` +
 			`"port":{"type":"integer","minimum":1,"maximum":65535},` +
+			`"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"default":3000}}}`,
+		ActionNetHTTP: `{` + draft + `,"type":"object","additionalProperties":false,"required":["url"],` +
+			`"properties":{"url":{"type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},` +
+			`"expect_status":{"type":"integer","minimum":100,"maximum":599},` +
 			`"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"default":3000}}}`,
 		ActionNetDNS: `{` + draft + `,"type":"object","additionalProperties":false,"required":["name"],` +
 			`"properties":{"name":{"type":"string","minLength":1,"maxLength":253}}}`,

@@ -200,6 +200,7 @@ describe('tenant', () => {
   it('plans an update, reads the plan, and applies it after confirming', async () => {
     const page = await signedIn('acme', '/services/s-1');
     assert.equal(await page.getByTestId('blueprint').innerText(), 'shop-prod');
+    assert.match(await page.getByTestId('health').innerText(), /check http-ok fails: answered 503/);
     await page.getByRole('button', { name: 'Update…' }).click();
     await page.getByLabel('Variables to change').fill('{"replicas": 3}');
     await page.getByRole('button', { name: 'Plan the update' }).click();

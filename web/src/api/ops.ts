@@ -505,7 +505,8 @@ export const ServiceQuery = gql<{ service: ServiceDetail | null } & Live, { id: 
       outputs
       version
       allowedActions
-      resources { id plugin type status dependsOn outputs error failedIn updatedAt nodeId drift { kind detail since } }
+      revision
+      resources { id plugin type status dependsOn outputs error failedIn updatedAt nodeId revision drift { kind detail since } health { name healthy detail since } }
     }
     readModelsCursor
   }

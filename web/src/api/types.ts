@@ -258,6 +258,8 @@ export interface Resource {
   nodeId?: string | null;
   /** What the reconciler last found different; null when nothing is. */
   drift?: { kind: 'MISSING' | 'NODE_DOWN' | 'UNOBSERVED'; detail: string; since: string } | null;
+  /** Health checks that have failed since it was made, with their last result. */
+  health?: { name: string; healthy: boolean; detail: string | null; since: string }[];
 }
 
 export interface ServiceDetail extends ServiceSummary {

@@ -152,6 +152,17 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
                       {r.drift.detail} (found <Time value={r.drift.since} />)
                     </div>
                   ) : null}
+                  {(r.health ?? []).map((h) =>
+                    h.healthy ? (
+                      <div key={h.name} className="muted small" data-testid="health">
+                        check {h.name} passes again (since <Time value={h.since} />)
+                      </div>
+                    ) : (
+                      <div key={h.name} className="bad-text small" data-testid="health">
+                        check {h.name} fails: {h.detail} (since <Time value={h.since} />)
+                      </div>
+                    ),
+                  )}
                 </td>
                 <td>{r.dependsOn.length ? r.dependsOn.join(', ') : <span className="muted">—</span>}</td>
                 <td className="clip">{r.outputs ? <code>{JSON.stringify(r.outputs)}</code> : <span className="muted">—</span>}</td>
