@@ -589,6 +589,9 @@ func (p *Plugin) CheckHealth(ctx context.Context, r plugins.Request, c plugins.C
 		}
 		return plugins.Health{Detail: fmt.Sprintf("process %s on node %s is %s", pc.name, pc.node, state)}, nil
 	}
+	if c.Type != "tcp" && c.Type != "http" {
+		return plugins.Health{}, fmt.Errorf("a %s check: %w", c.Type, plugins.ErrCheckUnsupported)
+	}
 	var cp checkProps
 	if len(c.Properties) > 0 {
 		if err := json.Unmarshal(c.Properties, &cp); err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,5 +239,77 @@ func TestRecordedNodeWins(t *testing.T) {
 	req.Outputs = json.RawMessage(`{"node":"n1","path":"/x"}`)
 	if _, err := p.Destroy(context.Background(), req); err != nil || rec.count(catalog.ActionFileRemove) != 1 {
 		t.Fatalf("destroy on the recorded node: %v", err)
+	}
+}
+
+// Health checks run on the resource's node: the process runs, a port
+// answers, an HTTP server answers the expected status; and a process
+// updated in place runs with its new properties.
+func TestHealthChecksAndUpdate(t *testing.T) {
+	t.Parallel()
+	p, rec, root := setup(t)
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sick" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	req := request(agent.TypeProcess, "r-hc", map[string]any{"argv": []string{"sleep", "300"}, "stdout": root + "/out.log"})
+	out, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Outputs = out
+	check := func(typ string, props map[string]any) plugins.Health {
+		t.Helper()
+		raw, _ := json.Marshal(props)
+		h, err := p.CheckHealth(ctx, req, plugins.Check{Name: typ, Type: typ, Properties: raw, Timeout: time.Second})
+		if err != nil {
+			t.Fatalf("%s check: %v", typ, err)
+		}
+		return h
+	}
+	if h := check("process", nil); h.Healthy || !strings.Contains(h.Detail, "not supervised") {
+		t.Fatalf("process check before start: %+v", h)
+	}
+	if req.Outputs, err = p.Start(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if h := check("process", nil); !h.Healthy {
+		t.Fatalf("process check once started: %+v", h)
+	}
+	if h := check("tcp", map[string]any{"port": port}); !h.Healthy {
+		t.Fatalf("tcp check of a listening port: %+v", h)
+	}
+	if h := check("http", map[string]any{"port": port, "path": "/"}); !h.Healthy {
+		t.Fatalf("http check: %+v", h)
+	}
+	if h := check("http", map[string]any{"port": port, "path": "/sick"}); h.Healthy || !strings.Contains(h.Detail, "500") {
+		t.Fatalf("http check of a sick page: %+v", h)
+	}
+	if _, err := p.CheckHealth(ctx, req, plugins.Check{Name: "c", Type: "command"}); !errors.Is(err, plugins.ErrCheckUnsupported) {
+		t.Fatalf("command check: %v", err)
+	}
+	if rec.count(catalog.ActionNetHTTP) != 2 || rec.count(catalog.ActionNetTCP) != 1 {
+		t.Fatalf("checks did not run on the node: %d http, %d tcp", rec.count(catalog.ActionNetHTTP), rec.count(catalog.ActionNetTCP))
+	}
+
+	// Updated in place: stopped as it was, started with the new argv.
+	var before, after struct{ PID int }
+	_ = json.Unmarshal(req.Outputs, &before)
+	req.Properties, _ = json.Marshal(map[string]any{"argv": []string{"sleep", "301"}, "stdout": root + "/out.log"})
+	out, err = p.Update(ctx, req)
+	if err != nil || json.Unmarshal(out, &after) != nil || after.PID == 0 || after.PID == before.PID {
+		t.Fatalf("update: %s %v (pid was %d)", out, err, before.PID)
+	}
+	req.Outputs = out
+	if _, err := p.Destroy(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// A directory is replaced, not updated.
+	if _, err := p.Update(ctx, request(agent.TypeDirectory, "r-dir", map[string]any{"path": root + "/d"})); !errors.Is(err, plugins.ErrReplace) {
+		t.Fatalf("directory update: %v", err)
 	}
 }
