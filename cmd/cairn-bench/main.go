@@ -156,6 +156,7 @@ var benchmarks = []benchmark{
 	{"placement", benchPlacement},
 	{"terraform", benchTerraform},
 	{"blueprint", benchBlueprint},
+	{"heal", benchHeal},
 }
 
 type benchEvent struct {
