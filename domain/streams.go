@@ -10,6 +10,7 @@ const (
 	ScheduleStream       = "schedule"
 	TemplateStream       = "template"
 	ServiceStream        = "service"
+	ServiceNameStream    = "service_name" // which service holds a name within its tenant
 	ResourceStream       = "resource"
 	TenantStream         = "tenant"
 	UserStream           = "user"

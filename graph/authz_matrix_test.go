@@ -20,6 +20,7 @@ import (
 	"cairn/cluster"
 	"cairn/commands"
 	"cairn/commands/access"
+	"cairn/commands/blueprints"
 	"cairn/commands/commandstest"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
@@ -332,7 +333,8 @@ func newMatrix(t *testing.T) *mxFixture {
 		Transport: transport.Options{Quota: unlimited, AnonymousQuota: unlimited}}, graph.Deps{
 		Log: log, Store: store, Reader: readmodel.New(de.Pool), Auth: de.Auth, Projections: runner, ProjectionAdmin: runner,
 		Access: de.Access, Nodes: de.Nodes, Templates: tpl, Services: svc,
-		Jobs: de.Jobs, Dispatch: de.Dispatcher, Logs: de.Logs, Stats: de.Stats, Schedules: de.Schedules,
+		Blueprints: blueprints.NewHandlers(store, svc, readmodel.New(de.Pool), readmodel.New(de.Pool)),
+		Jobs:       de.Jobs, Dispatch: de.Dispatcher, Logs: de.Logs, Stats: de.Stats, Schedules: de.Schedules,
 		Cluster: cluster.NewRegistry(de.Pool, "matrix", "127.0.0.1:8080", "test", "key", log),
 	})
 	if err != nil {
@@ -820,6 +822,12 @@ func (f *mxFixture) rows() []row {
 			list("filter tenant B", `{ resources(first: 500, filter: {tenantId: "tenant-b"}) { edges { node { id serviceId } } } }`, auth.ServiceRead, resOf, f.resources, inB),
 			list("filter service of B", `{ resources(first: 500, filter: {serviceId: "svc-b"}) { edges { node { id serviceId } } } }`, auth.ServiceRead, resOf, f.resources, inB)}},
 		{field: "Query.schedule", samples: byID(`query($id: ID!) { schedule(id: $id) { id } }`, auth.JobRead, "id", map[string]auth.Resource{"sch-1": {}}, hasID("id"))},
+		{field: "Query.planServiceUpdate", samples: onEntity(`query($id: ID!) { planServiceUpdate(input: {serviceId: $id}) { noChange } }`,
+			auth.ServiceRead, auth.ServiceRead, "id", pick(svcs, "svc-a", "svc-b"), nil)},
+		{field: "Query.planBlueprint", samples: []sample{
+			mine("for A", `query($d: String!) { planBlueprint(input: {document: $d}) { changed } }`, auth.ServiceCreate, &auth.Resource{TenantID: tenantA},
+				func(mxCaller) map[string]any { return map[string]any{"d": emptyBlueprint(tenantA)} }),
+		}},
 		{field: "Query.service", samples: byID(`query($id: ID!) { service(id: $id) { id } }`, auth.ServiceRead, "id", pick(svcs, "svc-a", "svc-b"), hasID("id"))},
 		{field: "Query.services", samples: []sample{
 			list("all", `{ services(first: 500) { edges { node { id tenantId } } } }`, auth.ServiceRead, idTenant, svcs, nil),
@@ -897,6 +905,12 @@ func (f *mxFixture) rows() []row {
 			mine("for B", `mutation($n: String!) { createService(input: {tenantId: "tenant-b", name: $n, templateName: "kv-store", templateVersion: "1.0.0", variables: {password: "pw"}}) { cursor } }`,
 				auth.ServiceCreate, &auth.Resource{TenantID: tenantB}, perCaller("n", "m-b-"))),
 		f.mutation("retryService", onEntity(`mutation($id: ID!) { retryService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceCreate, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
+		f.mutation("updateService", onEntity(`mutation($id: ID!) { updateService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceCreate, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
+		f.mutation("applyBlueprint",
+			mine("for A", `mutation($d: String!) { applyBlueprint(input: {document: $d}) { changed } }`, auth.ServiceCreate, &auth.Resource{TenantID: tenantA},
+				func(mxCaller) map[string]any { return map[string]any{"d": emptyBlueprint(tenantA)} }),
+			mine("for B", `mutation($d: String!) { applyBlueprint(input: {document: $d}) { changed } }`, auth.ServiceCreate, &auth.Resource{TenantID: tenantB},
+				func(mxCaller) map[string]any { return map[string]any{"d": emptyBlueprint(tenantB)} })),
 		f.mutation("startService", onEntity(`mutation($id: ID!) { startService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceStart, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
 		f.mutation("stopService", onEntity(`mutation($id: ID!) { stopService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceStop, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
 		f.mutation("removeService", onEntity(`mutation($id: ID!) { removeService(input: {serviceId: $id}) { cursor } }`, auth.ServiceRead, auth.ServiceRemove, "id", pick(svcs, "svc-am", "svc-bm"), nil)...),
@@ -1346,4 +1360,10 @@ func (f *mxFixture) emit(t *testing.T) {
 			map[string]any{"id": r.node, "v": fmt.Sprint(i)})
 		f.emitted = append(f.emitted, emission{kind: "node", id: r.node, cursor: cur, entity: auth.Resource{NodeID: r.node}})
 	}
+}
+
+// emptyBlueprint declares no service for a tenant: applying it changes
+// nothing, so the matrix asks only who may.
+func emptyBlueprint(tenant string) string {
+	return "apiVersion: cairn/v1\nkind: Blueprint\nmetadata: {name: mx}\ntenant: " + tenant + "\nservices: []\n"
 }

@@ -120,10 +120,45 @@ func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register
 	// keyed hash, never their clear values.
 	fingerprint := in
 	fingerprint.Variables = map[string]json.RawMessage{"(keyed hash)": mustJSON(h.secrets.MAC(given))}
-	return h.run(ctx, inTenant(meta, in.TenantID), id, fingerprint, func(s service.Service, at time.Time) ([]domain.Event, error) {
-		reg.At = at
-		return s.Register(reg)
-	})
+	// The service's first event and its name's claim are one append, each at
+	// the version read: two registrations of one name cannot both win.
+	claimID := service.NameClaimID(in.TenantID, in.Name)
+	res, err := commands.ExecuteMany(ctx, h.store, inTenant(meta, in.TenantID), "service.register", fingerprint,
+		func(ctx context.Context) ([]commands.StreamChange, error) {
+			at := h.now()
+			s, sv, err := commands.Load[service.Service](ctx, h.store, domain.ServiceStream, id)
+			if err != nil {
+				return nil, err
+			}
+			reg.At = at
+			evs, err := s.Register(reg)
+			if err != nil {
+				return nil, err
+			}
+			claim, cv, err := commands.Load[service.NameClaim](ctx, h.store, domain.ServiceNameStream, claimID)
+			if err != nil {
+				return nil, err
+			}
+			var holder service.Service
+			if claim.ServiceID != "" && claim.ServiceID != id {
+				if holder, _, err = commands.Load[service.Service](ctx, h.store, domain.ServiceStream, claim.ServiceID); err != nil {
+					return nil, err
+				}
+			}
+			claimed, err := claim.Claim(in.TenantID, in.Name, id, holder, at)
+			if err != nil {
+				return nil, err
+			}
+			// The claim first: the outcome's cursor is the service's event.
+			return []commands.StreamChange{
+				{StreamType: domain.ServiceNameStream, ID: claimID, Version: cv, Events: claimed},
+				{StreamType: domain.ServiceStream, ID: id, Version: sv, Events: evs},
+			}, nil
+		})
+	if err != nil {
+		return commands.Outcome{}, err
+	}
+	return commands.Outcome{Result: commands.ResultFor(res, domain.ServiceStream, id), ID: id}, nil
 }
 
 // CheckRegister checks a registration as Register does (tenant, template,

@@ -301,3 +301,43 @@ func TestNewHandlersNeedsASealer(t *testing.T) {
 		t.Fatal("handlers without a sealer were made")
 	}
 }
+
+// A service's name is unique within its tenant: a second one of the name is
+// a conflict naming the first, another tenant may use it, and the name is
+// free again once its holder is removed.
+func TestServiceNamesAreUniquePerTenant(t *testing.T) {
+	t.Parallel()
+	f := seed(t, newFixture(t), "names-")
+	ctx := context.Background()
+	if _, err := f.access.CreateTenant(ctx, commands.Meta{}, access.CreateTenant{TenantID: f.id("t3"), Name: "t3"}); err != nil {
+		t.Fatal(err)
+	}
+	register := func(id, tenant string) error {
+		_, err := f.h.Register(ctx, commands.Meta{}, services.Register{ServiceID: f.id(id), TenantID: f.id(tenant), Name: "web",
+			TemplateName: "kv-store", TemplateVersion: "1.0.0", Variables: vars("password", `"pw"`)})
+		return err
+	}
+	if err := register("a", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	err := register("b", "t1")
+	var taken *service.NameTakenError
+	if !errors.As(err, &taken) || !errors.Is(err, domain.ErrConflict) || taken.By != f.id("a") {
+		t.Fatalf("a second web in t1: %v", err)
+	}
+	if err := register("c", "t3"); err != nil {
+		t.Fatalf("web in another tenant: %v", err)
+	}
+	// Once the first is removed, the name is free.
+	for i, report := range []func(service.Service) ([]domain.Event, error){registered, removing,
+		func(s service.Service) ([]domain.Event, error) {
+			return s.CompleteRemoval(service.CompleteRemoval{ServiceID: s.ID, At: t0})
+		}} {
+		if _, err := commands.Execute[service.Service](ctx, f.s, domain.ServiceStream, f.id("a"), commands.Meta{}, i, report); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := register("b", "t1"); err != nil {
+		t.Fatalf("web again after the first was removed: %v", err)
+	}
+}

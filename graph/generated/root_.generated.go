@@ -8281,10 +8281,13 @@ type ServiceUpdatePlan {
   variables: [VariableChange!]!
   "Every resource instance of either revision, in the order the update walks them."
   changes: [ResourceChange!]!
-  "How many instances are created, updated, replaced and destroyed."
+  "How many instances are created."
   creates: Int!
+  "How many instances are updated in place."
   updates: Int!
+  "How many instances are replaced (destroyed, then created)."
   replaces: Int!
+  "How many instances are destroyed."
   destroys: Int!
   "True when the update would change nothing (updateService then appends nothing)."
   noChange: Boolean!

@@ -1945,10 +1945,13 @@ type ServiceUpdatePlan struct {
 	Variables []VariableChange `json:"variables"`
 	// Every resource instance of either revision, in the order the update walks them.
 	Changes []ResourceChange `json:"changes"`
-	// How many instances are created, updated, replaced and destroyed.
-	Creates  int `json:"creates"`
-	Updates  int `json:"updates"`
+	// How many instances are created.
+	Creates int `json:"creates"`
+	// How many instances are updated in place.
+	Updates int `json:"updates"`
+	// How many instances are replaced (destroyed, then created).
 	Replaces int `json:"replaces"`
+	// How many instances are destroyed.
 	Destroys int `json:"destroys"`
 	// True when the update would change nothing (updateService then appends nothing).
 	NoChange bool `json:"noChange"`
