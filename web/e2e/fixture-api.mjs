@@ -217,6 +217,13 @@ function answer(viewer, op, vars, calls) {
       const page = list.slice(0, vars.first ?? 100);
       return { data: { events: { edges: page.map((e) => ({ cursor: e.cursor, node: e })), pageInfo: { hasNextPage: page.length < list.length, endCursor: page.at(-1)?.cursor ?? null } } } };
     }
+    case 'LatestEvents': {
+      let list = events;
+      const f = vars.filter ?? {};
+      if (f.streamIds) list = list.filter((e) => f.streamIds.includes(e.streamId));
+      const page = list.slice(Math.max(0, list.length - (vars.last ?? 100)));
+      return { data: { events: { edges: page.map((e) => ({ cursor: e.cursor, node: e })), pageInfo: { hasPreviousPage: page.length < list.length, startCursor: page[0]?.cursor ?? null } } } };
+    }
     case 'Head':
       return { data: { head: events[events.length - 1].cursor } };
     case 'Event': {

@@ -201,6 +201,11 @@ describe('tenant', () => {
     const page = await signedIn('acme', '/services/s-1');
     assert.equal(await page.getByTestId('blueprint').innerText(), 'shop-prod');
     assert.match(await page.getByTestId('health').innerText(), /check http-ok fails: answered 503/);
+    // The history, newest first.
+    const rows = page.getByTestId('events').locator('tbody tr');
+    await rows.first().waitFor();
+    assert.match(await rows.first().innerText(), /service\.started/);
+    assert.match(await rows.last().innerText(), /service\.registration_requested/);
     await page.getByRole('button', { name: 'Update…' }).click();
     await page.getByLabel('Variables to change').fill('{"replicas": 3}');
     await page.getByRole('button', { name: 'Plan the update' }).click();

@@ -3,6 +3,7 @@
 // the bearer token. Any
 // UNAUTHENTICATED answer, or a WebSocket closed with 4401, ends the session.
 import { Client, cacheExchange, fetchExchange, mapExchange } from '@urql/core';
+import { observeServerDate } from '../lib/clock';
 import { createClient as createWSClient, type Client as WSClient } from 'graphql-ws';
 import { problemOfClose, problemsOf, type Problem } from './errors';
 
@@ -77,6 +78,11 @@ export function createApiClient(token: string, onUnauthenticated: (p: Problem) =
     // Every operation as a POST: queries stay out of URLs and access logs.
     preferGetMethod: false,
     fetchOptions: () => ({ headers: { authorization: `Bearer ${token}` } }),
+    fetch: async (input, init) => {
+      const res = await fetch(input, init);
+      observeServerDate(res.headers.get('date'));
+      return res;
+    },
     exchanges: [
       mapExchange({
         onError(error) {

@@ -852,6 +852,17 @@ export interface EventFilter {
   time?: { from?: string; to?: string };
 }
 
+/** The last events of some streams, newest first once reversed: histories. */
+export const LatestEventsQuery = gql<{ events: Connection<Event> }, { last: number; filter?: EventFilter }>`
+  query LatestEvents($last: Int, $filter: EventFilter) {
+    events(last: $last, filter: $filter) {
+      edges { cursor node { ...EventFields } }
+      pageInfo { hasPreviousPage startCursor }
+    }
+  }
+  ${EventFields}
+`;
+
 export const EventsQuery = gql<
   { events: Connection<Event> },
   { first?: number; after?: Cursor | null; filter?: EventFilter }

@@ -8,6 +8,9 @@ export type JSONValue = unknown;
 export interface PageInfo {
   hasNextPage: boolean;
   endCursor: string | null;
+  /** Asked for by queries that page backwards (last: n). */
+  hasPreviousPage?: boolean;
+  startCursor?: string | null;
 }
 
 export interface Connection<T> {

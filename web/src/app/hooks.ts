@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { stringifyDocument } from '@urql/core';
 import { useClient, useQuery, type AnyVariables, type TypedDocumentNode } from 'urql';
 import { problemOfClose, problemsOf, type Problem } from '../api/errors';
+import { serverNow } from '../lib/clock';
 import { useLive } from './context';
 
 export interface ApiQuery<D> {
@@ -202,9 +203,9 @@ export function newId(): string {
 
 /** The current time, refreshed every `ms`, for relative times. */
 export function useNow(ms = 30000): number {
-  const [now, setNow] = useState(() => Date.now());
+  const [now, setNow] = useState(() => serverNow());
   useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), ms);
+    const t = setInterval(() => setNow(serverNow()), ms);
     return () => clearInterval(t);
   }, [ms]);
   return now;

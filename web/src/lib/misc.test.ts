@@ -107,3 +107,17 @@ describe('format', () => {
     expect(humanize('TIMED_OUT')).toBe('timed out');
   });
 });
+
+describe('server clock', () => {
+  it('shows what just happened on a server whose clock is ahead as just now, not in the future', async () => {
+    const { observeServerDate, serverNow } = await import('./clock');
+    const local = Date.now();
+    // The server is 6 s ahead of this browser.
+    observeServerDate(new Date(local + 6000).toUTCString(), local);
+    const recorded = new Date(local + 6000).toISOString();
+    expect(formatRelative(recorded, serverNow())).toBe('just now');
+    // A clock within the header's resolution is taken as right.
+    observeServerDate(new Date(local).toUTCString(), local);
+    expect(Math.abs(serverNow() - Date.now())).toBeLessThan(50);
+  });
+});

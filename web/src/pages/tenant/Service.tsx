@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import {
-  EventsQuery,
+  LatestEventsQuery,
   PlanServiceUpdateQuery,
   RemoveServiceMutation,
   RetryServiceMutation,
@@ -176,11 +176,11 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
   );
 }
 
-/** The service's own events and its resources', oldest first. */
+/** The service's own events and its resources', newest first. */
 function History({ service: s }: { service: ServiceDetail }) {
   const access = useAccess();
   const streams = [`service-${s.id}`, ...s.resources.map((r) => `resource-${r.id}`)];
-  const q = useApiQuery(EventsQuery, { first: 200, filter: { streamIds: streams } });
+  const q = useApiQuery(LatestEventsQuery, { last: 200, filter: { streamIds: streams } });
   // The service's version moves with each of its events: read the history again then.
   const seen = useRef(s.version);
   const { refetch } = q;
@@ -199,8 +199,8 @@ function History({ service: s }: { service: ServiceDetail }) {
             <Empty>No event yet.</Empty>
           ) : (
             <>
-              <EventTable events={d.events.edges.map((e) => e.node)} />
-              {d.events.pageInfo.hasNextPage && access.page('events') ? (
+              <EventTable events={d.events.edges.map((e) => e.node).reverse()} />
+              {d.events.pageInfo.hasPreviousPage && access.page('events') ? (
                 <p>
                   <Link to={all}>The whole history</Link>
                 </p>
