@@ -201,6 +201,8 @@ describe('tenant', () => {
     const page = await signedIn('acme', '/services/s-1');
     assert.equal(await page.getByTestId('blueprint').innerText(), 'shop-prod');
     assert.match(await page.getByTestId('health').innerText(), /check http-ok fails: answered 503/);
+    assert.match(await page.getByTestId('desired').innerText(), /running — webapp 1\.2\.0, revision 2/);
+    assert.match(await page.getByTestId('observed').innerText(), /1 failing health check/);
     // The history, newest first.
     const rows = page.getByTestId('events').locator('tbody tr');
     await rows.first().waitFor();

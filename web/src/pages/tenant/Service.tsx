@@ -86,8 +86,12 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
         </dd>
         <dt>Tenant</dt>
         <dd>{s.tenantId}</dd>
-        <dt>Revision</dt>
-        <dd data-testid="revision">{s.revision ?? 1}</dd>
+        <dt>Desired</dt>
+        <dd data-testid="desired">
+          {desiredOf(s)} — {s.templateName} {s.templateVersion}, revision {s.revision ?? 1}
+        </dd>
+        <dt>Observed</dt>
+        <dd data-testid="observed">{observedOf(s)}</dd>
         {s.blueprint ? (
           <>
             <dt>Blueprint</dt>
@@ -418,4 +422,37 @@ function UpdatePlanView({ plan: p }: { plan: ServiceUpdatePlan }) {
       </table>
     </div>
   );
+}
+
+/** What the service's log says it should be. */
+function desiredOf(s: ServiceDetail): string {
+  switch (s.status) {
+    case 'RUNNING':
+    case 'STARTING':
+    case 'REPAIRING':
+    case 'DEGRADED':
+      return 'running';
+    case 'STOPPED':
+    case 'STOPPING':
+      return 'stopped';
+    case 'UPDATING':
+    case 'REVERTING':
+      return 'as before, at the new revision';
+    case 'REMOVED':
+    case 'REMOVING':
+      return 'removed';
+    default:
+      return humanize(s.status).toLowerCase();
+  }
+}
+
+/** What the reconciler last found of the resources, in words. */
+function observedOf(s: ServiceDetail): string {
+  const drifted = s.resources.filter((r) => r.drift).length;
+  const failing = s.resources.reduce((n, r) => n + (r.health ?? []).filter((h) => !h.healthy).length, 0);
+  if (!drifted && !failing) return 'as declared: no drift, no failing health check';
+  const parts = [];
+  if (drifted) parts.push(`${drifted} ${drifted === 1 ? 'resource differs' : 'resources differ'}`);
+  if (failing) parts.push(`${failing} failing health ${failing === 1 ? 'check' : 'checks'}`);
+  return parts.join(', ');
 }
