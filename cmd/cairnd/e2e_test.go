@@ -141,6 +141,23 @@ func TestBinaryEmbedded(t *testing.T) {
 		t.Errorf("/readyz after the database came back: %d %s", code, body)
 	}
 
+	// A lost admin token is recovered beside the running server, on the
+	// same data directory: the command uses the cluster cairnd runs.
+	tokenCmd := exec.Command(bin, "token", "create", "--user", "admin", "--ttl", "1h", "--data-dir", dataDir, "--log-format", "json")
+	tokenCmd.Env = testproc.EnvironWithout("DATABASE_URL", "CAIRN_")
+	out, err := tokenCmd.Output()
+	if err != nil {
+		t.Fatalf("token create while cairnd runs: %v\n%s", err, out)
+	}
+	recovered := strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+	var who struct{ Viewer struct{ UserID, Role string } }
+	if err := (gqlClient{url: admin.url, token: recovered}).do(`{ viewer { userId role } }`, nil, &who); err != nil || who.Viewer.Role != "ADMIN" {
+		t.Fatalf("the recovered token: %+v %v (printed %q)", who, err, out)
+	}
+	if code, _ := get(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+		t.Errorf("cairnd is not ready after token create ran beside it: %d", code)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

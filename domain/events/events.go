@@ -23,6 +23,7 @@ func Registry() *domain.Registry {
 	job.RegisterEvents(r)
 	template.RegisterEvents(r)
 	service.RegisterEvents(r)
+	service.RegisterNameEvents(r)
 	resource.RegisterEvents(r)
 	tenant.RegisterEvents(r)
 	jointoken.RegisterEvents(r)

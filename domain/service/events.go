@@ -165,5 +165,4 @@ func RegisterEvents(r *domain.Registry) {
 	domain.Register[RegistrationRetried](r, 1)
 	registerRepairEvents(r)
 	registerUpdateEvents(r)
-	domain.Register[NameClaimed](r, 1)
 }

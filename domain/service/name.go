@@ -25,6 +25,12 @@ type NameClaimed struct {
 
 func (NameClaimed) EventType() string { return "service.name_claimed" }
 
+// RegisterNameEvents registers the events of the name claims (their own
+// aggregate, beside the service's).
+func RegisterNameEvents(r *domain.Registry) {
+	domain.Register[NameClaimed](r, 1)
+}
+
 // NameClaim is a tenant's service name and the service holding it.
 type NameClaim struct {
 	TenantID, Name, ServiceID string

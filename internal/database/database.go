@@ -73,11 +73,19 @@ type Embedded struct {
 }
 
 // StartEmbedded starts (or reuses, when dataDir holds one) a private cluster
-// and makes sure the named database exists.
+// and makes sure the named database exists. When another process (a
+// serving cairnd) runs the cluster already, it is used as it is, and Stop
+// leaves it running: commands such as `cairnd token create` work beside
+// the server.
 func StartEmbedded(ctx context.Context, dataDir, dbName string, logLine func(string)) (*Embedded, error) {
-	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Durable: true, Log: logLine, Restart: true})
+	c, running, err := pgcluster.Attach(dataDir)
 	if err != nil {
 		return nil, err
+	}
+	if !running {
+		if c, err = pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Durable: true, Log: logLine, Restart: true}); err != nil {
+			return nil, err
+		}
 	}
 	if err := CreateDatabase(ctx, c.ConnString("postgres"), dbName, ""); err != nil && !IsDuplicateDatabase(err) {
 		_ = c.Stop()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -54,6 +55,9 @@ type Cluster struct {
 	runAs     *syscall.Credential
 	opts      Options
 
+	// attached: the server is another process's (Attach); Stop leaves it.
+	attached bool
+
 	mu       sync.Mutex
 	run      *serverRun // the current run of the server
 	stopping bool
@@ -65,6 +69,43 @@ type serverRun struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when it has exited
 	waitErr error
+}
+
+// Attach finds the server another process runs on dataDir (a cairnd
+// serving, while `cairnd token create` runs beside it) by its
+// postmaster.pid, and returns it; ok is false when none runs. Stop leaves
+// an attached server running.
+func Attach(dataDir string) (c *Cluster, ok bool, err error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := os.ReadFile(filepath.Join(abs, "postmaster.pid"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the server's pid file: %w", err)
+	}
+	// Lines: pid, data directory, start time, port, socket directory, ...
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 5 {
+		return nil, false, nil // being written: not up yet
+	}
+	pid, err1 := strconv.Atoi(strings.TrimSpace(lines[0]))
+	port, err2 := strconv.Atoi(strings.TrimSpace(lines[3]))
+	socketDir := strings.TrimSpace(lines[4])
+	if err1 != nil || err2 != nil || socketDir == "" {
+		return nil, false, nil
+	}
+	// Signal 0 checks the process exists; EPERM: it does, as another user.
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return nil, false, nil // a stale file of a server that died
+	}
+	if _, err := os.Stat(filepath.Join(socketDir, fmt.Sprintf(".s.PGSQL.%d", port))); err != nil {
+		return nil, false, nil
+	}
+	return &Cluster{dataDir: abs, socketDir: socketDir, port: port, attached: true, logBuf: &lockedBuffer{}}, true, nil
 }
 
 // Start initialises the data directory if needed and starts the server. It
@@ -312,6 +353,9 @@ func (c *Cluster) SocketDir() string { return c.socketDir }
 // Stop shuts the server down (fast mode: open sessions are rolled back) and
 // removes temporary directories.
 func (c *Cluster) Stop() error {
+	if c.attached {
+		return nil
+	}
 	var err error
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
