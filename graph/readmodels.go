@@ -172,7 +172,7 @@ func serviceRowModel(s readmodel.Service, rs []readmodel.Resource) *model.Servic
 
 func resourceRowModel(r readmodel.Resource) *model.Resource {
 	out := &model.Resource{
-		ID: r.ID, ServiceID: r.ServiceID, Plugin: r.Plugin, Type: r.Type, Properties: model.JSON(r.Properties),
+		ID: r.ID, ServiceID: r.ServiceID, Name: optional(r.Name), Plugin: r.Plugin, Type: r.Type, Properties: model.JSON(r.Properties),
 		DependsOn: nonNil(r.DependsOn), Outputs: model.JSON(r.Outputs), Status: model.ResourceStatus(upper(r.Status)),
 		Error: optional(r.Error), PlannedAt: r.PlannedAt, UpdatedAt: r.UpdatedAt, Version: int(r.Version), Revision: max(r.Revision, 1),
 	}

@@ -115,6 +115,10 @@ services:
 	if !found {
 		t.Fatalf("no note reads bonjour in %v", files)
 	}
+	// Its resources show by their names in the descriptor.
+	if out := c.must("services", "show", id); !strings.Contains(out, "\nnote ") {
+		t.Errorf("services show lists no resource named note:\n%s", out)
+	}
 	// The blueprint now differs from the service: diff says so.
 	if out, _, code := c.run("diff", "-f", bp); code != exitChanges || !strings.Contains(out, "update") {
 		t.Fatalf("diff after an update elsewhere: exit %d\n%s", code, out)

@@ -36,6 +36,7 @@ func withServiceCommands(a *app, cmd *cobra.Command) *cobra.Command {
 
 type serviceResource struct {
 	ID        string          `json:"id"`
+	Name      *string         `json:"name"`
 	Plugin    string          `json:"plugin"`
 	Type      string          `json:"type"`
 	Status    string          `json:"status"`
@@ -78,7 +79,7 @@ type serviceEvent struct {
 
 const serviceFields = `id tenantId name templateName templateVersion variables status failedIn cause remaining outputs
   revision allowedActions requestedAt updatedAt
-  resources { id plugin type status failedIn error outputs dependsOn updatedAt }`
+  resources { id name plugin type status failedIn error outputs dependsOn updatedAt }`
 
 const (
 	serviceQuery = `query ($id: ID!, $cw: Cursor) { service(id: $id, consistentWith: $cw) { ` + serviceFields + ` } }`
@@ -504,7 +505,14 @@ func printService(w io.Writer, a *app, s serviceDetail) error {
 			if r.Error != nil && *r.Error != "" {
 				detail = "error: " + *r.Error
 			}
-			table[i] = []string{r.ID, r.Plugin + " " + r.Type, st, orDash(detail)}
+			name := r.ID
+			if r.Name != nil && *r.Name != "" {
+				name = *r.Name
+				if a.output == outputWide {
+					name += " (" + r.ID + ")"
+				}
+			}
+			table[i] = []string{name, r.Plugin + " " + r.Type, st, orDash(detail)}
 		}
 		if err := writeTable(w, []string{"RESOURCE", "PLUGIN TYPE", "STATUS", "OUTPUTS"}, table); err != nil {
 			return err

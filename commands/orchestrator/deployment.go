@@ -247,7 +247,7 @@ func (o *Orchestrator) planResources(ctx context.Context, d *deployment, ts []*t
 	at := o.cfg.Clock()
 	for _, t := range ts {
 		evs, err := t.state.Plan(resource.Plan{
-			ResourceID: t.node.ResourceID, ServiceID: d.svc.ID, Plugin: t.node.Plugin, Type: t.node.Type,
+			ResourceID: t.node.ResourceID, ServiceID: d.svc.ID, Name: t.node.Name, Plugin: t.node.Plugin, Type: t.node.Type,
 			Properties: recordable(t.node), DependsOn: d.dependencyIDs(t.node), Revision: d.svc.Revision,
 			Checks: d.checksOf(t.node), At: at,
 		})

@@ -15,6 +15,7 @@ const entity = "resource"
 type Plan struct {
 	ResourceID string
 	ServiceID  string
+	Name       string          // the instance's name in the descriptor
 	Plugin     string          // e.g. "agent", "http", "terraform"
 	Type       string          // a type the plugin serves, e.g. "agent.process"
 	Properties json.RawMessage // a JSON object with references resolved, or nil
@@ -96,6 +97,7 @@ func (r Resource) Plan(c Plan) ([]domain.Event, error) {
 	if err := domain.FirstError(
 		domain.ValidateID("resourceId", c.ResourceID),
 		domain.ValidateID("serviceId", c.ServiceID),
+		domain.ValidateText("name", c.Name, 256),
 		validatePlugin(c.Plugin),
 		validateType(c.Type),
 		domain.ValidateJSON("properties", c.Properties, MaxJSONBytes, true),
@@ -106,7 +108,7 @@ func (r Resource) Plan(c Plan) ([]domain.Event, error) {
 		return nil, err
 	}
 	return []domain.Event{Planned{
-		ResourceID: c.ResourceID, ServiceID: c.ServiceID, Plugin: c.Plugin, Type: c.Type,
+		ResourceID: c.ResourceID, ServiceID: c.ServiceID, Name: c.Name, Plugin: c.Plugin, Type: c.Type,
 		Properties: domain.CanonicalJSON(c.Properties), DependsOn: slices.Clone(c.DependsOn), Revision: c.Revision, Checks: slices.Clone(c.Checks), At: c.At.UTC(),
 	}}, nil
 }

@@ -11,8 +11,11 @@ import (
 // call. Its id is deterministic, so plugin calls repeated after a crash are
 // idempotent.
 type Planned struct {
-	ResourceID string          `json:"resourceId"`
-	ServiceID  string          `json:"serviceId"`
+	ResourceID string `json:"resourceId"`
+	ServiceID  string `json:"serviceId"`
+	// Name is the instance's name in the descriptor ("web", "web[2]");
+	// absent in events recorded before resources had names.
+	Name       string          `json:"name,omitempty"`
 	Plugin     string          `json:"plugin"`
 	Type       string          `json:"type"`
 	Properties json.RawMessage `json:"properties,omitempty"` // references resolved

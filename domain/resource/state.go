@@ -77,6 +77,7 @@ func (k DriftKind) Repairable() bool { return k == DriftMissing || k == DriftNod
 type Resource struct {
 	ID         string
 	ServiceID  string
+	Name       string // the instance's name in the descriptor; "" for old ones
 	Plugin     string
 	Type       string
 	Properties []byte // JSON
@@ -115,7 +116,7 @@ func (r *Resource) Apply(e domain.Event) {
 	switch e := e.(type) {
 	case Planned:
 		*r = Resource{
-			ID: e.ResourceID, ServiceID: e.ServiceID, Plugin: e.Plugin, Type: e.Type,
+			ID: e.ResourceID, ServiceID: e.ServiceID, Name: e.Name, Plugin: e.Plugin, Type: e.Type,
 			Properties: slices.Clone([]byte(e.Properties)), DependsOn: slices.Clone(e.DependsOn),
 			Revision: max(e.Revision, 1), Checks: slices.Clone(e.Checks), Status: StatusPending, PlannedAt: e.At, UpdatedAt: e.At,
 		}

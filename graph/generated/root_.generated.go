@@ -639,6 +639,7 @@ type ComplexityRoot struct {
 		FailedIn   func(childComplexity int) int
 		Health     func(childComplexity int) int
 		ID         func(childComplexity int) int
+		Name       func(childComplexity int) int
 		NodeID     func(childComplexity int) int
 		Outputs    func(childComplexity int) int
 		PlannedAt  func(childComplexity int) int
@@ -3782,6 +3783,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Resource.ID(childComplexity), true
+	case "Resource.name":
+		if e.ComplexityRoot.Resource.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Resource.Name(childComplexity), true
 	case "Resource.nodeId":
 		if e.ComplexityRoot.Resource.NodeID == nil {
 			break
@@ -7855,6 +7862,8 @@ type Resource implements Node {
   serviceId: ID!
   "The service of serviceId; null when the caller may not read it."
   service: Service
+  "The instance's name in the descriptor (web, web[2]); null for resources planned before names were recorded."
+  name: String
   "agent, http, terraform, or an out-of-process plugin's name."
   plugin: String!
   "Its type in the descriptor, e.g. container."
@@ -9742,6 +9751,8 @@ func (ec *executionContext) childFields_Resource(ctx context.Context, field grap
 		return ec.fieldContext_Resource_serviceId(ctx, field)
 	case "service":
 		return ec.fieldContext_Resource_service(ctx, field)
+	case "name":
+		return ec.fieldContext_Resource_name(ctx, field)
 	case "plugin":
 		return ec.fieldContext_Resource_plugin(ctx, field)
 	case "type":

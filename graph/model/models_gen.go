@@ -1511,6 +1511,8 @@ type Resource struct {
 	ServiceID string `json:"serviceId"`
 	// The service of serviceId; null when the caller may not read it.
 	Service *Service `json:"service,omitempty"`
+	// The instance's name in the descriptor (web, web[2]); null for resources planned before names were recorded.
+	Name *string `json:"name,omitempty"`
 	// agent, http, terraform, or an out-of-process plugin's name.
 	Plugin string `json:"plugin"`
 	// Its type in the descriptor, e.g. container.

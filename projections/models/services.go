@@ -73,6 +73,7 @@ func (Services) Setup(ctx context.Context, tx pgx.Tx, t projections.Target) erro
 			revision       integer NOT NULL DEFAULT 1,
 			update_from    text,
 			health         json,
+			name           text,
 			stream_version bigint NOT NULL,
 			position       bigint NOT NULL
 		) WITH (fillfactor = 80);`, t.Table("services"), t.Table("resources")))
@@ -112,7 +113,7 @@ var resourceColumns = []column{
 	{"id", kText}, {"service_id", kText}, {"plugin", kText}, {"type", kText}, {"state", kText},
 	{"failed_in", kNText}, {"error", kNText}, {"properties", kJSON}, {"depends_on", kJSON}, {"outputs", kJSON},
 	{"node_id", kNText}, {"drift", kNText}, {"drift_detail", kNText}, {"drift_since", kTime},
-	{"planned_at", kTime}, {"updated_at", kTime}, {"revision", kInt}, {"update_from", kNText}, {"health", kJSON}, {"stream_version", kInt}, {"position", kInt},
+	{"planned_at", kTime}, {"updated_at", kTime}, {"revision", kInt}, {"update_from", kNText}, {"health", kJSON}, {"name", kNText}, {"stream_version", kInt}, {"position", kInt},
 }
 
 func stamp(t *pgtype.Timestamptz, at pgtype.Timestamptz, once bool) {
@@ -190,7 +191,7 @@ func (Services) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs 
 		rout.row(f.existed).text(r.ID).text(r.ServiceID).text(r.Plugin).text(r.Type).text(string(r.Status)).
 			ntext(string(r.FailedIn)).ntext(r.Error).json(r.Properties).jsonOf(deps).json(r.Outputs).
 			ntext(r.NodeID).ntext(string(r.Drift)).ntext(r.DriftDetail).time(r.DriftSince).
-			time(r.PlannedAt).time(r.UpdatedAt).int(int64(max(r.Revision, 1))).ntext(string(r.UpdateFrom)).json(health).int(r.version).int(r.position)
+			time(r.PlannedAt).time(r.UpdatedAt).int(int64(max(r.Revision, 1))).ntext(string(r.UpdateFrom)).json(health).ntext(r.Name).int(r.version).int(r.position)
 	}
 	return write(ctx, tx, append(out.writes(t.Table("services"), "id"), rout.writes(t.Table("resources"), "id")...)...)
 }
@@ -239,14 +240,14 @@ func loadResources(t projections.Target) func(context.Context, pgx.Tx, []string)
 	sql := `SELECT id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
 		coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
 		coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at,
-		revision, coalesce(update_from, ''), coalesce(health::text, ''), stream_version, position FROM ` + t.Table("resources") + ` WHERE id = ANY($1)`
+		revision, coalesce(update_from, ''), coalesce(health::text, ''), coalesce(name, ''), stream_version, position FROM ` + t.Table("resources") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*resourceRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, r *resourceRow) (string, error) {
 			var state, failedIn, properties, deps, outputs, drift, updateFrom, health string
 			var planned, updated, driftSince pgtype.Timestamptz
 			var revision int32
 			err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &properties, &deps,
-				&outputs, &r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &revision, &updateFrom, &health, &r.version, &r.position)
+				&outputs, &r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &revision, &updateFrom, &health, &r.Name, &r.version, &r.position)
 			if err != nil {
 				return "", err
 			}

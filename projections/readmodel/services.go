@@ -147,6 +147,8 @@ type Resource struct {
 	PlannedAt   time.Time
 	UpdatedAt   time.Time
 	Revision    int // the service revision it was made or updated for
+	// Name is the instance's name in the descriptor ("" for old ones).
+	Name string
 	// Health is the last recorded result of each failing (or recovered)
 	// health check; a check with none passes.
 	Health   map[string]resource.CheckResult
@@ -165,14 +167,14 @@ type ResourceFilter struct {
 
 const resourceColumns = `id, service_id, plugin, type, state, coalesce(failed_in, ''), coalesce(error, ''),
 	coalesce(properties::text, ''), depends_on::text, coalesce(outputs::text, ''), coalesce(node_id, ''),
-	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, revision, coalesce(health::text, ''), stream_version, position`
+	coalesce(drift, ''), coalesce(drift_detail, ''), drift_since, planned_at, updated_at, revision, coalesce(health::text, ''), coalesce(name, ''), stream_version, position`
 
 func scanResource(rows pgx.Row) (Resource, error) {
 	var r Resource
 	var state, failedIn, props, deps, outputs, drift, health string
 	var planned, updated, driftSince pgtype.Timestamptz
 	err := rows.Scan(&r.ID, &r.ServiceID, &r.Plugin, &r.Type, &state, &failedIn, &r.Error, &props, &deps, &outputs,
-		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Revision, &health, &r.Version, &r.Position)
+		&r.NodeID, &drift, &r.DriftDetail, &driftSince, &planned, &updated, &r.Revision, &health, &r.Name, &r.Version, &r.Position)
 	if err != nil {
 		return r, err
 	}

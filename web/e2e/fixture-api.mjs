@@ -99,8 +99,8 @@ function serviceDetail(s) {
     allowedActions: s.status === 'RUNNING' ? ['stop', 'update'] : s.status === 'STOPPED' ? ['start', 'remove', 'update'] : [],
     revision: 2, blueprint: s.id === 's-1' ? 'shop-prod' : null,
     resources: [
-      { id: `${s.id}.dir`, plugin: 'agent', type: 'directory', status: s.status === 'RUNNING' ? 'RUNNING' : 'STOPPED', dependsOn: [], outputs: { path: '/srv/shop' }, error: null, failedIn: null, updatedAt: ago(300) },
-      { id: `${s.id}.proc`, plugin: 'agent', type: 'process', status: s.status === 'RUNNING' ? 'RUNNING' : 'STOPPED', dependsOn: [`${s.id}.dir`], outputs: { pid: 4242 }, error: null, failedIn: null, updatedAt: ago(250),
+      { id: `${s.id}.dir`, name: 'site-root', plugin: 'agent', type: 'directory', status: s.status === 'RUNNING' ? 'RUNNING' : 'STOPPED', dependsOn: [], outputs: { path: '/srv/shop' }, error: null, failedIn: null, updatedAt: ago(300) },
+      { id: `${s.id}.proc`, name: 'web', plugin: 'agent', type: 'process', status: s.status === 'RUNNING' ? 'RUNNING' : 'STOPPED', dependsOn: [`${s.id}.dir`], outputs: { pid: 4242 }, error: null, failedIn: null, updatedAt: ago(250),
         health: [{ name: 'http-ok', healthy: false, detail: 'answered 503, not 200', since: ago(120) }] },
     ],
     history: conn(events.filter((e) => e.streamId === `service-${s.id}`), (e) => e.cursor),

@@ -203,6 +203,10 @@ describe('tenant', () => {
     assert.match(await page.getByTestId('health').innerText(), /check http-ok fails: answered 503/);
     assert.match(await page.getByTestId('desired').innerText(), /running — webapp 1\.2\.0, revision 2/);
     assert.match(await page.getByTestId('observed').innerText(), /1 failing health check/);
+    // Resources by their names in the descriptor, ids on hover.
+    const resources = await page.getByTestId('resources').innerText();
+    assert.match(resources, /site-root/);
+    assert.doesNotMatch(resources, /s-1\.dir/);
     // The history, newest first.
     const rows = page.getByTestId('events').locator('tbody tr');
     await rows.first().waitFor();

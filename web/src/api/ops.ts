@@ -506,7 +506,7 @@ export const ServiceQuery = gql<{ service: ServiceDetail | null } & Live, { id: 
       version
       allowedActions
       revision
-      resources { id plugin type status dependsOn outputs error failedIn updatedAt nodeId revision drift { kind detail since } health { name healthy detail since } }
+      resources { id name plugin type status dependsOn outputs error failedIn updatedAt nodeId revision drift { kind detail since } health { name healthy detail since } }
     }
     readModelsCursor
   }

@@ -249,6 +249,8 @@ export interface ServiceSummary {
 
 export interface Resource {
   id: string;
+  /** The instance's name in the descriptor; null for resources planned before names were kept. */
+  name?: string | null;
   plugin: string;
   type: string;
   status: string;

@@ -142,9 +142,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
           <tbody>
             {s.resources.map((r) => (
               <tr key={r.id}>
-                <td>
-                  <code>{r.id}</code>
-                </td>
+                <td title={r.id}>{r.name ? <strong>{r.name}</strong> : <code>{r.id}</code>}</td>
                 <td>
                   {r.plugin} <span className="muted">{r.type}</span>
                 </td>
@@ -168,7 +166,13 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
                     ),
                   )}
                 </td>
-                <td>{r.dependsOn.length ? r.dependsOn.join(', ') : <span className="muted">—</span>}</td>
+                <td>
+                  {r.dependsOn.length ? (
+                    r.dependsOn.map((d) => s.resources.find((x) => x.id === d)?.name ?? d).join(', ')
+                  ) : (
+                    <span className="muted">—</span>
+                  )}
+                </td>
                 <td className="clip">{r.outputs ? <code>{JSON.stringify(r.outputs)}</code> : <span className="muted">—</span>}</td>
               </tr>
             ))}
