@@ -138,7 +138,7 @@ func TestPlacesOnCapacityAndExplainsFailures(t *testing.T) {
 			break
 		}
 	}
-	if err == nil || !strings.Contains(err.Error(), "1 lacking 3 GiB of memory, 1 draining or drained") {
+	if err == nil || !strings.Contains(err.Error(), "1 draining or drained, 1 lacking 3 GiB of memory") {
 		t.Fatalf("with the big node drained: %v", err)
 	}
 }

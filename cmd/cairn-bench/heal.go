@@ -166,7 +166,7 @@ func benchHeal(ctx context.Context, e *env) (result, error) {
 	var bp strings.Builder
 	fmt.Fprintf(&bp, "apiVersion: cairn/v1\nkind: Blueprint\nmetadata: {name: heal}\ntenant: bench\nservices:\n")
 	for i := range healServices {
-		fmt.Fprintf(&bp, "  - {name: heal-%03d, template: bench-heal, variables: {root: %q}}\n", i, root)
+		fmt.Fprintf(&bp, "  - {name: heal-%03d, template: bench-heal, version: 1.0.0, variables: {root: %q}}\n", i, root)
 	}
 	if err := do(`mutation($d: String!) { applyBlueprint(input: {document: $d}) { changed } }`, map[string]any{"d": bp.String()}, nil); err != nil {
 		return nil, err

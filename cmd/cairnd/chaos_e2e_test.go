@@ -141,7 +141,7 @@ func TestChaos(t *testing.T) {
 	var bp strings.Builder
 	fmt.Fprintf(&bp, "apiVersion: cairn/v1\nkind: Blueprint\nmetadata: {name: chaos}\ntenant: acme\nservices:\n")
 	for i := range services {
-		fmt.Fprintf(&bp, "  - {name: svc-%d, template: chaos, variables: {root: %q}}\n", i, fileRoot)
+		fmt.Fprintf(&bp, "  - {name: svc-%d, template: chaos, version: 1.0.0, variables: {root: %q}}\n", i, fileRoot)
 	}
 	var applied struct {
 		ApplyBlueprint struct {

@@ -255,19 +255,22 @@ func newView(a Ask, nodes []Candidate) *view {
 func Schedule(a Ask, nodes []Candidate) (Choice, error) {
 	v := newView(a, nodes)
 	excluded := map[string]int{}
+	rank := map[string]int{} // the filter's place in filters, to order ties
 	var order []string
 	best := Choice{}
 	var bestTie uint64
 	for _, c := range nodes {
-		ok, why := true, ""
-		for _, f := range filters {
+		ok, why, at := true, "", 0
+		for i, f := range filters {
 			if ok, why = f.keep(a, c, v); !ok {
+				at = i
 				break
 			}
 		}
 		if !ok {
 			if excluded[why] == 0 {
 				order = append(order, why)
+				rank[why] = at
 			}
 			excluded[why]++
 			continue
@@ -295,7 +298,14 @@ func Schedule(a Ask, nodes []Candidate) (Choice, error) {
 		for _, why := range order {
 			e.Exclusions = append(e.Exclusions, Exclusion{Reason: why, Nodes: excluded[why]})
 		}
-		slices.SortStableFunc(e.Exclusions, func(x, y Exclusion) int { return y.Nodes - x.Nodes })
+		// Most nodes first; equal counts in the order the filters run, so
+		// the message does not depend on the order the nodes came in.
+		slices.SortStableFunc(e.Exclusions, func(x, y Exclusion) int {
+			if x.Nodes != y.Nodes {
+				return y.Nodes - x.Nodes
+			}
+			return rank[x.Reason] - rank[y.Reason]
+		})
 		return Choice{}, e
 	}
 	return best, nil
