@@ -192,8 +192,12 @@ func resourceRowModel(r readmodel.Resource) *model.Resource {
 	return out
 }
 
-// maskSealed replaces the sealed values of sensitive variables by null: the
-// API never returns them.
+// SealedValue stands for the value of a sensitive variable: it is set, and
+// kept sealed; the API never returns it.
+const SealedValue = `"(sealed)"`
+
+// maskSealed replaces the sealed values of sensitive variables by
+// SealedValue (an optional one left unset stays null).
 func maskSealed(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
@@ -207,7 +211,7 @@ func maskSealed(raw json.RawMessage) json.RawMessage {
 			Sealed string `json:"sealed"`
 		}
 		if json.Unmarshal(v, &probe) == nil && probe.Sealed != "" {
-			vars[k] = json.RawMessage("null")
+			vars[k] = json.RawMessage(SealedValue)
 		}
 	}
 	out, err := json.Marshal(vars)

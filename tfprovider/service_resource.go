@@ -138,6 +138,9 @@ type serviceView struct {
 
 const serviceViewFields = `id name tenantId templateName templateVersion variables status failedIn cause revision outputs`
 
+// sealedValue is how the API shows a sensitive variable's value.
+const sealedValue = `"(sealed)"`
+
 // busyStatuses are those the orchestrator is still working in.
 var busyStatuses = []string{"REGISTERING", "ROLLING_BACK", "STARTING", "STOPPING", "REMOVING", "REPAIRING", "UPDATING", "REVERTING"}
 
@@ -355,7 +358,7 @@ func (m *serviceModel) fill(ctx context.Context, s *serviceView, diags *diag.Dia
 		// (sensitive, or unset).
 		mine = map[string]string{}
 		for k, v := range server {
-			if string(v) != "null" {
+			if string(v) != "null" && string(v) != sealedValue {
 				mine[k] = ""
 			}
 		}
@@ -365,7 +368,7 @@ func (m *serviceModel) fill(ctx context.Context, s *serviceView, diags *diag.Dia
 	}
 	vals := map[string]attr.Value{}
 	for k := range mine {
-		if v, ok := server[k]; ok && string(v) != "null" {
+		if v, ok := server[k]; ok && string(v) != "null" && string(v) != sealedValue {
 			vals[k] = types.StringValue(client.VariableText(v))
 		}
 	}

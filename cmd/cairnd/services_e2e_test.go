@@ -323,6 +323,14 @@ func TestServicesEndToEnd(t *testing.T) {
 		if b, err := os.ReadFile(file); err != nil || string(b) != "password="+password+"\n" {
 			t.Fatalf("%s on the node: %q %v", file, b, err)
 		}
+		// The variable reads as set and sealed, never as its value.
+		var sv struct {
+			Service struct{ Variables map[string]any }
+		}
+		tenant.must(t, `query($id: ID!) { service(id: $id) { variables } }`, map[string]any{"id": id}, &sv)
+		if got := sv.Service.Variables["password"]; got != "(sealed)" {
+			t.Errorf("the sensitive variable reads %v, want (sealed)", got)
+		}
 		// The tenant sees its deployment's jobs, their arguments sealed.
 		var js struct {
 			Jobs struct {

@@ -8184,7 +8184,7 @@ type Service implements Node {
   templateVersion: String!
   "The catalog entry templateName@templateVersion; null when the caller may not read the catalog."
   template: TemplateVersion
-  "The variables the service was deployed with; sensitive values are replaced by null."
+  "The variables the service was deployed with; a sensitive one that is set reads \"(sealed)\": its value is kept sealed and never returned."
   variables: JSON
   "Where the service is in its life."
   status: ServiceStatus!

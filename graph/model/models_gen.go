@@ -1835,7 +1835,7 @@ type Service struct {
 	TemplateVersion string `json:"templateVersion"`
 	// The catalog entry templateName@templateVersion; null when the caller may not read the catalog.
 	Template *TemplateVersion `json:"template,omitempty"`
-	// The variables the service was deployed with; sensitive values are replaced by null.
+	// The variables the service was deployed with; a sensitive one that is set reads "(sealed)": its value is kept sealed and never returned.
 	Variables JSON `json:"variables,omitempty"`
 	// Where the service is in its life.
 	Status ServiceStatus `json:"status"`

@@ -118,7 +118,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
         </div>
         <div>
           <h2>Variables</h2>
-          <p className="muted small">Secret values are never shown.</p>
+          <p className="muted small">A secret that is set reads "(sealed)": its value is never shown.</p>
           <Json value={s.variables} label="variables" />
         </div>
       </div>
