@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -93,16 +94,21 @@ var nodeLabelFields = fieldPaths{"nodeId": path.Root("node_id"), "labels": path.
 func (r *nodeLabelsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m nodeLabelsModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	r.apply(ctx, m, &resp.State, &resp.Diagnostics)
+}
+
+// apply sets every label the plan gives, and records the node as it is then.
+func (r *nodeLabelsResource) apply(ctx context.Context, m nodeLabelsModel, state stateSetter, diags *diag.Diagnostics) {
 	var labels map[string]string
-	resp.Diagnostics.Append(m.Labels.ElementsAs(ctx, &labels, false)...)
-	if resp.Diagnostics.HasError() {
+	diags.Append(m.Labels.ElementsAs(ctx, &labels, false)...)
+	if diags.HasError() {
 		return
 	}
 	if err := r.set(ctx, &m, labels); err != nil {
-		addAPIError(&resp.Diagnostics, "set the node's labels", err, nodeLabelFields)
+		addAPIError(diags, "set the node's labels", err, nodeLabelFields)
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	diags.Append(state.Set(ctx, &m)...)
 }
 
 func (r *nodeLabelsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -124,16 +130,7 @@ func (r *nodeLabelsResource) Read(ctx context.Context, req resource.ReadRequest,
 func (r *nodeLabelsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m nodeLabelsModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	var labels map[string]string
-	resp.Diagnostics.Append(m.Labels.ElementsAs(ctx, &labels, false)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := r.set(ctx, &m, labels); err != nil {
-		addAPIError(&resp.Diagnostics, "set the node's labels", err, nodeLabelFields)
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	r.apply(ctx, m, &resp.State, &resp.Diagnostics)
 }
 
 func (r *nodeLabelsResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

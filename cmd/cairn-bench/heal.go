@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	"cairn/graph/client"
-	"cairn/internal/database"
 )
 
 // The heal benchmark's sizes and windows.
@@ -60,42 +57,13 @@ func benchHeal(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "bin")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/cairnd", "./cmd/cairn-agent").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build cairnd and cairn-agent: %v\n%s", err, out)
-	}
-	cc := e.admin.Config().ConnConfig
-	dsn := func(db string) string {
-		return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", cc.Host, cc.Port, cc.User, db)
-	}
-	dbName := fmt.Sprintf("bench_heal_%d", time.Now().Unix())
-	if err := database.CreateDatabase(ctx, dsn("postgres"), dbName, ""); err != nil && !database.IsDuplicateDatabase(err) {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := startCairnd(ctx, e, work, "bench_heal", []string{"./cmd/cairn-agent"},
+		"--heartbeat-interval", "1s", "--disconnect-after", "2s", "--down-after", healDownWindow.String(), "--reconcile-interval", "2s")
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var logs bytes.Buffer
-	srv := exec.CommandContext(ctx, filepath.Join(bin, "cairnd"), "serve", "--listen", addr, "--data-dir", filepath.Join(work, "data"),
-		"--log-format", "json", "--heartbeat-interval", "1s", "--disconnect-after", "2s",
-		"--down-after", healDownWindow.String(), "--reconcile-interval", "2s")
-	srv.Env = append(os.Environ(), "DATABASE_URL="+dsn(dbName))
-	srv.Stdout, srv.Stderr = &logs, &logs
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = srv.Process.Signal(os.Interrupt)
-		_ = srv.Wait()
-	}()
-	url := "http://" + addr
-	token, err := waitReady(ctx, url, &logs)
-	if err != nil {
-		return nil, err
-	}
+	defer srv.stop()
+	url, token, bin := srv.url, srv.token, srv.bin
 	api := client.New(url, token, nil)
 	do := func(q string, vars map[string]any, out any) error {
 		qctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"cairn/internal/database"
 	"cairn/tfprovider"
 )
 
@@ -55,17 +53,6 @@ func benchTerraform(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "bin")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/cairnd", "./cmd/terraform-provider-cairn").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build cairnd and the provider: %v\n%s", err, out)
-	}
-	cc := e.admin.Config().ConnConfig
-	dsn := func(db string) string {
-		return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", cc.Host, cc.Port, cc.User, db)
-	}
-	if err := database.CreateDatabase(ctx, dsn("postgres"), "bench_terraform", ""); err != nil && !database.IsDuplicateDatabase(err) {
-		return nil, err
-	}
 	plugins := filepath.Join(work, "plugins.yaml")
 	filestore, err := filepath.Abs("examples/plugins/filestore/filestore.py")
 	if err != nil {
@@ -75,29 +62,12 @@ func benchTerraform(ctx context.Context, e *env) (result, error) {
 		python, filestore, filepath.Join(work, "files")), 0o600); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := startCairnd(ctx, e, work, "bench_terraform", []string{"./cmd/terraform-provider-cairn"}, "--plugins", plugins)
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var logs bytes.Buffer
-	srv := exec.CommandContext(ctx, filepath.Join(bin, "cairnd"), "serve", "--listen", addr, "--data-dir", filepath.Join(work, "data"),
-		"--log-format", "json", "--plugins", plugins)
-	srv.Env = append(os.Environ(), "DATABASE_URL="+dsn("bench_terraform"))
-	srv.Stdout, srv.Stderr = &logs, &logs
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = srv.Process.Signal(os.Interrupt)
-		_ = srv.Wait()
-	}()
-	url := "http://" + addr
-	token, err := waitReady(ctx, url, &logs)
-	if err != nil {
-		return nil, err
-	}
+	defer srv.stop()
+	url, token, bin := srv.url, srv.token, srv.bin
 
 	cliConfig := filepath.Join(work, "terraformrc")
 	if err := os.WriteFile(cliConfig, fmt.Appendf(nil, "provider_installation {\n  dev_overrides {\n    %q = %q\n  }\n  direct {}\n}\n",
