@@ -276,6 +276,9 @@ func TestChaos(t *testing.T) {
 			if r.Drift != nil {
 				t.Errorf("%s: resource %s still drifted (%s)", v.Name, r.ID, r.Drift.Kind)
 			}
+			if r.Status != "RUNNING" {
+				t.Errorf("%s runs, but its resource %s is %s", v.Name, r.ID, r.Status)
+			}
 		}
 	}
 	// The plugin keeps exactly the notes the read models list.

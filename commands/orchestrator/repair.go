@@ -22,6 +22,9 @@ func (o *Orchestrator) repairOne(ctx context.Context, d *deployment, t *tracked)
 	switch s.Status {
 	case resource.StatusPending, resource.StatusCreating:
 		// Begun already (a pass cut short): go on with the create.
+	case resource.StatusStarting:
+		// Made again already, its start cut short: go on with the start.
+		return o.finishRepair(ctx, d, t)
 	default:
 		if s.Drift == resource.DriftNodeDown {
 			if err := o.unplace(ctx, d, t); err != nil {
@@ -44,6 +47,12 @@ func (o *Orchestrator) repairOne(ctx context.Context, d *deployment, t *tracked)
 	if f, err := o.create(ctx, d, t); f != nil || err != nil {
 		return f, err
 	}
+	return o.finishRepair(ctx, d, t)
+}
+
+// finishRepair starts a resource made again when its service runs, and
+// clears its drift.
+func (o *Orchestrator) finishRepair(ctx context.Context, d *deployment, t *tracked) (*failure, error) {
 	if d.svc.RepairFrom == service.StatusRunning {
 		if f, err := o.startOne(ctx, d, t); f != nil || err != nil {
 			return f, err

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"cairn/commands"
 	"cairn/commands/orchestrator"
 	"cairn/commands/orchestrator/orchestratortest"
+	"cairn/domain"
 	"cairn/domain/ocl"
 	"cairn/domain/resource"
 	"cairn/domain/service"
@@ -363,4 +365,81 @@ func instanceOf(svc, resourceID string) string {
 		}
 	}
 	return ""
+}
+
+// TestRepairCrashAtEveryStep stops the orchestrator after each step of a
+// repair (net lost: it and what reads its outputs are made again), starts
+// a new one, and checks that the service runs again with every resource
+// live and running.
+func TestRepairCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fake.Options{})
+	life := func(k int) int {
+		svc := fmt.Sprintf("rep-%d", k)
+		ctxS, cancelS := context.WithCancel(context.Background())
+		doneS := e.start(t, ctxS, nil)
+		e.register(t, svc)
+		e.wait(t, svc, service.StatusRegistered)
+		e.request(t, svc, service.CmdStart)
+		e.wait(t, svc, service.StatusRunning)
+		cancelS()
+		<-doneS
+		e.fake.Lose(id(svc, "net"))
+		var seen atomic.Int32
+		ctxA, cancelA := context.WithCancel(context.Background())
+		doneA := e.start(t, ctxA, func(s orchestrator.Step) {
+			if s.ServiceID == svc && seen.Add(1) == int32(k) {
+				cancelA()
+			}
+		})
+		repair := []string{id(svc, "net"), id(svc, "vm"), id(svc, "dns")}
+		_, err := commands.Execute[service.Service](context.Background(), e.store, domain.ServiceStream, svc, commands.Meta{Actor: "tester"}, nil,
+			func(s service.Service) ([]domain.Event, error) {
+				return s.RequestRepair(service.RequestRepair{ServiceID: svc, Resources: repair, Reason: "net is missing", At: time.Now()})
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := make(chan struct{})
+		go func() {
+			ctx, cancel := context.WithTimeout(ctxA, time.Minute)
+			defer cancel()
+			_, _ = orchestratortest.Wait(ctx, e.store, svc, service.StatusRunning, service.StatusDegraded)
+			close(settled)
+		}()
+		select {
+		case <-ctxA.Done():
+		case <-settled:
+		}
+		cancelA()
+		<-doneA
+		ctxB, cancelB := context.WithCancel(context.Background())
+		doneB := e.start(t, ctxB, nil)
+		s := e.wait(t, svc, service.StatusRunning, service.StatusDegraded)
+		cancelB()
+		<-doneB
+		if s.Status != service.StatusRunning {
+			t.Fatalf("crash at %d: %s: %s", k, s.Status, s.Cause)
+		}
+		for _, inst := range []string{"net", "disk", "vm", "dns"} {
+			r, ok := e.fake.Get(id(svc, inst))
+			if !ok || r.State != fake.StateRunning {
+				t.Fatalf("crash at %d: %s is %+v (live %v)", k, inst, r.State, ok)
+			}
+		}
+		for rid, r := range e.resources(t, s) {
+			if r.Status != resource.StatusRunning || r.Drift != "" {
+				t.Fatalf("crash at %d: resource %s is %s, drift %q", k, rid, r.Status, r.Drift)
+			}
+		}
+		return int(seen.Load())
+	}
+	steps := life(0)
+	if steps < 6 {
+		t.Fatalf("a repair of %d steps", steps)
+	}
+	for k := 1; k <= steps; k++ {
+		life(k)
+	}
+	t.Logf("crashed at each of %d steps of a repair", steps)
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -206,6 +207,9 @@ func (r *Reconciler) nodeStates(ctx context.Context) (map[string]nodeState, erro
 type loaded[S any] struct {
 	state   S
 	version int64
+	// driftAt is the position of the event that recorded the drift the
+	// state holds (0 when none), the cause of a repair asked for later.
+	driftAt int64
 }
 
 // fold reads streams in one query and folds each into its state.
@@ -231,6 +235,12 @@ func fold[S any, PS interface {
 			}
 			PS(&l.state).Apply(ev)
 			l.version = rec.Version
+			switch ev.(type) {
+			case resource.DriftFound:
+				l.driftAt = rec.Position
+			case resource.DriftCleared:
+				l.driftAt = 0
+			}
 		}
 		out[id] = l
 	}
@@ -277,6 +287,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, s service.Service, ve
 	var broken []string
 	var reasons []string
 	var cause eventstore.Cursor
+	var causeAt int64 // a drift recorded before this pass
 	now := r.cfg.Clock()
 	for _, rid := range s.ResourceIDs {
 		l, ok := res[rid]
@@ -323,13 +334,24 @@ func (r *Reconciler) reconcileService(ctx context.Context, s service.Service, ve
 		if kind.Repairable() {
 			broken = append(broken, rid)
 			reasons = append(reasons, detail)
+			if cause.IsZero() && l.driftAt > 0 {
+				// Found by an earlier pass (this one backs off, or retries).
+				causeAt = l.driftAt
+			}
 		}
 	}
 	if len(broken) == 0 || r.backingOff(s, now) {
 		return nil
 	}
 	repair := withDependents(s.ResourceIDs, broken, res)
-	md.CausationID = cause.String()
+	// The causation is the position of the drift event, as the
+	// orchestrator names the request its steps carry out.
+	if !cause.IsZero() {
+		causeAt = cause.Position
+	}
+	if causeAt > 0 {
+		md.CausationID = strconv.FormatInt(causeAt, 10)
+	}
 	evs, err := s.RequestRepair(service.RequestRepair{ServiceID: s.ID, Resources: repair,
 		Reason: truncate(strings.Join(reasons, "; ")), At: now})
 	if err != nil {

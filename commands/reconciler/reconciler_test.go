@@ -47,15 +47,16 @@ healthChecks:
 `
 
 type env struct {
-	t     *testing.T
-	store *eventstore.Store
-	pool  *pgxpool.Pool
-	reg   *plugins.Registry
-	fake  *fake.Plugin
-	desc  *ocl.Descriptor
-	nodes *nodes.Handlers
-	rec   *reconciler.Reconciler
-	sched *scheduler.Scheduler
+	t      *testing.T
+	store  *eventstore.Store
+	pool   *pgxpool.Pool
+	reg    *plugins.Registry
+	fake   *fake.Plugin
+	desc   *ocl.Descriptor
+	nodes  *nodes.Handlers
+	rec    *reconciler.Reconciler
+	sched  *scheduler.Scheduler
+	runner *projections.Runner
 }
 
 // newEnv runs the projections, the scheduler and the orchestrator on a
@@ -87,6 +88,7 @@ func newEnv(t *testing.T, failCreate *atomic.Bool) *env {
 	if err := runner.Register(models.All()...); err != nil {
 		t.Fatal(err)
 	}
+	e.runner = runner
 	e.sched = scheduler.New(store, time.Now, zerolog.Nop())
 	o, err := orchestrator.New(orchestrator.Config{Store: store, Pool: pool, Plugins: reg, Scheduler: e.sched, Log: zerolog.Nop(),
 		Router: eventbus.RouterOptions{MaxRetries: 1, InitialInterval: time.Millisecond}})
@@ -144,6 +146,16 @@ func (e *env) wait(id string, statuses ...service.Status) service.Service {
 // settled (the projections build while the services deploy).
 func (e *env) pass() reconciler.PassStats {
 	e.t.Helper()
+	// The pass lists services from the read models: let them catch up.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	head, err := e.store.Head(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.runner.WaitFor(ctx, head); err != nil {
+		e.t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		time.Sleep(200 * time.Millisecond)
