@@ -140,8 +140,8 @@ func runBlueprint(cmd *cobra.Command, a *app, f blueprintFlags, field, query str
 }
 
 func printBlueprint(w io.Writer, a *app, r blueprintResult, plan bool) error {
-	if a.output == outputJSON {
-		return writeJSON(w, r)
+	if a.structured() {
+		return a.writeData(w, r)
 	}
 	rows := make([][]string, 0, len(r.Changes))
 	for _, c := range r.Changes {

@@ -52,8 +52,8 @@ marked with *; a replica silent for over 6 s shows as gone.
 				return err
 			}
 			rows := nonNil(data.Cluster.Replicas)
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), rows)
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), rows)
 			}
 			table := make([][]string, len(rows))
 			for i, r := range rows {

@@ -71,8 +71,8 @@ jobs (a fan-out's children are listed with --parent ID, or all with --all).
 			if err != nil {
 				return err
 			}
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), nonNil(rows))
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), nonNil(rows))
 			}
 			table := make([][]string, len(rows))
 			for i, j := range rows {

@@ -66,8 +66,8 @@ again. The token is shown once.
 				return err
 			}
 			t := out.CreateJoinToken
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), t)
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), t)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), t.Token)
 			fmt.Fprintf(cmd.ErrOrStderr(), "cairn: join token %s, single use, expires %s UTC; labels %s\n",

@@ -71,8 +71,8 @@ line of standard input (so that it does not show in the process list):
 			if err != nil {
 				return err
 			}
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"server": srv, "config": path, "viewer": data.Viewer})
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), map[string]any{"server": srv, "config": path, "viewer": data.Viewer})
 			}
 			v := data.Viewer
 			who := v.ID

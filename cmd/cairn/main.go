@@ -91,9 +91,9 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			switch a.output {
-			case outputTable, outputJSON, outputWide:
+			case outputTable, outputJSON, outputWide, outputYAML:
 			default:
-				return &usageError{fmt.Errorf("output format %q: use table, wide or json", a.output)}
+				return &usageError{fmt.Errorf("output format %q: use table, wide, json or yaml", a.output)}
 			}
 			if a.timeout <= 0 {
 				return &usageError{fmt.Errorf("--timeout must be positive, got %s", a.timeout)}
@@ -104,7 +104,7 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputTable, "output format: table, wide (with ids) or json")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", outputTable, "output format: table, wide (with ids), json or yaml")
 	root.PersistentFlags().DurationVar(&a.timeout, "timeout", 30*time.Second, "how long to wait for the server's answer to a query")
 	root.AddCommand(
 		newLoginCommand(a),

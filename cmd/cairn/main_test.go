@@ -226,7 +226,7 @@ func TestCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.config, "cairn", "config.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused token was stored: %v", err)
 	}
-	if _, _, code := c.run("nodes", "-o", "yaml"); code != exitUsage {
+	if _, _, code := c.run("nodes", "-o", "xml"); code != exitUsage {
 		t.Fatalf("unknown output format: exit %d, want %d", code, exitUsage)
 	}
 
@@ -261,6 +261,9 @@ func TestCLI(t *testing.T) {
 	}
 	if len(nodes) != 1 || nodes[0].ID != db || nodes[0].Hostname != "db-1" {
 		t.Fatalf("nodes --label role=db: %+v", nodes)
+	}
+	if out := c.must("nodes", "-o", "yaml", "--label", "role=db"); !strings.Contains(out, "hostname: db-1") {
+		t.Fatalf("nodes -o yaml:\n%s", out)
 	}
 	if err := json.Unmarshal([]byte(c.must("nodes", "-o", "json", "--status", "decommissioned")), &nodes); err != nil || len(nodes) != 0 {
 		t.Fatalf("nodes --status decommissioned: %+v %v", nodes, err)

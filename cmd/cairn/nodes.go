@@ -84,8 +84,8 @@ reserve).
 			if err != nil {
 				return err
 			}
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), nonNil(rows))
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), nonNil(rows))
 			}
 			table := make([][]string, len(rows))
 			for i, n := range rows {

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"cairn/graph/client"
 )
 
@@ -17,7 +19,30 @@ const (
 	outputTable = "table"
 	outputJSON  = "json"
 	outputWide  = "wide" // a table with ids beside names
+	outputYAML  = "yaml"
 )
+
+// structured reports whether the output is data (JSON or YAML), not a table.
+func (a *app) structured() bool { return a.output == outputJSON || a.output == outputYAML }
+
+// writeData prints v as JSON or YAML, as -o asks; YAML keeps the API's field
+// names, as JSON does.
+func (a *app) writeData(w io.Writer, v any) error {
+	if a.output != outputYAML {
+		return writeJSON(w, v)
+	}
+	// Through JSON, so that the json tags (the API's names) hold.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	out, err := yaml.JSONToYAML(b)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
+}
 
 // maxPage is the largest page the API serves.
 const maxPage = 500

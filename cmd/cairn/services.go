@@ -386,7 +386,7 @@ func waitSettled(ctx context.Context, a *app, c *client.Client, id, cursor strin
 			}
 			return s, err
 		}
-		if s.Status != last && a.output != outputJSON {
+		if s.Status != last && !a.structured() {
 			fmt.Fprintf(progress, "service %s: %s\n", id, strings.ToLower(s.Status))
 		}
 		last = s.Status
@@ -466,8 +466,8 @@ func lastEvents(ctx context.Context, a *app, c *client.Client, s serviceDetail, 
 }
 
 func printService(w io.Writer, a *app, s serviceDetail) error {
-	if a.output == outputJSON {
-		return writeJSON(w, s)
+	if a.structured() {
+		return a.writeData(w, s)
 	}
 	status := strings.ToLower(s.Status)
 	if s.FailedIn != nil {

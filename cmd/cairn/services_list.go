@@ -68,8 +68,8 @@ tenant's only), filtered by tenant, status, template or name.
 			if err != nil {
 				return err
 			}
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), nonNil(rows))
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), nonNil(rows))
 			}
 			table := make([][]string, len(rows))
 			for i, s := range rows {

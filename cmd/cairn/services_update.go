@@ -171,7 +171,7 @@ An update that changes nothing records nothing.
 				return err
 			}
 			p := res.UpdateService
-			if a.output != outputJSON {
+			if !a.structured() {
 				if err := printUpdatePlan(cmd.ErrOrStderr(), a, p.Plan); err != nil {
 					return err
 				}
@@ -186,8 +186,8 @@ An update that changes nothing records nothing.
 }
 
 func printUpdatePlan(w io.Writer, a *app, p updatePlan) error {
-	if a.output == outputJSON {
-		return writeJSON(w, p)
+	if a.structured() {
+		return a.writeData(w, p)
 	}
 	if p.NoChange {
 		_, err := fmt.Fprintf(w, "No changes: the service is at revision %d of %s with these values.\n", p.Revision, p.FromVersion)

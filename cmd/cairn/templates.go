@@ -93,8 +93,8 @@ Publishing the same descriptor again changes nothing.
 				}
 				t = pub.PublishTemplate
 			}
-			if a.output == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), t)
+			if a.structured() {
+				return a.writeData(cmd.OutOrStdout(), t)
 			}
 			return writeTable(cmd.OutOrStdout(), []string{"TEMPLATE", "VENDOR", "STATUS", "DIGEST"},
 				[][]string{{t.Template.ID, t.Template.Vendor, t.Template.Status, t.Template.Digest}})
