@@ -356,8 +356,10 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 	}
 }
 
-// catchUpToHeadLocked waits (at most 2 s) until the view has read the log
-// up to its head as of now. Called and returns with s.mu held.
+// catchUpToHeadLocked waits until the view has read the log up to its head
+// as of now (at most 15 s: on a loaded server the view may be seconds
+// behind, and a node it has not read yet must not turn into a false "no
+// node fits"). Called and returns with s.mu held.
 func (s *Scheduler) catchUpToHeadLocked(ctx context.Context) error {
 	s.mu.Unlock()
 	head, err := s.log.Head(ctx)
@@ -365,7 +367,7 @@ func (s *Scheduler) catchUpToHeadLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: read the log's head: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	defer s.wakeWhenDone(wctx)()
 	for s.seen.Less(head) && wctx.Err() == nil {

@@ -137,7 +137,7 @@ func (e *env) wait(id string, statuses ...service.Status) service.Service {
 	defer cancel()
 	s, err := orchestratortest.Wait(ctx, e.store, id, statuses...)
 	if err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("%v (cause: %q)", err, s.Cause)
 	}
 	return s
 }
