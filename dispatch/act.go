@@ -67,9 +67,10 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 		d.command(e, "cancel", func(ctx context.Context) (commands.Outcome, error) {
 			return d.jobsH.Cancel(ctx, d.meta(e.tenant), jobs.Cancel{JobID: e.j.ID, Reason: "its fan-out " + p.j.ID + " was cancelled"})
 		})
-	case e.j.Status == job.StatusQueued && e.pinned() && d.decommissioned(e.j.Target.NodeID):
-		// Its node will never run it.
-		reason := "node " + e.j.Target.NodeID + " was decommissioned"
+	case e.j.Status == job.StatusQueued && e.pinned() && d.nodeGone(e.j.Target.NodeID):
+		// Its node is down or decommissioned: nobody will take it (a repair
+		// waiting on it would wait for ever; it is placed elsewhere instead).
+		reason := "node " + e.j.Target.NodeID + " is " + string(d.nodes[e.j.Target.NodeID].n.Status) + ": nobody will take the job"
 		d.command(e, "cancel", func(ctx context.Context) (commands.Outcome, error) {
 			return d.jobsH.Cancel(ctx, d.meta(e.tenant), jobs.Cancel{JobID: e.j.ID, Reason: reason})
 		})
@@ -93,6 +94,12 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 			})
 		}
 	}
+}
+
+// nodeGone reports whether a node is down or decommissioned.
+func (d *Dispatcher) nodeGone(nodeID string) bool {
+	n := d.nodes[nodeID]
+	return n != nil && n.gone()
 }
 
 func (d *Dispatcher) decommissioned(nodeID string) bool {

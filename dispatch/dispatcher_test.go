@@ -453,6 +453,13 @@ func TestNodeDown(t *testing.T) {
 	a1.close()
 
 	eventually(t, "n1 down", func() bool { return e.node("n1").Status == node.StatusDown })
+	// A job pinned to the node, submitted while it is down, is cancelled
+	// saying why rather than waiting for ever (a repair placing work there
+	// would wait with it).
+	late := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	if j := e.waitStatus(late, job.StatusCancelled); !strings.Contains(j.CancelReason, "is down") {
+		t.Errorf("a job for a down node: %+v", j)
+	}
 	lost := e.waitStatus(pinned, job.StatusLost)
 	if lost.LostReason == "" {
 		t.Errorf("lost without a reason: %+v", lost)
