@@ -501,7 +501,7 @@ func (r *serviceResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// A service that may run is stopped first: Cairn removes only what
 	// runs nothing.
 	if s.Status == "RUNNING" || s.Status == "DEGRADED" || s.Status == "FAILED" && s.FailedIn != nil && *s.FailedIn != "REGISTER" {
-		if s, err = r.api.run(ctx, "stopService", id, wait); err != nil {
+		if _, err := r.api.run(ctx, "stopService", id, wait); err != nil {
 			addAPIError(&resp.Diagnostics, "stop the service", err, nil)
 			return
 		}

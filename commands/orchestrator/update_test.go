@@ -220,8 +220,7 @@ func TestUpdateReplaces(t *testing.T) {
 func TestFailedUpdateReverts(t *testing.T) {
 	t.Parallel()
 	var failCache atomic.Bool
-	var e *env
-	e = newEnv(t, fake.Options{Fail: func(op plugins.Op, r plugins.Request) error {
+	e := newEnv(t, fake.Options{Fail: func(op plugins.Op, r plugins.Request) error {
 		if failCache.Load() && op == plugins.OpStart && r.ResourceID == id("up-3", "cache") {
 			return errors.New("out of memory")
 		}
