@@ -57,7 +57,13 @@ export function ServicesPage() {
       <QueryView {...q} what="Loading services">
         {(d) =>
           d.services.edges.length === 0 ? (
-            <Empty>{filtered ? 'No service matches these filters.' : 'No service yet. Deploy one from the catalog.'}</Empty>
+            <Empty>
+              {filtered
+                ? 'No service matches these filters.'
+                : state.removed
+                  ? 'No service yet. Deploy one from the catalog.'
+                  : 'No service running or kept. Removed services are hidden: tick "Include removed" to see them, or deploy one from the catalog.'}
+            </Empty>
           ) : (
             <>
               <table aria-busy={q.fetching} data-testid="services">
