@@ -31,6 +31,9 @@ func (o *Orchestrator) walkConverge(ctx context.Context, d *deployment, p phase)
 	if d.planErr != nil {
 		return fail(d.planErr.Error())
 	}
+	if d.leavingGraph == nil {
+		return fail("the revision the service leaves is not recorded")
+	}
 	changes := map[string]ocl.Change{}
 	for _, c := range ocl.Diff(d.leavingGraph, d.graph, o.reg.UpdatesInPlace) {
 		changes[c.Name] = c
