@@ -290,43 +290,11 @@ func TestUpdateCrashAtEveryStep(t *testing.T) {
 			// the steps the first orchestrator saw.
 			life := func(k int) int {
 				svc := fmt.Sprintf("upc-%d", k)
-				ctxS, cancelS := context.WithCancel(context.Background())
-				doneS := e.start(t, ctxS, nil)
-				e.register(t, svc)
-				e.wait(t, svc, service.StatusRegistered)
-				e.request(t, svc, service.CmdStart)
-				e.wait(t, svc, service.StatusRunning)
-				cancelS()
-				<-doneS
+				e.runningService(t, svc)
 				if failing {
 					failOn.Store(id(svc, "cache"))
 				}
-				var seen atomic.Int32
-				ctxA, cancelA := context.WithCancel(context.Background())
-				doneA := e.start(t, ctxA, func(s orchestrator.Step) {
-					if s.ServiceID == svc && seen.Add(1) == int32(k) {
-						cancelA()
-					}
-				})
-				e.update(t, svc, v2, `{"size": 5}`)
-				settled := make(chan struct{})
-				go func() {
-					ctx, cancel := context.WithTimeout(ctxA, time.Minute)
-					defer cancel()
-					_, _ = orchestratortest.Wait(ctx, e.store, svc, service.StatusRunning, service.StatusFailed)
-					close(settled)
-				}()
-				select {
-				case <-ctxA.Done():
-				case <-settled:
-				}
-				cancelA()
-				<-doneA
-				ctxB, cancelB := context.WithCancel(context.Background())
-				doneB := e.start(t, ctxB, nil)
-				s := e.wait(t, svc, service.StatusRunning, service.StatusFailed)
-				cancelB()
-				<-doneB
+				s, seen := e.crashAt(t, svc, k, func() { e.update(t, svc, v2, `{"size": 5}`) }, service.StatusRunning, service.StatusFailed)
 				if s.Status != service.StatusRunning || s.Revision != wantRev {
 					t.Fatalf("crash at %d: %s at %d: %s", k, s.Status, s.Revision, s.Cause)
 				}
@@ -343,7 +311,7 @@ func TestUpdateCrashAtEveryStep(t *testing.T) {
 				if !slices.Equal(live, want) {
 					t.Fatalf("crash at %d: live %v, want %v", k, live, want)
 				}
-				return int(seen.Load())
+				return seen
 			}
 			steps := life(0)
 			if steps < 6 {
@@ -355,6 +323,55 @@ func TestUpdateCrashAtEveryStep(t *testing.T) {
 			t.Logf("crashed at each of %d steps", steps)
 		})
 	}
+}
+
+// runningService registers and starts svc with an orchestrator of its own,
+// stopped again before this returns.
+func (e *env) runningService(t *testing.T, svc string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := e.start(t, ctx, nil)
+	e.register(t, svc)
+	e.wait(t, svc, service.StatusRegistered)
+	e.request(t, svc, service.CmdStart)
+	e.wait(t, svc, service.StatusRunning)
+	cancel()
+	<-done
+}
+
+// crashAt records a request with act and drives svc with an orchestrator
+// stopped after its k-th step of the service (never, for k = 0), then with
+// a new one until the service is in one of the statuses; it returns the
+// service and the steps the first orchestrator saw.
+func (e *env) crashAt(t *testing.T, svc string, k int, act func(), statuses ...service.Status) (service.Service, int) {
+	t.Helper()
+	var seen atomic.Int32
+	ctxA, cancelA := context.WithCancel(context.Background())
+	doneA := e.start(t, ctxA, func(s orchestrator.Step) {
+		if s.ServiceID == svc && seen.Add(1) == int32(k) {
+			cancelA()
+		}
+	})
+	act()
+	settled := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(ctxA, time.Minute)
+		defer cancel()
+		_, _ = orchestratortest.Wait(ctx, e.store, svc, statuses...)
+		close(settled)
+	}()
+	select {
+	case <-ctxA.Done():
+	case <-settled:
+	}
+	cancelA()
+	<-doneA
+	ctxB, cancelB := context.WithCancel(context.Background())
+	doneB := e.start(t, ctxB, nil)
+	s := e.wait(t, svc, statuses...)
+	cancelB()
+	<-doneB
+	return s, int(seen.Load())
 }
 
 func instanceOf(svc, resourceID string) string {
@@ -375,48 +392,18 @@ func TestRepairCrashAtEveryStep(t *testing.T) {
 	e := newEnv(t, fake.Options{})
 	life := func(k int) int {
 		svc := fmt.Sprintf("rep-%d", k)
-		ctxS, cancelS := context.WithCancel(context.Background())
-		doneS := e.start(t, ctxS, nil)
-		e.register(t, svc)
-		e.wait(t, svc, service.StatusRegistered)
-		e.request(t, svc, service.CmdStart)
-		e.wait(t, svc, service.StatusRunning)
-		cancelS()
-		<-doneS
+		e.runningService(t, svc)
 		e.fake.Lose(id(svc, "net"))
-		var seen atomic.Int32
-		ctxA, cancelA := context.WithCancel(context.Background())
-		doneA := e.start(t, ctxA, func(s orchestrator.Step) {
-			if s.ServiceID == svc && seen.Add(1) == int32(k) {
-				cancelA()
-			}
-		})
 		repair := []string{id(svc, "net"), id(svc, "vm"), id(svc, "dns")}
-		_, err := commands.Execute[service.Service](context.Background(), e.store, domain.ServiceStream, svc, commands.Meta{Actor: "tester"}, nil,
-			func(s service.Service) ([]domain.Event, error) {
-				return s.RequestRepair(service.RequestRepair{ServiceID: svc, Resources: repair, Reason: "net is missing", At: time.Now()})
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-		settled := make(chan struct{})
-		go func() {
-			ctx, cancel := context.WithTimeout(ctxA, time.Minute)
-			defer cancel()
-			_, _ = orchestratortest.Wait(ctx, e.store, svc, service.StatusRunning, service.StatusDegraded)
-			close(settled)
-		}()
-		select {
-		case <-ctxA.Done():
-		case <-settled:
-		}
-		cancelA()
-		<-doneA
-		ctxB, cancelB := context.WithCancel(context.Background())
-		doneB := e.start(t, ctxB, nil)
-		s := e.wait(t, svc, service.StatusRunning, service.StatusDegraded)
-		cancelB()
-		<-doneB
+		s, seen := e.crashAt(t, svc, k, func() {
+			_, err := commands.Execute[service.Service](context.Background(), e.store, domain.ServiceStream, svc, commands.Meta{Actor: "tester"}, nil,
+				func(s service.Service) ([]domain.Event, error) {
+					return s.RequestRepair(service.RequestRepair{ServiceID: svc, Resources: repair, Reason: "net is missing", At: time.Now()})
+				})
+			if err != nil {
+				t.Error(err)
+			}
+		}, service.StatusRunning, service.StatusDegraded)
 		if s.Status != service.StatusRunning {
 			t.Fatalf("crash at %d: %s: %s", k, s.Status, s.Cause)
 		}
@@ -431,7 +418,7 @@ func TestRepairCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("crash at %d: resource %s is %s, drift %q", k, rid, r.Status, r.Drift)
 			}
 		}
-		return int(seen.Load())
+		return seen
 	}
 	steps := life(0)
 	if steps < 6 {

@@ -76,19 +76,7 @@ type Registration struct {
 // Register records a service's registration request with the resource ids
 // of its plan, as the services' command handler does.
 func Register(ctx context.Context, store *eventstore.Store, r Registration) error {
-	vars, err := r.Descriptor.ResolveVariables(r.Flavor, r.Variables)
-	if err != nil {
-		return err
-	}
-	g, err := r.Descriptor.Plan(vars, ocl.ServiceContext{ID: r.ServiceID, Tenant: r.TenantID})
-	if err != nil {
-		return err
-	}
-	var ids []string
-	for _, n := range g.Nodes() {
-		ids = append(ids, n.ResourceID)
-	}
-	recorded, err := json.Marshal(vars)
+	recorded, ids, err := planned(r.Descriptor, r.Flavor, r.Variables, ocl.ServiceContext{ID: r.ServiceID, Tenant: r.TenantID})
 	if err != nil {
 		return err
 	}
@@ -107,6 +95,25 @@ func Register(ctx context.Context, store *eventstore.Store, r Registration) erro
 	return err
 }
 
+// planned resolves the variables, plans the service and returns the
+// variables to record (plain JSON) and the resource ids of the plan.
+func planned(d *ocl.Descriptor, flavor string, given map[string]json.RawMessage, svc ocl.ServiceContext) (json.RawMessage, []string, error) {
+	vars, err := d.ResolveVariables(flavor, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := d.Plan(vars, svc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []string
+	for _, n := range g.Nodes() {
+		ids = append(ids, n.ResourceID)
+	}
+	recorded, err := json.Marshal(vars)
+	return recorded, ids, err
+}
+
 // Update records a service's update to a (published) descriptor and
 // variables, with the resource ids of its plan, as the services' command
 // handler does.
@@ -115,19 +122,7 @@ func Update(ctx context.Context, store *eventstore.Store, serviceID string, desc
 	if err != nil {
 		return err
 	}
-	vars, err := desc.ResolveVariables("", variables)
-	if err != nil {
-		return err
-	}
-	g, err := desc.Plan(vars, ocl.ServiceContext{ID: serviceID, Tenant: s.TenantID})
-	if err != nil {
-		return err
-	}
-	var ids []string
-	for _, n := range g.Nodes() {
-		ids = append(ids, n.ResourceID)
-	}
-	recorded, err := json.Marshal(vars)
+	recorded, ids, err := planned(desc, "", variables, ocl.ServiceContext{ID: serviceID, Tenant: s.TenantID})
 	if err != nil {
 		return err
 	}
