@@ -69,7 +69,7 @@ func (r *apiTokenResource) Create(ctx context.Context, req resource.CreateReques
 			Token    string
 		}
 	}
-	if err := r.api.Do(ctx, `mutation($in: CreateApiTokenInput!) { createApiToken(input: $in) { apiToken { `+apiTokenFields+` } token } }`,
+	if err := r.api.Do(ctx, `mutation($in: CreateApiTokenInput!) { createApiToken(input: $in) { apiToken { `+apiTokenFields+` } token cursor } }`,
 		map[string]any{"in": in}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "create the token", err, fieldPaths{"userId": path.Root("user_id"), "ttlSeconds": path.Root("ttl_seconds")})
 		return
@@ -88,7 +88,7 @@ func (r *apiTokenResource) Read(ctx context.Context, req resource.ReadRequest, r
 			Edges []struct{ Node apiTokenView }
 		} `json:"apiTokens"`
 	}
-	if err := r.api.Do(ctx, `query($u: ID) { apiTokens(first: 500, filter: {userId: $u}) { edges { node { `+apiTokenFields+` } } } }`,
+	if err := r.api.Do(ctx, `query($u: ID, $cw: Cursor) { apiTokens(first: 500, filter: {userId: $u}, consistentWith: $cw) { edges { node { `+apiTokenFields+` } } } }`,
 		map[string]any{"u": m.UserID.ValueString()}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "read the token", err, nil)
 		return

@@ -63,7 +63,7 @@ func (d *templateDataSource) Read(ctx context.Context, req datasource.ReadReques
 				Edges []struct{ Node struct{ Version string } }
 			}
 		}
-		if err := d.api.Do(ctx, `query($n: String!) { templates(first: 1, filter: {name: $n, status: [PUBLISHED], latestOnly: true}) { edges { node { version } } } }`,
+		if err := d.api.Do(ctx, `query($n: String!, $cw: Cursor) { templates(first: 1, filter: {name: $n, status: [PUBLISHED], latestOnly: true}, consistentWith: $cw) { edges { node { version } } } }`,
 			map[string]any{"n": m.Name.ValueString()}, &out); err != nil {
 			addAPIError(&resp.Diagnostics, "list the template's versions", err, nil)
 			return
@@ -172,7 +172,7 @@ func (d *nodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 				}
 			}
 		}
-		if err := d.api.Do(ctx, `query($f: NodeFilter, $a: String) { nodes(first: 500, after: $a, filter: $f) { edges { node { `+nodeFields+` } } pageInfo { hasNextPage endCursor } } }`,
+		if err := d.api.Do(ctx, `query($f: NodeFilter, $a: String, $cw: Cursor) { nodes(first: 500, after: $a, filter: $f, consistentWith: $cw) { edges { node { `+nodeFields+` } } pageInfo { hasNextPage endCursor } } }`,
 			map[string]any{"f": filter, "a": after}, &out); err != nil {
 			addAPIError(&resp.Diagnostics, "list the nodes", err, fieldPaths{"labels": path.Root("labels"), "locationId": path.Root("location_id"), "status": path.Root("status")})
 			return
@@ -302,7 +302,7 @@ func (d *locationDataSource) Read(ctx context.Context, req datasource.ReadReques
 			Edges []struct{ Node locationView }
 		}
 	}
-	if err := d.api.Do(ctx, `query { locations(first: 500) { edges { node { `+locationFields+` } } } }`, nil, &out); err != nil {
+	if err := d.api.Do(ctx, `query($cw: Cursor) { locations(first: 500, consistentWith: $cw) { edges { node { `+locationFields+` } } } }`, nil, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "list the locations", err, nil)
 		return
 	}

@@ -75,7 +75,7 @@ func (r *locationResource) Create(ctx context.Context, req resource.CreateReques
 	var out struct {
 		CreateLocation struct{ Location locationView }
 	}
-	if err := r.api.Do(ctx, `mutation($in: CreateLocationInput!) { createLocation(input: $in) { location { `+locationFields+` } } }`, map[string]any{"in": in}, &out); err != nil {
+	if err := r.api.Do(ctx, `mutation($in: CreateLocationInput!) { createLocation(input: $in) { location { `+locationFields+` } cursor } }`, map[string]any{"in": in}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "create the location", err, locationInputFields)
 		return
 	}
@@ -85,7 +85,7 @@ func (r *locationResource) Create(ctx context.Context, req resource.CreateReques
 
 func (a *API) location(ctx context.Context, id string) (*locationView, error) {
 	var out struct{ Location *locationView }
-	err := a.Do(ctx, `query($id: ID!) { location(id: $id) { `+locationFields+` } }`, map[string]any{"id": id}, &out)
+	err := a.Do(ctx, `query($id: ID!, $cw: Cursor) { location(id: $id, consistentWith: $cw) { `+locationFields+` } }`, map[string]any{"id": id}, &out)
 	return out.Location, err
 }
 
@@ -115,7 +115,7 @@ func (r *locationResource) Update(ctx context.Context, req resource.UpdateReques
 	var out struct {
 		UpdateLocation struct{ Location locationView }
 	}
-	if err := r.api.Do(ctx, `mutation($in: UpdateLocationInput!) { updateLocation(input: $in) { location { `+locationFields+` } } }`, map[string]any{"in": in}, &out); err != nil {
+	if err := r.api.Do(ctx, `mutation($in: UpdateLocationInput!) { updateLocation(input: $in) { location { `+locationFields+` } cursor } }`, map[string]any{"in": in}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "update the location", err, locationInputFields)
 		return
 	}

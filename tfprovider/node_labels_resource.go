@@ -62,7 +62,7 @@ func (r *nodeLabelsResource) Schema(_ context.Context, _ resource.SchemaRequest,
 
 func (a *API) node(ctx context.Context, id string) (*nodeView, error) {
 	var out struct{ ServerNode *nodeView }
-	err := a.Do(ctx, `query($id: ID!) { serverNode(id: $id) { `+nodeFields+` } }`, map[string]any{"id": id}, &out)
+	err := a.Do(ctx, `query($id: ID!, $cw: Cursor) { serverNode(id: $id, consistentWith: $cw) { `+nodeFields+` } }`, map[string]any{"id": id}, &out)
 	return out.ServerNode, err
 }
 
@@ -72,7 +72,7 @@ func (r *nodeLabelsResource) set(ctx context.Context, m *nodeLabelsModel, labels
 		in = append(in, map[string]string{"key": k, "value": labels[k]})
 	}
 	var out struct{ SetNodeLabels struct{ Node nodeView } }
-	err := r.api.Do(ctx, `mutation($id: ID!, $l: [LabelInput!]!) { setNodeLabels(input: {nodeId: $id, labels: $l}) { node { `+nodeFields+` } } }`,
+	err := r.api.Do(ctx, `mutation($id: ID!, $l: [LabelInput!]!) { setNodeLabels(input: {nodeId: $id, labels: $l}) { node { `+nodeFields+` } cursor } }`,
 		map[string]any{"id": m.NodeID.ValueString(), "l": in}, &out)
 	if err == nil {
 		m.fill(out.SetNodeLabels.Node)

@@ -2,8 +2,13 @@ package tfprovider
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,5 +174,66 @@ func TestTimeouts(t *testing.T) {
 	}
 	if _, err := tm.wait("update"); err == nil {
 		t.Fatal("soon is a duration?")
+	}
+}
+
+// A query that declares $cw waits for the highest cursor the provider's
+// writes returned, so a data source read right after a resource was made
+// sees it; a query that passes its own cw keeps it.
+func TestReadsOwnWrites(t *testing.T) {
+	t.Parallel()
+	var seen []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Query     string
+			Variables map[string]any
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Error(err)
+		}
+		seen = append(seen, req.Variables)
+		switch {
+		case strings.Contains(req.Query, "createTenant"):
+			fmt.Fprint(w, `{"data": {"createTenant": {"tenant": {"id": "acme"}, "cursor": "812-7"}}}`)
+		case strings.HasPrefix(req.Query, "mutation"):
+			fmt.Fprint(w, `{"data": {"createUser": {"user": {"id": "u1"}, "cursor": "790-9"}}}`)
+		default:
+			fmt.Fprint(w, `{"data": {"tenant": {"id": "acme"}}}`)
+		}
+	}))
+	defer srv.Close()
+	api := &API{client: client.New(srv.URL, "t", srv.Client()), timeout: 5 * time.Second}
+	ctx := context.Background()
+	read := `query($id: ID!, $cw: Cursor) { tenant(id: $id, consistentWith: $cw) { id } }`
+	steps := []struct {
+		query string
+		vars  map[string]any
+		want  any
+	}{
+		{read, map[string]any{"id": "acme"}, nil},
+		{`mutation { createTenant(input: {id: "acme", name: "Acme"}) { tenant { id } cursor } }`, nil, "absent"},
+		{read, map[string]any{"id": "acme"}, "812-7"},
+		{`mutation { createUser(input: {name: "n", role: OPERATOR}) { user { id } cursor } }`, nil, "absent"},
+		{read, map[string]any{"id": "acme"}, "812-7"}, // an older cursor does not move it back
+		{read, map[string]any{"id": "acme", "cw": "900-1"}, "900-1"},
+	}
+	for i, s := range steps {
+		var out map[string]any
+		if err := api.Do(ctx, s.query, s.vars, &out); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if len(out) == 0 {
+			t.Fatalf("step %d: the answer was not decoded", i)
+		}
+		got, given := seen[i]["cw"]
+		if s.want == "absent" {
+			if given {
+				t.Errorf("step %d: a mutation was sent cw %v", i, got)
+			}
+			continue
+		}
+		if !given || got != s.want {
+			t.Errorf("step %d: cw = %v (sent: %v), want %v", i, got, given, s.want)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func (r *scheduleResource) Create(ctx context.Context, req resource.CreateReques
 	var out struct {
 		CreateSchedule struct{ Schedule scheduleView }
 	}
-	if err := r.api.Do(ctx, `mutation($in: CreateScheduleInput!) { createSchedule(input: $in) { schedule { `+scheduleFields+` } } }`, map[string]any{"in": in}, &out); err != nil {
+	if err := r.api.Do(ctx, `mutation($in: CreateScheduleInput!) { createSchedule(input: $in) { schedule { `+scheduleFields+` } cursor } }`, map[string]any{"in": in}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "create the schedule", err, scheduleInputFields)
 		return
 	}
@@ -107,7 +107,7 @@ func (r *scheduleResource) pause(ctx context.Context, m *scheduleModel, paused b
 		mutation = "pauseSchedule"
 	}
 	var out map[string]struct{ Schedule scheduleView }
-	err := r.api.Do(ctx, `mutation($id: ID!) { `+mutation+`(input: {scheduleId: $id, reason: "set by Terraform"}) { schedule { `+scheduleFields+` } } }`,
+	err := r.api.Do(ctx, `mutation($id: ID!) { `+mutation+`(input: {scheduleId: $id, reason: "set by Terraform"}) { schedule { `+scheduleFields+` } cursor } }`,
 		map[string]any{"id": m.ID.ValueString()}, &out)
 	if err != nil {
 		diags.AddError("Cannot "+mutation, err.Error())

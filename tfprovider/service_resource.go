@@ -222,7 +222,7 @@ func (a *API) variableInput(ctx context.Context, m serviceModel, removed []strin
 			Variables []struct{ Name, Type string }
 		}
 	}
-	err := a.Do(ctx, `query($n: String!, $v: String!) { template(name: $n, version: $v) { variables { name type } } }`,
+	err := a.Do(ctx, `query($n: String!, $v: String!, $cw: Cursor) { template(name: $n, version: $v, consistentWith: $cw) { variables { name type } } }`,
 		map[string]any{"n": m.Template.ValueString(), "v": m.Version.ValueString()}, &tpl)
 	if err != nil {
 		addAPIError(diags, "read the template's variables", err, nil)
@@ -542,7 +542,7 @@ func (a *API) serviceByIDOrName(ctx context.Context, ref string) (string, error)
 	if tenant != "" {
 		filter["tenantId"] = tenant
 	}
-	if err := a.Do(ctx, `query($f: ServiceFilter) { services(first: 500, filter: $f) { edges { node { id name tenantId status } } } }`,
+	if err := a.Do(ctx, `query($f: ServiceFilter, $cw: Cursor) { services(first: 500, filter: $f, consistentWith: $cw) { edges { node { id name tenantId status } } } }`,
 		map[string]any{"f": filter}, &out); err != nil {
 		return "", err
 	}

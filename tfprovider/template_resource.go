@@ -50,7 +50,7 @@ const templateViewFields = `id name version status vendor category description v
 
 func (a *API) template(ctx context.Context, name, version string) (*templateView, error) {
 	var out struct{ Template *templateView }
-	err := a.Do(ctx, `query($n: String!, $v: String!) { template(name: $n, version: $v) { `+templateViewFields+` } }`,
+	err := a.Do(ctx, `query($n: String!, $v: String!, $cw: Cursor) { template(name: $n, version: $v, consistentWith: $cw) { `+templateViewFields+` } }`,
 		map[string]any{"n": name, "v": version}, &out)
 	return out.Template, err
 }
@@ -88,7 +88,7 @@ func (r *templateResource) Create(ctx context.Context, req resource.CreateReques
 	var out struct {
 		RegisterTemplate struct{ Template templateView }
 	}
-	if err := r.api.Do(ctx, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { `+templateViewFields+` } } }`,
+	if err := r.api.Do(ctx, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { `+templateViewFields+` } cursor } }`,
 		map[string]any{"d": m.Descriptor.ValueString()}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "register the template", err, fieldPaths{"descriptor": path.Root("descriptor")})
 		return
@@ -98,7 +98,7 @@ func (r *templateResource) Create(ctx context.Context, req resource.CreateReques
 		var pub struct {
 			PublishTemplate struct{ Template templateView }
 		}
-		if err := r.api.Do(ctx, `mutation($n: String!, $v: String!) { publishTemplate(input: {name: $n, version: $v}) { template { `+templateViewFields+` } } }`,
+		if err := r.api.Do(ctx, `mutation($n: String!, $v: String!) { publishTemplate(input: {name: $n, version: $v}) { template { `+templateViewFields+` } cursor } }`,
 			map[string]any{"n": t.Name, "v": t.Version}, &pub); err != nil {
 			addAPIError(&resp.Diagnostics, "publish the template", err, nil)
 			return
@@ -134,7 +134,7 @@ func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, r
 		var d struct {
 			Template struct{ Descriptor json.RawMessage }
 		}
-		if err := r.api.Do(ctx, `query($n: String!, $v: String!) { template(name: $n, version: $v) { descriptor } }`,
+		if err := r.api.Do(ctx, `query($n: String!, $v: String!, $cw: Cursor) { template(name: $n, version: $v, consistentWith: $cw) { descriptor } }`,
 			map[string]any{"n": t.Name, "v": t.Version}, &d); err == nil {
 			m.Descriptor = types.StringValue(string(d.Template.Descriptor))
 		}

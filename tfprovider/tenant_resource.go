@@ -65,7 +65,7 @@ func (r *tenantResource) Create(ctx context.Context, req resource.CreateRequest,
 		in["id"] = v
 	}
 	var out struct{ CreateTenant struct{ Tenant tenantView } }
-	if err := r.api.Do(ctx, `mutation($in: CreateTenantInput!) { createTenant(input: $in) { tenant { `+tenantFields+` } } }`, map[string]any{"in": in}, &out); err != nil {
+	if err := r.api.Do(ctx, `mutation($in: CreateTenantInput!) { createTenant(input: $in) { tenant { `+tenantFields+` } cursor } }`, map[string]any{"in": in}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "create the tenant", err, tenantInputFields)
 		return
 	}
@@ -77,7 +77,7 @@ func (r *tenantResource) Read(ctx context.Context, req resource.ReadRequest, res
 	var m tenantModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	var out struct{ Tenant *tenantView }
-	if err := r.api.Do(ctx, `query($id: ID!) { tenant(id: $id) { `+tenantFields+` } }`, map[string]any{"id": m.ID.ValueString()}, &out); err != nil {
+	if err := r.api.Do(ctx, `query($id: ID!, $cw: Cursor) { tenant(id: $id, consistentWith: $cw) { `+tenantFields+` } }`, map[string]any{"id": m.ID.ValueString()}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "read the tenant", err, nil)
 		return
 	}
@@ -96,7 +96,7 @@ func (r *tenantResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	var out struct{ RenameTenant struct{ Tenant tenantView } }
-	if err := r.api.Do(ctx, `mutation($id: ID!, $n: String!) { renameTenant(input: {tenantId: $id, name: $n}) { tenant { `+tenantFields+` } } }`,
+	if err := r.api.Do(ctx, `mutation($id: ID!, $n: String!) { renameTenant(input: {tenantId: $id, name: $n}) { tenant { `+tenantFields+` } cursor } }`,
 		map[string]any{"id": m.ID.ValueString(), "n": m.Name.ValueString()}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "rename the tenant", err, tenantInputFields)
 		return

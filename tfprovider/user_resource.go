@@ -79,7 +79,7 @@ func (r *userResource) Create(ctx context.Context, req resource.CreateRequest, r
 		in["id"] = v
 	}
 	var out struct{ CreateUser struct{ User userView } }
-	if err := r.api.Do(ctx, `mutation($in: CreateUserInput!) { createUser(input: $in) { user { `+userFields+` } } }`, map[string]any{"in": in}, &out); err != nil {
+	if err := r.api.Do(ctx, `mutation($in: CreateUserInput!) { createUser(input: $in) { user { `+userFields+` } cursor } }`, map[string]any{"in": in}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "create the user", err, userInputFields)
 		return
 	}
@@ -95,7 +95,7 @@ func (r *userResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	var m userModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	var out struct{ User *userView }
-	if err := r.api.Do(ctx, `query($id: ID!) { user(id: $id) { `+userFields+` } }`, map[string]any{"id": m.ID.ValueString()}, &out); err != nil {
+	if err := r.api.Do(ctx, `query($id: ID!, $cw: Cursor) { user(id: $id, consistentWith: $cw) { `+userFields+` } }`, map[string]any{"id": m.ID.ValueString()}, &out); err != nil {
 		addAPIError(&resp.Diagnostics, "read the user", err, nil)
 		return
 	}
@@ -108,9 +108,9 @@ func (r *userResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 }
 
 func (r *userResource) setEnabled(ctx context.Context, m *userModel, enabled bool, diags interface{ AddError(string, string) }) {
-	q := `mutation($id: ID!) { enableUser(input: {userId: $id}) { user { ` + userFields + ` } } }`
+	q := `mutation($id: ID!) { enableUser(input: {userId: $id}) { user { ` + userFields + ` } cursor } }`
 	if !enabled {
-		q = `mutation($id: ID!) { disableUser(input: {userId: $id, reason: "disabled by Terraform"}) { user { ` + userFields + ` } } }`
+		q = `mutation($id: ID!) { disableUser(input: {userId: $id, reason: "disabled by Terraform"}) { user { ` + userFields + ` } cursor } }`
 	}
 	var out map[string]struct{ User userView }
 	if err := r.api.Do(ctx, q, map[string]any{"id": m.ID.ValueString()}, &out); err != nil {
