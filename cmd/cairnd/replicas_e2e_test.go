@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"cairn/cluster"
+	"cairn/domain"
 	gqlclient "cairn/graph/client"
 	"cairn/internal/database"
 	"cairn/internal/pgcluster"
@@ -307,6 +308,15 @@ func TestReplicasSurviveADatabaseRestart(t *testing.T) {
 	})
 }
 
+// replicaProcs are the replicas' processes.
+func replicaProcs(reps []runningReplica) []*testproc.Process {
+	out := make([]*testproc.Process, len(reps))
+	for i, r := range reps {
+		out[i] = r.proc
+	}
+	return out
+}
+
 // runningReplica is a cairnd process of a test and its base URL.
 type runningReplica struct {
 	proc *testproc.Process
@@ -411,6 +421,7 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 	// Two agents, each listing every replica, the owner's first for one.
 	marks := t.TempDir()
 	var nodeIDs []string
+	var agents []*testproc.Process
 	for i := range 2 {
 		var jt struct {
 			CreateJoinToken struct{ Token string } `json:"createJoinToken"`
@@ -434,6 +445,7 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 				t.Logf("%s output:\n%s", host, agent.Output())
 			}
 		})
+		agents = append(agents, agent)
 		var id string
 		poll(t, step, host+" to be online", func() (bool, string) {
 			var out struct {
@@ -582,8 +594,39 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 			t.Fatalf("submission %d was never acknowledged by any replica", i)
 		}
 	}
-	// Every acknowledged job ends, successfully, once.
+	// Every acknowledged job ends, successfully, once. A job that does not
+	// is shown with its events and every line a process wrote about it.
+	var stuck string
+	t.Cleanup(func() {
+		if !t.Failed() || stuck == "" {
+			return
+		}
+		var evs struct {
+			Events struct {
+				Edges []struct {
+					Node struct {
+						Type, Time string
+						Payload    json.RawMessage
+					}
+				}
+			}
+		}
+		err := api(survivor).do(`query($s: String!) { events(first: 100, filter: {streamIds: [$s]}) { edges { node { type time payload } } } }`,
+			map[string]any{"s": domain.StreamID(domain.JobStream, stuck)}, &evs)
+		t.Logf("job %s's events (%v):", stuck, err)
+		for _, e := range evs.Events.Edges {
+			t.Logf("  %s %s %s", e.Node.Time, e.Node.Type, e.Node.Payload)
+		}
+		for _, p := range append(append([]*testproc.Process{}, agents...), replicaProcs(reps)...) {
+			for _, line := range strings.Split(p.Output(), "\n") {
+				if strings.Contains(line, stuck) {
+					t.Logf("  %s", line)
+				}
+			}
+		}
+	})
 	poll(t, step, "every job to succeed", func() (bool, string) {
+		stuck = ""
 		for _, id := range acked {
 			var out struct {
 				Job struct {
@@ -595,6 +638,7 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 				return false, err.Error()
 			}
 			if out.Job.Status != "SUCCEEDED" {
+				stuck = id
 				return false, id + " is " + out.Job.Status
 			}
 		}
