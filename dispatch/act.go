@@ -70,7 +70,8 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 	case e.j.Status == job.StatusQueued && e.pinned() && d.nodeGone(e.j.Target.NodeID):
 		// Its node is down or decommissioned: nobody will take it (a repair
 		// waiting on it would wait for ever; it is placed elsewhere instead).
-		reason := "node " + e.j.Target.NodeID + " is " + string(d.nodes[e.j.Target.NodeID].n.Status) + ": nobody will take the job"
+		n := d.nodes[e.j.Target.NodeID].n
+		reason := "node " + n.Hostname + " is " + string(n.Status) + ": nobody will take the job"
 		d.command(e, "cancel", func(ctx context.Context) (commands.Outcome, error) {
 			return d.jobsH.Cancel(ctx, d.meta(e.tenant), jobs.Cancel{JobID: e.j.ID, Reason: reason})
 		})

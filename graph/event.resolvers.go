@@ -8,12 +8,21 @@ package graph
 import (
 	"cairn/auth"
 	"cairn/eventstore"
+	"cairn/graph/generated"
 	"cairn/graph/live"
 	"cairn/graph/model"
 	"cairn/graph/transport"
 	"context"
 	"fmt"
 )
+
+func (r *eventMetadataResolver) ActorName(ctx context.Context, obj *model.EventMetadata) (*string, error) {
+	if obj.Actor == nil {
+		return nil, nil
+	}
+	name, err := r.actorName(ctx, *obj.Actor)
+	return &name, err
+}
 
 func (r *queryResolver) Events(ctx context.Context, first *int, after *model.Cursor, last *int, before *model.Cursor, filter *model.EventFilter, consistentWith *model.Cursor) (*model.EventConnection, error) {
 	p, err := r.authorizeOwn(ctx, auth.EventRead)
@@ -72,3 +81,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, filter *model.EventFi
 		return r.toEvent(e)
 	})
 }
+
+func (r *Resolver) EventMetadata() generated.EventMetadataResolver { return &eventMetadataResolver{r} }
+
+type eventMetadataResolver struct{ *Resolver }

@@ -72,6 +72,10 @@ func (r *jobResolver) Children(ctx context.Context, obj *model.Job, first *int, 
 	return conn, nil
 }
 
+func (r *jobResolver) SubmitterName(ctx context.Context, obj *model.Job) (string, error) {
+	return r.actorName(ctx, obj.Submitter)
+}
+
 func (r *jobResolver) Tenant(ctx context.Context, obj *model.Job) (*model.Tenant, error) {
 	return r.relatedTenant(ctx, obj.TenantID)
 }

@@ -244,3 +244,34 @@ func (r *Resolver) relatedLocation(ctx context.Context, id *string) (*model.Loca
 	}
 	return related(ctx, r.loaders(ctx).locations, id, locationRowModel)
 }
+
+// actorName is the name people know an actor by: a user's name, a node's
+// hostname; a process (orchestrator, reconciler, cairnd) is its own name.
+// A caller who may not read the user (a tenant's member reading an
+// operator's change) sees the id, as the actor field has it; the people of
+// one tenant see each other's names.
+func (r *Resolver) actorName(ctx context.Context, actor string) (string, error) {
+	if actor == "" {
+		return "", nil
+	}
+	l := r.loaders(ctx)
+	u, err := l.users.Load(ctx, actor)
+	if err != nil {
+		return "", err
+	}
+	if u != nil {
+		sameTenant := u.TenantID != "" && transport.Principal(ctx).TenantID == u.TenantID
+		if sameTenant || mayRead(ctx, auth.UserRead, auth.Resource{TenantID: u.TenantID}) {
+			return u.Name, nil
+		}
+		return actor, nil
+	}
+	n, err := l.nodes.Load(ctx, actor)
+	if err != nil {
+		return "", err
+	}
+	if n != nil && mayRead(ctx, auth.NodeRead, auth.Resource{NodeID: actor}) {
+		return n.Hostname, nil
+	}
+	return actor, nil
+}

@@ -238,3 +238,38 @@ func TestServiceChangedTenantIsolation(t *testing.T) {
 		}
 	}
 }
+
+// Actors read as names: the user who acted, by the name the read models
+// hold for them; an actor that is no user or node is itself.
+func TestActorNames(t *testing.T) {
+	e := newReadEnv(t)
+	e.catalog()
+	var u struct{ CreateUser struct{ Cursor string } }
+	e.must(e.client("admin"), `mutation { createUser(input: {id: "u-a", name: "Ana Lima", role: TENANT_MEMBER, tenantId: "tenant-a"}) { cursor } }`, nil, &u)
+	created := e.createService("tenantA", "cache")
+	var out struct {
+		Events struct {
+			Edges []struct {
+				Node struct {
+					Metadata struct{ Actor, ActorName string }
+				}
+			}
+		}
+	}
+	const q = `query($s: String!, $c: Cursor) { events(first: 5, filter: {streamIds: [$s]}, consistentWith: $c) { edges { node { metadata { actor actorName } } } } }`
+	vars := map[string]any{"s": "service-" + created.CreateService.Service.ID, "c": created.CreateService.Cursor}
+	for _, who := range []string{"auditor", "tenantA"} {
+		e.must(e.client(who), q, vars, &out)
+		if len(out.Events.Edges) == 0 {
+			t.Fatalf("%s reads no event of the service", who)
+		}
+		if m := out.Events.Edges[0].Node.Metadata; m.Actor != "u-a" || m.ActorName != "Ana Lima" {
+			t.Errorf("%s reads the actor as %+v, want u-a named Ana Lima", who, m)
+		}
+	}
+	// The bootstrap of the catalog acted as a principal with no user row.
+	e.must(e.client("auditor"), `{ events(first: 1) { edges { node { metadata { actor actorName } } } } }`, nil, &out)
+	if m := out.Events.Edges[0].Node.Metadata; m.ActorName != m.Actor {
+		t.Errorf("an actor that is no user reads %+v", m)
+	}
+}

@@ -98,12 +98,12 @@ services:
 	if err := json.Unmarshal([]byte(c.must("services", "--name", "greeter", "-o", "json")), &list); err != nil || len(list) != 1 {
 		t.Fatalf("services --name greeter: %v %+v", err, list)
 	}
-	id := list[0].ID
-	out = c.must("services", "plan", id, "--var", "greeting=bonjour")
+	// Services are named by name, or TENANT/NAME.
+	out = c.must("services", "plan", "greeter", "--var", "greeting=bonjour")
 	if !strings.Contains(out, "update") || !strings.Contains(out, "content") || !strings.Contains(out, "1 to update in place") {
 		t.Fatalf("services plan:\n%s", out)
 	}
-	out, errOut, code := c.run("services", "update", id, "--var", "greeting=bonjour", "--wait")
+	out, errOut, code := c.run("services", "update", "acme/greeter", "--var", "greeting=bonjour", "--wait")
 	if code != 0 || !strings.Contains(out, "revision 2") {
 		t.Fatalf("services update: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -116,9 +116,31 @@ services:
 		t.Fatalf("no note reads bonjour in %v", files)
 	}
 	// Its resources show by their names in the descriptor.
-	if out := c.must("services", "show", id); !strings.Contains(out, "\nnote ") {
+	if out := c.must("services", "show", list[0].ID); !strings.Contains(out, "\nnote ") {
 		t.Errorf("services show lists no resource named note:\n%s", out)
 	}
+	if _, errOut, code := c.run("services", "show", "nobody"); code != exitError || !strings.Contains(errOut, `no service has the id or name "nobody"`) {
+		t.Errorf("services show of a name nothing has: exit %d, %q", code, errOut)
+	}
+	// Tables show names: the tenant's, not its id; -o wide adds the ids.
+	if out := c.must("services", "--name", "greeter"); !strings.HasPrefix(out, "NAME") || !strings.Contains(out, "Acme") || strings.Contains(out, list[0].ID) {
+		t.Errorf("services table:\n%s", out)
+	}
+	if out := c.must("services", "--name", "greeter", "-o", "wide"); !strings.Contains(out, list[0].ID) {
+		t.Errorf("services -o wide has no id:\n%s", out)
+	}
+
+	// The catalog: the latest of each template, and one version's variables.
+	if out := c.must("templates"); !strings.Contains(out, "note") || !strings.Contains(out, "1.0.0") || !strings.Contains(out, "PUBLISHED") {
+		t.Errorf("templates:\n%s", out)
+	}
+	if out := c.must("templates", "show", "note"); !strings.Contains(out, "greeting") || !strings.Contains(out, `"hello"`) {
+		t.Errorf("templates show note:\n%s", out)
+	}
+	if _, errOut, code := c.run("templates", "show", "note@9.9.9"); code != exitError || !strings.Contains(errOut, "note@9.9.9") {
+		t.Errorf("templates show of a missing version: exit %d, %q", code, errOut)
+	}
+
 	// The blueprint now differs from the service: diff says so.
 	if out, _, code := c.run("diff", "-f", bp); code != exitChanges || !strings.Contains(out, "update") {
 		t.Fatalf("diff after an update elsewhere: exit %d\n%s", code, out)

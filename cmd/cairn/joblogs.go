@@ -34,7 +34,7 @@ type logChunk struct {
 }
 
 const jobLogPageQuery = `query ($id: ID!, $after: String) {
-  job(id: $id) { id status target { mode } children(first: 500) { edges { node { id target { nodeId } } } }
+  job(id: $id) { id status target { mode } children(first: 500) { edges { node { id target { nodeId node { hostname } } } } }
     log(first: 500, after: $after) { edges { node { jobId seq stream data time } } pageInfo { hasNextPage endCursor } } } }`
 
 const jobLogSubscription = `subscription ($id: ID!, $after: Int) { jobLog(jobId: $id, afterSeq: $after) { jobId seq stream data time } }`
@@ -142,6 +142,9 @@ type logPage struct {
 					ID     string `json:"id"`
 					Target struct {
 						NodeID *string `json:"nodeId"`
+						Node   *struct {
+							Hostname string `json:"hostname"`
+						} `json:"node"`
 					} `json:"target"`
 				} `json:"node"`
 			} `json:"edges"`
@@ -274,7 +277,11 @@ func jobOutput(ctx context.Context, a *app, c *client.Client, jobID string, foll
 	if kids := page.Job.Children.Edges; len(kids) > 0 {
 		parts = parts[:0]
 		for _, k := range kids {
-			parts = append(parts, part{id: k.Node.ID, prefix: "[" + ptr.Value(k.Node.Target.NodeID) + "] "})
+			node := ptr.Value(k.Node.Target.NodeID)
+			if k.Node.Target.Node != nil {
+				node = k.Node.Target.Node.Hostname
+			}
+			parts = append(parts, part{id: k.Node.ID, prefix: "[" + node + "] "})
 		}
 	}
 	var wg sync.WaitGroup

@@ -15,10 +15,16 @@ type jobRow struct {
 		Kind   string  `json:"kind"`
 		Action *string `json:"action"`
 	} `json:"spec"`
-	Status      string     `json:"status"`
-	Attempt     int        `json:"attempt"`
-	NodeID      *string    `json:"nodeId"`
-	TenantID    *string    `json:"tenantId"`
+	Status  string  `json:"status"`
+	Attempt int     `json:"attempt"`
+	NodeID  *string `json:"nodeId"`
+	Node    *struct {
+		Hostname string `json:"hostname"`
+	} `json:"node"`
+	TenantID *string `json:"tenantId"`
+	Tenant   *struct {
+		Name string `json:"name"`
+	} `json:"tenant"`
 	Submitter   string     `json:"submitter"`
 	SubmittedAt *time.Time `json:"submittedAt"`
 	FinishedAt  *time.Time `json:"finishedAt"`
@@ -26,7 +32,7 @@ type jobRow struct {
 
 const jobsQuery = `query ($first: Int, $after: String, $filter: JobFilter) {
   jobs(first: $first, after: $after, filter: $filter) {
-    edges { node { id parentId spec { kind action } status attempt nodeId tenantId submitter submittedAt finishedAt } }
+    edges { node { id parentId spec { kind action } status attempt nodeId node { hostname } tenantId tenant { name } submitter submittedAt finishedAt } }
     pageInfo { hasNextPage endCursor }
   }
 }`
@@ -44,28 +50,36 @@ func newJobsCommand(a *app) *cobra.Command {
 		Long: `List jobs, newest first as the server orders them: by default the top-level
 jobs (a fan-out's children are listed with --parent ID, or all with --all).
 
-    cairn jobs --status running,queued --node n1`,
+    cairn jobs --status running,queued --node web-1`,
 		Args: argsNone,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			filter := map[string]any{}
 			if s := enumValues(statuses); len(s) > 0 {
 				filter["status"] = s
 			}
 			if node != "" {
-				filter["nodeId"] = node
+				n, err := resolveNode(cmd.Context(), a, c, node)
+				if err != nil {
+					return err
+				}
+				filter["nodeId"] = n.ID
 			}
 			if tenantID != "" {
-				filter["tenantId"] = tenantID
+				t, err := resolveNamed(cmd.Context(), a, c, "tenant", tenantID)
+				if err != nil {
+					return err
+				}
+				filter["tenantId"] = t.ID
 			}
 			switch {
 			case parent != "":
 				filter["parentId"] = parent
 			case !all:
 				filter["topLevel"] = true
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
 			}
 			rows, err := fetchList[jobRow](cmd.Context(), a, c, jobsQuery, "jobs", map[string]any{"filter": filter}, limit)
 			if err != nil {
@@ -80,16 +94,23 @@ jobs (a fan-out's children are listed with --parent ID, or all with --all).
 				if j.Spec.Action != nil {
 					what += " " + *j.Spec.Action
 				}
-				table[i] = []string{j.ID, j.Status, what, orDash(ptr.Value(j.NodeID)), strconv.Itoa(j.Attempt),
-					orDash(ptr.Value(j.TenantID)), j.Submitter, when(j.SubmittedAt), when(j.FinishedAt)}
+				node, tenant := ptr.Value(j.NodeID), ptr.Value(j.TenantID)
+				if j.Node != nil {
+					node = j.Node.Hostname
+				}
+				if j.Tenant != nil {
+					tenant = j.Tenant.Name
+				}
+				table[i] = []string{j.ID, j.Status, what, orDash(node), strconv.Itoa(j.Attempt),
+					orDash(tenant), j.Submitter, when(j.SubmittedAt), when(j.FinishedAt)}
 			}
 			return writeTable(cmd.OutOrStdout(), []string{"ID", "STATUS", "KIND", "NODE", "ATTEMPT", "TENANT", "SUBMITTER", "SUBMITTED", "FINISHED"}, table)
 		},
 	}
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only jobs in these states (queued, dispatched, running, cancelling, succeeded, failed, timed_out, cancelled, lost)")
-	cmd.Flags().StringVar(&node, "node", "", "only jobs on this node id")
+	cmd.Flags().StringVar(&node, "node", "", "only jobs on this node (id or hostname)")
 	cmd.Flags().StringVar(&parent, "parent", "", "only the children of this fan-out job")
-	cmd.Flags().StringVar(&tenantID, "tenant", "", "only jobs of this tenant (admins, operators and auditors)")
+	cmd.Flags().StringVar(&tenantID, "tenant", "", "only jobs of this tenant, by id or name (admins, operators and auditors)")
 	cmd.Flags().BoolVar(&all, "all", false, "include the children of fan-out jobs")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many jobs (0: all)")
 	return cmd

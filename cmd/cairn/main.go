@@ -108,13 +108,14 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 	root.PersistentFlags().DurationVar(&a.timeout, "timeout", 30*time.Second, "how long to wait for the server's answer to a query")
 	root.AddCommand(
 		newLoginCommand(a),
-		withSubcommands(newNodesCommand(a), newJoinTokenCommand(a)),
+		withSubcommands(newNodesCommand(a), append(nodeManageCommands(a), newJoinTokenCommand(a))...),
 		withSubcommands(newJobsCommand(a), newJobLogsCommand(a)),
 		newRunCommand(a),
 		withServiceCommands(a, newServicesCommand(a)),
 		newApplyCommand(a), newDiffCommand(a),
 		newEventsCommand(a),
 		newTemplatesCommand(a),
+		newTenantsCommand(a), newUsersCommand(a), newTokensCommand(a), newLocationsCommand(a),
 		newOCLCommand(a),
 		newAuditCommand(a), newReplayCommand(a),
 		newClusterCommand(a),
@@ -139,4 +140,14 @@ func argsNone(cmd *cobra.Command, args []string) error {
 		return &usageError{err}
 	}
 	return nil
+}
+
+// argsExactly wants n positional arguments, described by what.
+func argsExactly(what string, n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return &usageError{fmt.Errorf("give %s, got %d arguments", what, len(args))}
+		}
+		return nil
+	}
 }

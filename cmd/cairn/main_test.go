@@ -251,9 +251,12 @@ func TestCLI(t *testing.T) {
 	db := enroll(t, admin, "db-1", map[string]string{"role": "db"})
 
 	// Nodes, in both outputs and filtered.
-	out = c.eventually(func(s string) bool { return strings.Contains(s, web) && strings.Contains(s, db) }, "nodes")
-	if !strings.HasPrefix(out, "ID") || !strings.Contains(out, "HOSTNAME") || !strings.Contains(out, "role=web") {
-		t.Fatalf("nodes table:\n%s", out)
+	out = c.eventually(func(s string) bool { return strings.Contains(s, "web-1") && strings.Contains(s, "db-1") }, "nodes")
+	if !strings.HasPrefix(out, "HOSTNAME") || strings.Contains(out, web) || !strings.Contains(out, "role=web") {
+		t.Fatalf("nodes table (hostnames, no ids):\n%s", out)
+	}
+	if out := c.must("nodes", "-o", "wide"); !strings.HasPrefix(out, "ID") || !strings.Contains(out, web) {
+		t.Fatalf("nodes -o wide:\n%s", out)
 	}
 	var nodes []nodeRow
 	if err := json.Unmarshal([]byte(c.must("nodes", "-o", "json", "--label", "role=db")), &nodes); err != nil {
@@ -291,7 +294,7 @@ func TestCLI(t *testing.T) {
 	// Services: none deployed on this server (its catalog has no template
 	// whose plugins it runs), so both outputs show an empty list.
 	out = c.must("services")
-	if strings.TrimSpace(out) != "ID  NAME  TENANT  TEMPLATE  STATUS  UPDATED" {
+	if strings.TrimSpace(out) != "NAME  TENANT  TEMPLATE  STATUS  UPDATED" {
 		t.Fatalf("services table:\n%q", out)
 	}
 	if out := c.must("services", "-o", "json", "--status", "running"); strings.TrimSpace(out) != "[]" {

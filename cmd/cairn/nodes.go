@@ -9,12 +9,15 @@ import (
 )
 
 type nodeRow struct {
-	ID         string     `json:"id"`
-	Hostname   string     `json:"hostname"`
-	Status     string     `json:"status"`
-	Cordoned   bool       `json:"cordoned"`
-	Labels     []label    `json:"labels"`
-	LocationID *string    `json:"locationId"`
+	ID         string  `json:"id"`
+	Hostname   string  `json:"hostname"`
+	Status     string  `json:"status"`
+	Cordoned   bool    `json:"cordoned"`
+	Labels     []label `json:"labels"`
+	LocationID *string `json:"locationId"`
+	Location   *struct {
+		Name string `json:"name"`
+	} `json:"location"`
 	EnrolledAt *time.Time `json:"enrolledAt"`
 	UpdatedAt  *time.Time `json:"updatedAt"`
 	Capacity   *struct {
@@ -32,12 +35,12 @@ type resourcesRow struct {
 	DiskBytes   int64   `json:"diskBytes"`
 }
 
+// nodeRowFields are the fields of a nodeRow.
+const nodeRowFields = `id hostname status cordoned labels { key value } locationId location { name } enrolledAt updatedAt
+  capacity { allocatable { cpu memoryBytes diskBytes } allocated { cpu memoryBytes diskBytes } allocations fill }`
+
 const nodesQuery = `query ($first: Int, $after: String, $filter: NodeFilter) {
-  nodes(first: $first, after: $after, filter: $filter) {
-    edges { node { id hostname status cordoned labels { key value } locationId enrolledAt updatedAt
-      capacity { allocatable { cpu memoryBytes diskBytes } allocated { cpu memoryBytes diskBytes } allocations fill } } }
-    pageInfo { hasNextPage endCursor }
-  }
+  nodes(first: $first, after: $after, filter: $filter) { edges { node { ` + nodeRowFields + ` } } pageInfo { hasNextPage endCursor } }
 }`
 
 func newNodesCommand(a *app) *cobra.Command {
@@ -57,6 +60,10 @@ reserve).
     cairn nodes --status online,draining --label zone=a -o json`,
 		Args: argsNone,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			filter := map[string]any{}
 			if s := enumValues(statuses); len(s) > 0 {
 				filter["status"] = s
@@ -69,14 +76,14 @@ reserve).
 				filter["labels"] = ls
 			}
 			if location != "" {
-				filter["locationId"] = location
+				l, err := resolveNamed(cmd.Context(), a, c, "location", location)
+				if err != nil {
+					return err
+				}
+				filter["locationId"] = l.ID
 			}
 			if hostname != "" {
 				filter["hostname"] = hostname
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
 			}
 			// Pages of 200: a node with its capacity costs about 26 of the
 			// server's complexity limit of 10,000.
@@ -84,32 +91,12 @@ reserve).
 			if err != nil {
 				return err
 			}
-			if a.structured() {
-				return a.writeData(cmd.OutOrStdout(), nonNil(rows))
-			}
-			table := make([][]string, len(rows))
-			for i, n := range rows {
-				status := n.Status
-				if n.Cordoned && n.Status != "DRAINING" && n.Status != "DRAINED" {
-					status += " (cordoned)"
-				}
-				loc := ""
-				if n.LocationID != nil {
-					loc = *n.LocationID
-				}
-				cpu, mem := "-", "-"
-				if c := n.Capacity; c != nil && (c.Allocatable.CPU > 0 || c.Allocatable.MemoryBytes > 0) {
-					cpu = placement.FormatCPU(int64(c.Allocated.CPU*1000)) + "/" + placement.FormatCPU(int64(c.Allocatable.CPU*1000))
-					mem = placement.FormatBytes(c.Allocated.MemoryBytes) + "/" + placement.FormatBytes(c.Allocatable.MemoryBytes)
-				}
-				table[i] = []string{n.ID, n.Hostname, status, labelsText(n.Labels), orDash(loc), cpu, mem, when(n.UpdatedAt)}
-			}
-			return writeTable(cmd.OutOrStdout(), []string{"ID", "HOSTNAME", "STATUS", "LABELS", "LOCATION", "CPU", "MEMORY", "UPDATED"}, table)
+			return a.writeNodes(cmd, rows)
 		},
 	}
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only nodes in these states (enrolled, online, draining, drained, disconnected, down, decommissioned); repeat or separate with commas")
 	cmd.Flags().StringArrayVarP(&labels, "label", "l", nil, "only nodes carrying this label, key=value; repeat for several")
-	cmd.Flags().StringVar(&location, "location", "", "only nodes at this location id")
+	cmd.Flags().StringVar(&location, "location", "", "only nodes at this location (id or name)")
 	cmd.Flags().StringVar(&hostname, "hostname", "", "only nodes whose hostname contains this (case-insensitive)")
 	cmd.Flags().IntVar(&limit, "limit", 500, "at most this many nodes (0: all)")
 	return cmd
@@ -121,4 +108,34 @@ func nonNil[T any](rows []T) []T {
 		return []T{}
 	}
 	return rows
+}
+
+// writeNodes prints nodes by hostname, their location by name; -o wide
+// adds their ids.
+func (a *app) writeNodes(cmd *cobra.Command, rows []nodeRow) error {
+	if a.structured() {
+		return a.writeData(cmd.OutOrStdout(), nonNil(rows))
+	}
+	ids := make([]string, len(rows))
+	table := make([][]string, len(rows))
+	for i, n := range rows {
+		status := n.Status
+		if n.Cordoned && n.Status != "DRAINING" && n.Status != "DRAINED" {
+			status += " (cordoned)"
+		}
+		loc := ""
+		if n.Location != nil {
+			loc = n.Location.Name
+		} else if n.LocationID != nil {
+			loc = *n.LocationID
+		}
+		cpu, mem := "-", "-"
+		if c := n.Capacity; c != nil && (c.Allocatable.CPU > 0 || c.Allocatable.MemoryBytes > 0) {
+			cpu = placement.FormatCPU(int64(c.Allocated.CPU*1000)) + "/" + placement.FormatCPU(int64(c.Allocatable.CPU*1000))
+			mem = placement.FormatBytes(c.Allocated.MemoryBytes) + "/" + placement.FormatBytes(c.Allocatable.MemoryBytes)
+		}
+		ids[i] = n.ID
+		table[i] = []string{n.Hostname, status, labelsText(n.Labels), orDash(loc), cpu, mem, when(n.UpdatedAt)}
+	}
+	return a.writeNamed(cmd.OutOrStdout(), []string{"HOSTNAME", "STATUS", "LABELS", "LOCATION", "CPU", "MEMORY", "UPDATED"}, ids, table)
 }

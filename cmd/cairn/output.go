@@ -170,3 +170,40 @@ func fetchPages[T any](ctx context.Context, a *app, c *client.Client, query, fie
 		after = conn.PageInfo.EndCursor
 	}
 }
+
+// writeNamed prints a table of objects people know by name; -o wide puts
+// each one's id first.
+func (a *app) writeNamed(w io.Writer, header []string, ids []string, rows [][]string) error {
+	if a.output != outputWide {
+		return writeTable(w, header, rows)
+	}
+	wide := make([][]string, len(rows))
+	for i, r := range rows {
+		wide[i] = append([]string{ids[i]}, r...)
+	}
+	return writeTable(w, append([]string{"ID"}, header...), wide)
+}
+
+// mutate runs one mutation whose input is $input of inputType and decodes
+// its payload (the selection of field) into out.
+func (a *app) mutate(ctx context.Context, c *client.Client, field, inputType, selection string, input map[string]any, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	var res map[string]json.RawMessage
+	q := fmt.Sprintf("mutation ($input: %s!) { %s(input: $input) { %s } }", inputType, field, selection)
+	if err := c.Do(ctx, q, map[string]any{"input": input}, &res); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(res[field], out)
+}
+
+// withOptional sets input[key] to v when v is not empty.
+func withOptional(input map[string]any, key, v string) map[string]any {
+	if v != "" {
+		input[key] = v
+	}
+	return input
+}

@@ -123,6 +123,24 @@ the job.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			if node != "" {
+				n, err := resolveNode(cmd.Context(), a, c, node)
+				if err != nil {
+					return err
+				}
+				node = n.ID
+				if n.Status == "DOWN" || n.Status == "DECOMMISSIONED" {
+					return fmt.Errorf("node %s is %s: nobody would take the job (a job pinned to it is cancelled at once); run it on another node, or bring the agent back first",
+						n.Hostname, strings.ToLower(n.Status))
+				}
+				if why := nodeWait(n); why != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), why)
+				}
+			}
 			input, err := runInput(runTarget{node: node, selector: selector, location: location, all: all, maxParallel: maxParallel},
 				args, interpreter, env, workdir, stdin, a.stdin)
 			if err != nil {
@@ -143,15 +161,11 @@ the job.
 			if retries > 0 {
 				input["retry"] = map[string]any{"max": retries, "backoffSeconds": backoff.Seconds()}
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			return runJob(cmd.Context(), a, c, input, detach, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&node, "node", "", "run on this node id")
+	f.StringVar(&node, "node", "", "run on this node (id or hostname)")
 	f.StringArrayVar(&selector, "selector", nil, "run on nodes whose labels meet this selector, e.g. 'role=web, zone in (a,b)' (repeat for several)")
 	f.StringVar(&location, "location", "", "run on the nodes of this location")
 	f.BoolVar(&all, "all", false, "run on every node of the set (alone: on every node)")
@@ -168,6 +182,29 @@ the job.
 	f.StringVar(&jobID, "job-id", "", "the job's id; a job id that exists is refused, so a retried cairn run does not run twice")
 	f.BoolVarP(&detach, "detach", "d", false, "print the job id and return without following")
 	return cmd
+}
+
+// nodeWait says, for a node that cannot run a job now, why and how long the
+// job will wait; "" for a node that can.
+func nodeWait(n nodeRef) string {
+	switch n.Status {
+	case "ONLINE", "ENROLLED":
+		if n.Cordoned {
+			return fmt.Sprintf("node %s is cordoned: the job waits in the queue until it is undrained (cairn nodes undrain %s; interrupt to cancel it)", n.Hostname, n.Hostname)
+		}
+		return ""
+	case "DRAINING", "DRAINED":
+		return fmt.Sprintf("node %s is %s: the job waits in the queue until it is undrained (cairn nodes undrain %s; interrupt to cancel it)",
+			n.Hostname, strings.ToLower(n.Status), n.Hostname)
+	case "DISCONNECTED":
+		since := ""
+		if n.DisconnectedAt != nil {
+			since = " since " + *n.DisconnectedAt
+		}
+		return fmt.Sprintf("node %s is disconnected%s: the job waits for its agent to come back, and is lost if the node is marked down first (interrupt to cancel it)",
+			n.Hostname, since)
+	}
+	return fmt.Sprintf("node %s is %s", n.Hostname, strings.ToLower(n.Status))
 }
 
 // runTarget is where `cairn run` runs its program.

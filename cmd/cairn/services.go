@@ -183,6 +183,13 @@ arrays); a flavor fills in what is not given, then the defaults.
 			if name == "" {
 				name = tname
 			}
+			if tenantID != "" {
+				t, err := resolveNamed(ctx, a, c, "tenant", tenantID)
+				if err != nil {
+					return err
+				}
+				tenantID = t.ID
+			}
 			in := map[string]any{"name": name, "templateName": tname, "templateVersion": version, "variables": values}
 			for k, v := range map[string]string{"tenantId": tenantID, "flavor": flavor, "commandId": commandID} {
 				if v != "" {
@@ -208,7 +215,7 @@ arrays); a flavor fills in what is not given, then the defaults.
 	}
 	cmd.Flags().StringVar(&tmpl, "template", "", "template to deploy, NAME@VERSION (or NAME for its newest published version)")
 	cmd.Flags().StringVar(&name, "name", "", "the service's name (default: the template's)")
-	cmd.Flags().StringVar(&tenantID, "tenant", "", "tenant to deploy for (tenant users deploy for their own)")
+	cmd.Flags().StringVar(&tenantID, "tenant", "", "tenant to deploy for, by id or name (tenant users deploy for their own)")
 	cmd.Flags().StringVar(&flavor, "flavor", "", "one of the template's flavors")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "a variable's value, KEY=VALUE (repeat for each)")
 	cmd.Flags().StringVar(&varsFile, "vars-file", "", "a JSON object of variable values (--var wins)")
@@ -292,20 +299,25 @@ func newServiceRequestCommand(a *app, verb, mutation, short string) *cobra.Comma
 		w         waitFlags
 	)
 	cmd := &cobra.Command{
-		Use:   verb + " SERVICE_ID",
+		Use:   verb + " SERVICE",
 		Short: short,
 		Long: short + `. The command is refused, naming the service's state, when
 that state does not allow it (a running service is stopped before it is
 removed, say). With --wait it returns once the orchestrator has finished.
 
-    cairn services ` + verb + ` SERVICE_ID --wait`,
-		Args: argsOne("service id"),
+    cairn services ` + verb + ` my-site --wait
+    cairn services ` + verb + ` acme/my-site`,
+		Args: argsOne("service (id, name, or TENANT/NAME)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			in := map[string]any{"serviceId": args[0]}
+			ref, err := resolveService(cmd.Context(), a, c, args[0])
+			if err != nil {
+				return err
+			}
+			in := map[string]any{"serviceId": ref.ID}
 			if commandID != "" {
 				in["commandId"] = commandID
 			}
@@ -404,15 +416,25 @@ func waitSettled(ctx context.Context, a *app, c *client.Client, id, cursor strin
 func newServiceShowCommand(a *app) *cobra.Command {
 	var events int
 	cmd := &cobra.Command{
-		Use:   "show SERVICE_ID",
+		Use:   "show SERVICE",
 		Short: "Show a service: state, resources, outputs and last events",
-		Args:  argsOne("service id"),
+		Long: `Show a service: its state, template, revision, the resources by name with
+where they run, its outputs and its last events. SERVICE is its id, its name,
+or TENANT/NAME when several tenants have a service of that name.
+
+    cairn services show my-site
+    cairn services show acme/my-site --events 30`,
+		Args: argsOne("service (id, name, or TENANT/NAME)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			s, err := fetchService(cmd.Context(), a, c, args[0], "")
+			ref, err := resolveService(cmd.Context(), a, c, args[0])
+			if err != nil {
+				return err
+			}
+			s, err := fetchService(cmd.Context(), a, c, ref.ID, "")
 			if err != nil {
 				return err
 			}

@@ -8,8 +8,11 @@ import (
 )
 
 type serviceRow struct {
-	ID              string     `json:"id"`
-	TenantID        string     `json:"tenantId"`
+	ID       string `json:"id"`
+	TenantID string `json:"tenantId"`
+	Tenant   *struct {
+		Name string `json:"name"`
+	} `json:"tenant"`
 	Name            string     `json:"name"`
 	TemplateName    string     `json:"templateName"`
 	TemplateVersion string     `json:"templateVersion"`
@@ -24,7 +27,7 @@ type serviceRow struct {
 
 const servicesQuery = `query ($first: Int, $after: String, $filter: ServiceFilter) {
   services(first: $first, after: $after, filter: $filter) {
-    edges { node { id tenantId name templateName templateVersion status failedIn cause revision blueprint requestedAt updatedAt } }
+    edges { node { id tenantId tenant { name } name templateName templateVersion status failedIn cause revision blueprint requestedAt updatedAt } }
     pageInfo { hasNextPage endCursor }
   }
 }`
@@ -48,8 +51,16 @@ tenant's only), filtered by tenant, status, template or name.
 			if s := enumValues(statuses); len(s) > 0 {
 				filter["status"] = s
 			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			if tenantID != "" {
-				filter["tenantId"] = tenantID
+				t, err := resolveNamed(cmd.Context(), a, c, "tenant", tenantID)
+				if err != nil {
+					return err
+				}
+				filter["tenantId"] = t.ID
 			}
 			if template != "" {
 				filter["templateName"] = template
@@ -60,10 +71,6 @@ tenant's only), filtered by tenant, status, template or name.
 			if blueprint != "" {
 				filter["blueprint"] = blueprint
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			rows, err := fetchList[serviceRow](cmd.Context(), a, c, servicesQuery, "services", map[string]any{"filter": filter}, limit)
 			if err != nil {
 				return err
@@ -71,26 +78,32 @@ tenant's only), filtered by tenant, status, template or name.
 			if a.structured() {
 				return a.writeData(cmd.OutOrStdout(), nonNil(rows))
 			}
+			ids := make([]string, len(rows))
 			table := make([][]string, len(rows))
 			for i, s := range rows {
 				status := s.Status
 				if s.FailedIn != nil {
 					status += " (in " + *s.FailedIn + ")"
 				}
-				table[i] = []string{s.ID, s.Name, s.TenantID, s.TemplateName + "@" + s.TemplateVersion, status, when(s.UpdatedAt)}
+				tenant := s.TenantID
+				if s.Tenant != nil {
+					tenant = s.Tenant.Name
+				}
+				ids[i] = s.ID
+				table[i] = []string{s.Name, tenant, s.TemplateName + "@" + s.TemplateVersion, status, when(s.UpdatedAt)}
 				if a.output == outputWide {
 					table[i] = append(table[i], orDash(deref(s.Blueprint)), strconv.Itoa(max(s.Revision, 1)))
 				}
 			}
-			header := []string{"ID", "NAME", "TENANT", "TEMPLATE", "STATUS", "UPDATED"}
+			header := []string{"NAME", "TENANT", "TEMPLATE", "STATUS", "UPDATED"}
 			if a.output == outputWide {
 				header = append(header, "BLUEPRINT", "REVISION")
 			}
-			return writeTable(cmd.OutOrStdout(), header, table)
+			return a.writeNamed(cmd.OutOrStdout(), header, ids, table)
 		},
 	}
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only services in these states (registering, registered, starting, running, stopping, stopped, removing, removed, failed, ...)")
-	cmd.Flags().StringVar(&tenantID, "tenant", "", "only this tenant's services (ignored for tenant users, who see their own)")
+	cmd.Flags().StringVar(&tenantID, "tenant", "", "only this tenant's services, by id or name (tenant users see their own)")
 	cmd.Flags().StringVar(&template, "template", "", "only services of this template name")
 	cmd.Flags().StringVar(&name, "name", "", "only the service with this name")
 	cmd.Flags().StringVar(&blueprint, "blueprint", "", "only the services this blueprint declared")

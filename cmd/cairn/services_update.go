@@ -68,8 +68,12 @@ func (u *updateFlags) add(cmd *cobra.Command) {
 
 // input builds the API's UpdateServiceInput, typing --var values by the
 // variables of the version the service moves to.
-func (u *updateFlags) input(ctx context.Context, a *app, c *client.Client, id string) (map[string]any, error) {
-	s, err := fetchService(ctx, a, c, id, "")
+func (u *updateFlags) input(ctx context.Context, a *app, c *client.Client, service string) (map[string]any, error) {
+	ref, err := resolveService(ctx, a, c, service)
+	if err != nil {
+		return nil, err
+	}
+	s, err := fetchService(ctx, a, c, ref.ID, "")
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,7 @@ func (u *updateFlags) input(ctx context.Context, a *app, c *client.Client, id st
 func newServicePlanCommand(a *app) *cobra.Command {
 	var u updateFlags
 	cmd := &cobra.Command{
-		Use:   "plan SERVICE_ID [--version VERSION] [--var KEY=VALUE]...",
+		Use:   "plan SERVICE [--version VERSION] [--var KEY=VALUE]...",
 		Short: "Show what an update would do, changing nothing",
 		Long: `Show what updating a service to another template version, or other
 variables, would do: each resource created, updated in place, replaced or
@@ -100,7 +104,7 @@ masked). Variables not given keep their value.
 
     cairn services plan my-site --var title=Open
     cairn services plan my-site --version 1.1.0`,
-		Args: argsOne("service id"),
+		Args: argsOne("service (id, name, or TENANT/NAME)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -132,7 +136,7 @@ func newServiceUpdateCommand(a *app) *cobra.Command {
 		w         waitFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "update SERVICE_ID [--version VERSION] [--var KEY=VALUE]...",
+		Use:   "update SERVICE [--version VERSION] [--var KEY=VALUE]...",
 		Short: "Move a service to another template version or other variables",
 		Long: `Update a running, stopped or registered service: the plan (as
 'cairn services plan' shows it) is printed and applied, in dependency order.
@@ -140,7 +144,7 @@ If a step fails, the service goes back to the revision it had, and says why.
 An update that changes nothing records nothing.
 
     cairn services update my-site --var title=Open --wait`,
-		Args: argsOne("service id"),
+		Args: argsOne("service (id, name, or TENANT/NAME)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {

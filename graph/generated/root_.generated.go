@@ -23,6 +23,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	ApiToken() ApiTokenResolver
+	EventMetadata() EventMetadataResolver
 	Job() JobResolver
 	JobTarget() JobTargetResolver
 	JoinToken() JoinTokenResolver
@@ -218,6 +219,7 @@ type ComplexityRoot struct {
 
 	EventMetadata struct {
 		Actor         func(childComplexity int) int
+		ActorName     func(childComplexity int) int
 		CausationID   func(childComplexity int) int
 		CommandID     func(childComplexity int) int
 		CorrelationID func(childComplexity int) int
@@ -284,6 +286,7 @@ type ComplexityRoot struct {
 		Status         func(childComplexity int) int
 		SubmittedAt    func(childComplexity int) int
 		Submitter      func(childComplexity int) int
+		SubmitterName  func(childComplexity int) int
 		Target         func(childComplexity int) int
 		Tenant         func(childComplexity int) int
 		TenantID       func(childComplexity int) int
@@ -1624,6 +1627,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EventMetadata.Actor(childComplexity), true
+	case "EventMetadata.actorName":
+		if e.ComplexityRoot.EventMetadata.ActorName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EventMetadata.ActorName(childComplexity), true
 	case "EventMetadata.causationId":
 		if e.ComplexityRoot.EventMetadata.CausationID == nil {
 			break
@@ -1928,6 +1937,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Submitter(childComplexity), true
+	case "Job.submitterName":
+		if e.ComplexityRoot.Job.SubmitterName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.SubmitterName(childComplexity), true
 	case "Job.target":
 		if e.ComplexityRoot.Job.Target == nil {
 			break
@@ -6837,6 +6852,8 @@ type EventMetadata {
   causationId: String
   "User, token or node id that acted."
   actor: String
+  "The actor as people know it: a user's name, a node's hostname, a process's own name (orchestrator, reconciler, cairnd); the id when the caller may not read the user."
+  actorName: String
   "Tenant the command acted within."
   tenantId: ID
 }
@@ -6995,6 +7012,8 @@ type Job implements Node {
   queue: String
   "Who submitted the job: a user or token id, or a process manager."
   submitter: String!
+  "The submitter as people know it: a user's name, a node's hostname, a process manager's name; the id when the caller may not read the user."
+  submitterName: String!
   "The tenant the job was submitted for, when a tenant's service submitted it."
   tenantId: ID
   "The tenant of tenantId; null when none or when the caller may not read it."
@@ -9089,6 +9108,8 @@ func (ec *executionContext) childFields_EventMetadata(ctx context.Context, field
 		return ec.fieldContext_EventMetadata_causationId(ctx, field)
 	case "actor":
 		return ec.fieldContext_EventMetadata_actor(ctx, field)
+	case "actorName":
+		return ec.fieldContext_EventMetadata_actorName(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_EventMetadata_tenantId(ctx, field)
 	}
@@ -9189,6 +9210,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_queue(ctx, field)
 	case "submitter":
 		return ec.fieldContext_Job_submitter(ctx, field)
+	case "submitterName":
+		return ec.fieldContext_Job_submitterName(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_Job_tenantId(ctx, field)
 	case "tenant":

@@ -607,6 +607,8 @@ type EventMetadata struct {
 	CausationID *string `json:"causationId,omitempty"`
 	// User, token or node id that acted.
 	Actor *string `json:"actor,omitempty"`
+	// The actor as people know it: a user's name, a node's hostname, a process's own name (orchestrator, reconciler, cairnd); the id when the caller may not read the user.
+	ActorName *string `json:"actorName,omitempty"`
 	// Tenant the command acted within.
 	TenantID *string `json:"tenantId,omitempty"`
 }
@@ -727,6 +729,8 @@ type Job struct {
 	Queue *string `json:"queue,omitempty"`
 	// Who submitted the job: a user or token id, or a process manager.
 	Submitter string `json:"submitter"`
+	// The submitter as people know it: a user's name, a node's hostname, a process manager's name; the id when the caller may not read the user.
+	SubmitterName string `json:"submitterName"`
 	// The tenant the job was submitted for, when a tenant's service submitted it.
 	TenantID *string `json:"tenantId,omitempty"`
 	// The tenant of tenantId; null when none or when the caller may not read it.

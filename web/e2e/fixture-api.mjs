@@ -65,7 +65,7 @@ const job = (id, status, extra = {}) => ({
   id, parentId: null, status,
   spec: { kind: 'SCRIPT', action: null, args: null, exec: null, script: { interpreter: 'sh', body: 'uptime\ndf -h' } },
   target: { nodeId: 'n1', selector: [], mode: null, maxParallel: 0 },
-  nodeId: 'n1', submitter: 'u-op', attempt: 1, submittedAt: ago(120), startedAt: ago(118), finishedAt: status === 'RUNNING' ? null : ago(100), ...extra,
+  nodeId: 'n1', submitter: 'u-op', submitterName: 'Olga Operator', attempt: 1, submittedAt: ago(120), startedAt: ago(118), finishedAt: status === 'RUNNING' ? null : ago(100), ...extra,
 });
 const jobs = [job('j-2', 'RUNNING'), job('j-1', 'SUCCEEDED')];
 const conn = (items, cursorOf = (x) => x.id) => ({ edges: items.map((n) => ({ cursor: cursorOf(n), node: n })), pageInfo: { hasNextPage: false, endCursor: items.length ? cursorOf(items[items.length - 1]) : null }, totalCount: items.length });
@@ -88,7 +88,7 @@ const svc = (id, tenantId, name, status) => ({ id, tenantId, name, templateName:
 const services = [svc('s-1', 'acme', 'shop', 'RUNNING'), svc('s-2', 'acme', 'blog', 'STOPPED'), svc('s-9', 'globex', 'intranet', 'RUNNING')];
 const event = (n, type, streamId, extra = {}) => ({
   cursor: String(n), position: n, streamId, streamType: streamId.split('-')[0], version: 1, type, time: ago(3000 - n * 10),
-  metadata: { commandId: `c-${n}`, correlationId: `corr-${Math.ceil(n / 3)}`, causationId: null, actor: 'u-op', tenantId: streamId.startsWith('service') ? 'acme' : null }, ...extra,
+  metadata: { commandId: `c-${n}`, correlationId: `corr-${Math.ceil(n / 3)}`, causationId: null, actor: 'u-op', actorName: 'Olga Operator', tenantId: streamId.startsWith('service') ? 'acme' : null }, ...extra,
 });
 const events = [event(1, 'node.enrolled', 'node-n1'), event(2, 'node.connected', 'node-n1'), event(3, 'job.submitted', 'job-j-1'), event(4, 'service.registration_requested', 'service-s-1'), event(5, 'service.registered', 'service-s-1'), event(6, 'service.started', 'service-s-1')];
 

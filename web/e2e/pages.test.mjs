@@ -256,6 +256,11 @@ describe('auditor', () => {
     await page.getByLabel('Event types').press('Enter');
     await page.waitForURL(/type=service.registered&type=service.started/);
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=events] tbody tr').length === 2);
+    // Actors read as names; the id is one hover away.
+    const actor = page.getByTestId('events').getByText('Olga Operator').first();
+    await actor.waitFor();
+    assert.equal(await actor.getAttribute('title'), 'u-op');
+    assert.equal(await page.getByTestId('events').getByText('u-op', { exact: true }).count(), 0);
     await screenshot(page, 'pages-auditor-events');
     await page.getByRole('link', { name: 'service.registered' }).click();
     await page.getByTestId('event-hash').waitFor();

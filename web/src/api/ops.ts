@@ -107,6 +107,7 @@ const JobSummaryFields = gql`
     target { nodeId selector { key value } requirements { key operator values } location every mode maxParallel }
     nodeId
     submitter
+    submitterName
     attempt
     submittedAt
     startedAt
@@ -469,7 +470,7 @@ const EventFields = gql`
     version
     type
     time
-    metadata { commandId correlationId causationId actor tenantId }
+    metadata { commandId correlationId causationId actor actorName tenantId }
   }
 `;
 

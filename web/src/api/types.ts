@@ -117,6 +117,7 @@ export interface JobSummary {
   };
   nodeId: string | null;
   submitter: string;
+  submitterName: string;
   attempt: number;
   submittedAt: string;
   startedAt: string | null;
@@ -283,6 +284,7 @@ export interface EventMetadata {
   correlationId: string | null;
   causationId: string | null;
   actor: string | null;
+  actorName: string | null;
   tenantId: string | null;
 }
 

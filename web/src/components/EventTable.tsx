@@ -31,7 +31,7 @@ export function EventTable({ events, busy, showStream = true }: { events: Event[
               </td>
             ) : null}
             <td>{e.version}</td>
-            <td>{e.metadata.actor ?? <span className="muted">—</span>}</td>
+            <td>{e.metadata.actor ? <span title={e.metadata.actor}>{e.metadata.actorName ?? e.metadata.actor}</span> : <span className="muted">—</span>}</td>
             <td className="clip">{e.metadata.correlationId ? <code>{e.metadata.correlationId}</code> : <span className="muted">—</span>}</td>
           </tr>
         ))}

@@ -78,7 +78,7 @@ function EventView({ e }: { e: EventDetail }) {
         <dt>Schema version</dt>
         <dd>{e.schemaVersion}</dd>
         <dt>Actor</dt>
-        <dd>{m.actor ?? '—'}</dd>
+        <dd>{m.actor ? <span title={m.actor}>{m.actorName ?? m.actor}</span> : '—'}</dd>
         <dt>Tenant</dt>
         <dd>{m.tenantId ?? '—'}</dd>
         <dt>Command</dt>

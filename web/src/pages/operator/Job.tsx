@@ -106,7 +106,7 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(): void }) {
         ) : null}
         <dt>Submitted</dt>
         <dd>
-          <Time value={job.submittedAt} /> by {job.submitter}
+          <Time value={job.submittedAt} /> by <span title={job.submitter}>{job.submitterName}</span>
         </dd>
         <dt>Ran for</dt>
         <dd>{formatDuration(job.startedAt, job.finishedAt)}</dd>
