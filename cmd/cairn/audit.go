@@ -12,14 +12,29 @@ import (
 
 	"cairn/domain/events"
 	"cairn/eventstore"
+	"cairn/graph/client"
 	"cairn/internal/database"
 	"cairn/projections/audit"
 )
 
-// DatabaseURLEnv names the database the audit and replay commands read. They
-// work on the event log itself, not through the API: an auditor checks the
-// record, not a server's account of it.
+// DatabaseURLEnv names the database the audit and replay commands read.
+// With it they work on the event log itself, not through the API: an
+// auditor checks the record, not a server's account of it. Without it the
+// audit commands go through the server the CLI is logged in to.
 const DatabaseURLEnv = "DATABASE_URL"
+
+// viaDatabase reports whether the audit commands read the database.
+func (a *app) viaDatabase() bool { return a.getenv(DatabaseURLEnv) != "" }
+
+// auditClient is the logged-in server, for the audit commands without
+// DATABASE_URL.
+func (a *app) auditClient() (*client.Client, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, fmt.Errorf("%w (or set %s to read the database itself)", err, DatabaseURLEnv)
+	}
+	return c, nil
+}
 
 // withLog opens the event log of DATABASE_URL, acting as the application
 // role, and runs f.
@@ -45,7 +60,9 @@ func newAuditCommand(a *app) *cobra.Command {
 		Long: `Export the event log as NDJSON with every event's hash and chain links, and
 verify exports offline or the log itself in the database.
 
-These commands read the database ` + DatabaseURLEnv + ` names directly.`,
+With ` + DatabaseURLEnv + ` set they read that database directly; without it they go
+through the server you are logged in to (cairn login), as an auditor or
+administrator, while it runs.`,
 	}
 	cmd.AddCommand(newAuditExportCommand(a), newAuditVerifyCommand(a))
 	return cmd
@@ -88,26 +105,38 @@ recorded at or before the --to time.`,
 				return err
 			}
 			o.StreamID = stream
-			return a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
-				var w io.Writer = cmd.OutOrStdout()
-				var f *os.File
-				if file != "" && file != "-" {
-					if f, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
-						return fmt.Errorf("create the export file (it must not exist yet): %w", err)
-					}
-					w = f
-				}
-				sum, err := audit.Export(cmd.Context(), store, w, o)
-				if f != nil {
-					err = errors.Join(err, f.Sync(), f.Close())
-				}
-				if err != nil {
+			var c *client.Client
+			if !a.viaDatabase() {
+				if c, err = a.auditClient(); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "exported %d events of %d streams (%s to %s), digest %s\n",
-					sum.Events, sum.Streams, sum.First, sum.Last, sum.Digest)
-				return nil
-			})
+			}
+			var w io.Writer = cmd.OutOrStdout()
+			var f *os.File
+			if file != "" && file != "-" {
+				if f, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+					return fmt.Errorf("create the export file (it must not exist yet): %w", err)
+				}
+				w = f
+			}
+			var sum audit.ExportSummary
+			if a.viaDatabase() {
+				err = a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
+					sum, err = audit.Export(cmd.Context(), store, w, o)
+					return err
+				})
+			} else {
+				sum, err = exportViaAPI(cmd.Context(), c, o, w, cmd.ErrOrStderr())
+			}
+			if f != nil {
+				err = errors.Join(err, f.Sync(), f.Close())
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "exported %d events of %d streams (%s to %s), digest %s\n",
+				sum.Events, sum.Streams, sum.First, sum.Last, sum.Digest)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "start after this cursor, or at this time (default: the start of the log)")
@@ -134,20 +163,21 @@ stream heads. The first line that breaks is named. A file rewritten
 consistently, every hash recomputed, passes offline: add --server to compare
 its stream heads with the log.
 
-With --server and no FILE, verify the hash chain of every stream in the
-database, naming the first event that breaks.`,
+With --server and no FILE, verify the hash chain of every stream in the log,
+naming the first event that breaks. The log is the database ` + DatabaseURLEnv + `
+names, or without it the one of the server you are logged in to.
+
+    cairn audit export -f trail.ndjson
+    cairn audit verify trail.ndjson --server
+    cairn audit verify --server`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if len(args) == 0 {
 				if !server {
-					return &usageError{errors.New("give an export FILE to verify, or --server to verify the log in the database")}
+					return &usageError{errors.New("give an export FILE to verify, or --server to verify the log itself")}
 				}
-				return a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
-					rep, err := store.Verify(cmd.Context(), "")
-					if err != nil {
-						return err
-					}
+				return a.verifyLog(cmd.Context(), func(rep eventstore.VerifyReport) error {
 					if a.output == outputJSON {
 						if err := writeJSON(out, rep); err != nil {
 							return err
@@ -174,11 +204,7 @@ database, naming the first event that breaks.`,
 			}
 			var against []audit.Problem
 			if server && rep.OK() {
-				err := a.withLog(cmd.Context(), func(store *eventstore.Store, _ *pgxpool.Pool) error {
-					against, err = audit.VerifyAgainst(cmd.Context(), store, rep)
-					return err
-				})
-				if err != nil {
+				if against, err = a.verifyAgainst(cmd.Context(), rep); err != nil {
 					return err
 				}
 			}
@@ -198,7 +224,7 @@ database, naming the first event that breaks.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&server, "server", false, "verify the log in the database ("+DatabaseURLEnv+"); with FILE, compare the file with it")
+	cmd.Flags().BoolVar(&server, "server", false, "verify the log itself (in "+DatabaseURLEnv+", or through the server you are logged in to); with FILE, compare the file with it")
 	return cmd
 }
 

@@ -52,6 +52,7 @@ func binaries(t *testing.T) (cairn, cairnd string) {
 type server struct {
 	url   string
 	token string
+	db    string // its DATABASE_URL
 }
 
 var tokenLine = regexp.MustCompile(`(?m)^\s+(cairn_\S+)\s*$`)
@@ -100,7 +101,7 @@ func startServer(t *testing.T, args ...string) server {
 		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			resp.Body.Close()
 			if m := tokenLine.FindStringSubmatch(logs()); resp.StatusCode == http.StatusOK && m != nil {
-				return server{url: "http://" + addr, token: m[1]}
+				return server{url: "http://" + addr, token: m[1], db: db.ConnString}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -114,6 +115,8 @@ type cli struct {
 	t      *testing.T
 	bin    string
 	config string
+	// databaseURL, when set, is the DATABASE_URL the commands see.
+	databaseURL string
 }
 
 func newCLI(t *testing.T) *cli {
@@ -123,7 +126,10 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) command(ctx context.Context, stdin string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Env = append(testproc.EnvironWithout("CAIRN_", "XDG_CONFIG_HOME"), "XDG_CONFIG_HOME="+c.config)
+	cmd.Env = append(testproc.EnvironWithout("CAIRN_", "XDG_CONFIG_HOME", "DATABASE_URL"), "XDG_CONFIG_HOME="+c.config)
+	if c.databaseURL != "" {
+		cmd.Env = append(cmd.Env, "DATABASE_URL="+c.databaseURL)
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"cairn/auditapi"
 	"cairn/auth"
 	"cairn/commands/access"
 	"cairn/commands/blueprints"
@@ -69,6 +70,10 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 	srv.Handle("/graphql", api.Handler())
 	srv.Handle("/graphiql/", http.StripPrefix("/graphiql", graphiql.Handler()))
 	srv.Handle("GET /graphiql", http.RedirectHandler("/graphiql/", http.StatusMovedPermanently))
+	auditLog := log.With().Str("component", "audit").Logger()
+	srv.Handle("GET /audit/export", auditapi.Export(store, authn, auditLog))
+	srv.Handle("GET /audit/verify", auditapi.VerifyLog(store, authn))
+	srv.Handle("POST /audit/verify-against", auditapi.VerifyAgainst(store, authn))
 	run := func(ctx context.Context) error {
 		g, ctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return api.Run(ctx) })

@@ -27,6 +27,11 @@ type ExportOptions struct {
 	To Point
 	// StreamID limits the export to one stream.
 	StreamID string
+	// Range, when set, is told the stretch of the log the export covers
+	// (events after from, up to and including to) before anything is
+	// written: a server sends it ahead of the lines, so that a client can
+	// resume a broken download up to the same end.
+	Range func(from, to eventstore.Cursor)
 }
 
 // ExportSummary says what an export wrote.
@@ -116,6 +121,9 @@ func Export(ctx context.Context, store Log, w io.Writer, o ExportOptions) (Expor
 	from, to, err := exportRange(ctx, store, o)
 	if err != nil {
 		return sum, err
+	}
+	if o.Range != nil {
+		o.Range(from, to)
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	cp, err := checkpointFor(ctx, store, o, from, to)
