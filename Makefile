@@ -50,7 +50,7 @@ test-web: web ## The portal's unit tests, then its pages and its flows on a real
 	cd web && $(NPM) test
 	web/e2e/ensure-chromium.sh
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/cairnd ./cmd/cairn-agent
-	cd web && node --test --test-concurrency=1 e2e/pages.test.mjs e2e/cairnd.test.mjs
+	cd web && node --test --test-concurrency=1 e2e/pages.test.mjs e2e/cairnd.test.mjs e2e/scale.test.mjs
 
 test-e2e: web ## Only the portal's flows on a real cairnd and agent (make test runs them too)
 	web/e2e/ensure-chromium.sh

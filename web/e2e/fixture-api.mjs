@@ -64,7 +64,7 @@ const nodes = [
 const job = (id, status, extra = {}) => ({
   id, parentId: null, status,
   spec: { kind: 'SCRIPT', action: null, args: null, exec: null, script: { interpreter: 'sh', body: 'uptime\ndf -h' } },
-  target: { nodeId: 'n1', selector: [], mode: null, maxParallel: 0 },
+  target: { nodeId: 'n1', node: { hostname: 'edge-01' }, selector: [], mode: null, maxParallel: 0 },
   nodeId: 'n1', submitter: 'u-op', submitterName: 'Olga Operator', attempt: 1, submittedAt: ago(120), startedAt: ago(118), finishedAt: status === 'RUNNING' ? null : ago(100), ...extra,
 });
 const jobs = [job('j-2', 'RUNNING'), job('j-1', 'SUCCEEDED')];
@@ -126,7 +126,7 @@ function answer(viewer, op, vars, calls) {
     case 'Viewer':
       return { data: { viewer } };
     case 'NodeNames':
-      return { data: { nodes: conn(nodes.map(({ id, hostname, status }) => ({ id, hostname, status }))) } };
+      return { data: { nodes: conn(nodes.filter((n) => !vars.filter?.hostname || n.hostname.includes(vars.filter.hostname)).map(({ id, hostname, status }) => ({ id, hostname, status }))) } };
     case 'Nodes': {
       if (viewer.tenantId) return err('FORBIDDEN', 'the role tenant_member may not read nodes');
       let list = nodes;

@@ -68,7 +68,7 @@ export async function eventually(fn, { timeout = 30000, interval = 250, what = '
  * its URL, the bootstrap administrator's token when it printed one, its
  * output so far, and stop().
  */
-export async function startCairnd({ binary = binaries.cairnd, timeout = 120000 } = {}) {
+export async function startCairnd({ binary = binaries.cairnd, timeout = 120000, args = [] } = {}) {
   if (!existsSync(binary)) throw new Error(`${binary} does not exist: build it first (make build)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'cairn-e2e-'));
   // As root, the embedded PostgreSQL runs as an unprivileged user that must enter the directory.
@@ -77,7 +77,7 @@ export async function startCairnd({ binary = binaries.cairnd, timeout = 120000 }
   const url = `http://127.0.0.1:${port}`;
   const env = { ...process.env, CAIRN_LOG_FORMAT: 'json', CAIRN_LOG_LEVEL: 'info' };
   delete env.DATABASE_URL;
-  const proc = spawn(binary, ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+  const proc = spawn(binary, ['serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, ...args], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -127,7 +127,7 @@ export async function startCairnd({ binary = binaries.cairnd, timeout = 120000 }
 export async function gql(server, token, query, variables = {}) {
   const res = await fetch(`${server.url}/graphql`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify({ query, variables }),
   });
   const text = await res.text();
@@ -264,7 +264,7 @@ export function trackErrors(page) {
  * which skips a test, naming what is missing, unless the server serves every
  * operation it needs and every binary it starts exists.
  */
-export function useServer() {
+export function useServer({ args = [] } = {}) {
   const ctx = {
     server: undefined,
     browser: undefined,
@@ -281,7 +281,7 @@ export function useServer() {
     },
   };
   before(async () => {
-    ctx.server = await startCairnd();
+    ctx.server = await startCairnd({ args });
     if (!ctx.server.adminToken) throw new Error(`cairnd printed no administrator token on its first start:\n${ctx.server.output()}`);
     if (!(await apiReady(ctx.server, ctx.server.adminToken))) throw new Error('the administrator token does not work');
     const d = await gql(

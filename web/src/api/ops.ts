@@ -104,7 +104,7 @@ const JobSummaryFields = gql`
       exec { argv workdir }
       script { interpreter body }
     }
-    target { nodeId selector { key value } requirements { key operator values } location every mode maxParallel }
+    target { nodeId node { hostname } selector { key value } requirements { key operator values } location every mode maxParallel }
     nodeId
     submitter
     submitterName
@@ -758,9 +758,9 @@ export const ClusterQuery = gql<{ cluster: { replicas: Replica[] } }, Record<str
 `;
 
 /** Nodes' names and states, for selects: a page of 500 costs about 2,000 of the complexity limit. */
-export const NodeNamesQuery = gql<{ nodes: Connection<Pick<NodeSummary, 'id' | 'hostname' | 'status'>> }, Page>`
-  query NodeNames($first: Int, $after: String) {
-    nodes(first: $first, after: $after) {
+export const NodeNamesQuery = gql<{ nodes: Connection<Pick<NodeSummary, 'id' | 'hostname' | 'status'>> }, Page & { filter?: { hostname?: string } }>`
+  query NodeNames($first: Int, $after: String, $filter: NodeFilter) {
+    nodes(first: $first, after: $after, filter: $filter) {
       edges { cursor node { id hostname status } }
       pageInfo { hasNextPage endCursor }
     }

@@ -108,6 +108,8 @@ export interface JobSummary {
   spec: JobSpec;
   target: {
     nodeId: string | null;
+    /** The node of nodeId, by name; null when the caller may not read it. */
+    node?: { hostname: string } | null;
     selector: Label[];
     requirements?: { key: string; operator: LabelOperator; values: string[] }[];
     location?: string | null;

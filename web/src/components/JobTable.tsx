@@ -29,7 +29,7 @@ const operatorText: Record<string, (k: string, v: string[]) => string> = {
 
 export function jobTarget(j: Pick<JobSummary, 'target' | 'nodeId'>, locationName: (id: string) => string = (id) => id): string {
   const t = j.target;
-  if (t.nodeId) return t.nodeId;
+  if (t.nodeId) return t.node?.hostname ?? t.nodeId;
   const parts = [
     ...t.selector.map((l) => `${l.key}=${l.value}`),
     ...(t.requirements ?? []).map((r) => (operatorText[r.operator] ?? ((k: string) => k))(r.key, r.values)),
@@ -61,7 +61,11 @@ export function JobTable({ jobs, busy, showTarget = true }: { jobs: JobSummary[]
               </Link>
             </td>
             <td className="clip">{jobWhat(j)}</td>
-            {showTarget ? <td className="clip">{jobTarget(j)}</td> : null}
+            {showTarget ? (
+              <td className="clip" title={j.target.nodeId ?? undefined}>
+                {jobTarget(j)}
+              </td>
+            ) : null}
             <td>
               <Status value={j.status} />
             </td>

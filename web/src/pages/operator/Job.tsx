@@ -143,7 +143,13 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(): void }) {
               {job.counts.lost} lost
             </p>
           ) : null}
-          {job.children.edges.length === 0 ? <Empty>No node has been given this job yet.</Empty> : <JobTable jobs={job.children.edges.map((e) => e.node)} />}
+          {job.children.edges.length > 0 ? (
+            <JobTable jobs={job.children.edges.map((e) => e.node)} />
+          ) : job.status === 'FAILED' ? (
+            <Empty>No node matched the target when the job was spread out, so it failed: a fan-out runs on the nodes that are online then.</Empty>
+          ) : (
+            <Empty>No node has been given this job yet.</Empty>
+          )}
         </>
       ) : (
         <>

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useDeferredValue, useState, type FormEvent } from 'react';
 import { NodeNamesQuery, SubmitJobMutation } from '../../api/ops';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand } from '../../app/hooks';
@@ -167,22 +167,34 @@ function NodeSelect(props: { value: string; error?: string; onChange(v: string):
   return <NodeList {...props} />;
 }
 
+// nodeChoices is how many nodes the list offers at once: an installation of
+// thousands is searched by hostname, not scrolled.
+const nodeChoices = 100;
+
 function NodeList({ value, error, onChange }: { value: string; error?: string; onChange(v: string): void }) {
-  const q = useApiQuery(NodeNamesQuery, { first: 500 });
+  const [find, setFind] = useState('');
+  const term = useDeferredValue(find.trim());
+  const q = useApiQuery(NodeNamesQuery, { first: nodeChoices, filter: term ? { hostname: term } : undefined });
   const nodes = q.data?.nodes.edges.map((e) => e.node).filter((n) => n.status !== 'DECOMMISSIONED') ?? [];
+  const more = q.data?.nodes.pageInfo.hasNextPage ?? false;
   return (
-    <Field id="job-nodeId" label="Node" error={error ?? (q.problems ? 'The nodes could not be listed.' : undefined)} required>
-      {(a) => (
-        <select {...a} value={value} onChange={(e) => onChange(e.target.value)} aria-busy={q.fetching}>
-          <option value="">{q.fetching && !q.data ? 'Loading nodes…' : 'Choose a node'}</option>
-          {value && !nodes.some((n) => n.id === value) ? <option value={value}>{value}</option> : null}
-          {nodes.map((n) => (
-            <option key={n.id} value={n.id}>
-              {n.hostname} ({humanize(n.status)})
-            </option>
-          ))}
-        </select>
-      )}
-    </Field>
+    <>
+      <Field id="job-nodeFind" label="Find a node" hint={more ? `The first ${nodeChoices} matches are listed: type more of the hostname to narrow them.` : 'Part of its hostname.'}>
+        {(a) => <input {...a} type="search" value={find} spellCheck={false} onChange={(e) => setFind(e.target.value)} />}
+      </Field>
+      <Field id="job-nodeId" label="Node" error={error ?? (q.problems ? 'The nodes could not be listed.' : undefined)} required>
+        {(a) => (
+          <select {...a} value={value} onChange={(e) => onChange(e.target.value)} aria-busy={q.fetching}>
+            <option value="">{q.fetching && !q.data ? 'Loading nodes…' : nodes.length ? 'Choose a node' : 'No node matches'}</option>
+            {value && !nodes.some((n) => n.id === value) ? <option value={value}>{value}</option> : null}
+            {nodes.map((n) => (
+              <option key={n.id} value={n.id}>
+                {n.hostname} ({humanize(n.status)})
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+    </>
   );
 }
