@@ -15,7 +15,7 @@ WEB_SRC     := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run web test test-web test-e2e bench lint fuzz clean
+.PHONY: help build run web test test-web test-e2e bench lint fuzz clean check-tree
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -42,6 +42,7 @@ $(WEB_DIST): web/node_modules/.package-lock.json $(WEB_SRC)
 	cd web && $(NPM) run build
 
 test: ## Run every test: Go packages sharing one private PostgreSQL cluster, the fuzzers for 10 s each, then the portal's (test-web)
+	$(MAKE) --no-print-directory check-tree
 	$(GO) run ./internal/testdb/withcluster $(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 	$(MAKE) --no-print-directory test-web
@@ -69,6 +70,15 @@ lint: ## Check formatting, go vet and staticcheck
 fuzz: ## Fuzz the service descriptor parser and validator, then the GraphQL endpoint over HTTP (FUZZTIME each, default 20s; make test runs them for 10s)
 	$(GO) test -run='^$$' -fuzz=FuzzParseValidate -fuzztime=$(FUZZTIME) ./domain/ocl/
 	$(GO) run ./internal/testdb/withcluster $(GO) test -run='^$$' -fuzz=FuzzGraphQLHTTP -fuzztime=$(FUZZTIME) ./graph/
+
+check-tree: ## Check that make web and make build leave every file git knows as it was
+	@if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then echo "not a git checkout: check-tree skipped"; exit 0; fi; \
+	before="$$(git status --porcelain)"; \
+	$(MAKE) --no-print-directory web build >/dev/null || exit 1; \
+	after="$$(git status --porcelain)"; \
+	if [ "$$before" != "$$after" ]; then \
+		echo "make web build changed the tree. Before:"; echo "$$before"; echo "After:"; echo "$$after"; exit 1; \
+	fi; echo "make web build left the tree as it was"
 
 clean: ## Remove build output (never the data in .cairn/)
 	rm -rf $(BIN) web/static/dist
