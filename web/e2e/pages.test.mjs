@@ -47,8 +47,19 @@ describe('operator', () => {
     await page.getByRole('link', { name: 'edge-01' }).click();
     await page.getByRole('heading', { name: /edge-01/ }).waitFor();
     await page.getByText('AMD EPYC 7313P').waitFor();
-    await page.getByRole('img', { name: /^CPU/ }).waitFor();
+    const cpu = page.getByRole('img', { name: /^CPU/ });
+    await cpu.waitFor();
     assert.equal(await page.getByRole('button', { name: 'Drain' }).count(), 1);
+    // Readable axes: round values with their unit, several times of day.
+    const ticks = await cpu.locator('text.tick').allTextContents();
+    assert.ok(ticks.includes('100 %') && ticks.includes('50 %'), `CPU ticks ${ticks}`);
+    assert.ok(ticks.filter((t) => /\d\d:\d\d/.test(t)).length >= 3, `time ticks ${ticks}`);
+    // Hovering shows the exact value and time of the nearest sample.
+    const box = await cpu.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2);
+    const tip = page.locator('.chart-tip').first();
+    await tip.waitFor();
+    assert.match(await tip.innerText(), /cpu: \d+ %/);
     await screenshot(page, 'pages-operator-node');
     // A shared link shows the same view.
     await page.getByRole('button', { name: '24h' }).click();

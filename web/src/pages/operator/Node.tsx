@@ -272,6 +272,7 @@ function Statistics({ id }: { id: string }) {
           <LineChart
             title="Memory used"
             format={formatBytes}
+            tickUnit={1024 ** 3}
             series={[{ label: 'used', className: 'line-b', points: pts((s) => s.memoryUsedBytes) }]}
           />
           <LineChart
