@@ -84,7 +84,7 @@ const template = {
   flavors: [{ name: 'ha', description: 'Three replicas, large', variables: { replicas: 3, size: 'large' } }],
 };
 const templates = [template, { ...template, id: 'webapp@1.1.0', version: '1.1.0', status: 'DEPRECATED' }, { ...template, id: 'pg@15.4.0', name: 'postgres', version: '15.4.0', category: 'database', description: 'PostgreSQL with backups' }];
-const svc = (id, tenantId, name, status) => ({ id, tenantId, name, templateName: 'webapp', templateVersion: '1.2.0', status, requestedAt: ago(5000), updatedAt: ago(200) });
+const svc = (id, tenantId, name, status) => ({ id, tenantId, tenant: { name: tenantId === 'acme' ? 'Acme' : 'Globex' }, name, templateName: 'webapp', templateVersion: '1.2.0', status, requestedAt: ago(5000), updatedAt: ago(200) });
 const services = [svc('s-1', 'acme', 'shop', 'RUNNING'), svc('s-2', 'acme', 'blog', 'STOPPED'), svc('s-9', 'globex', 'intranet', 'RUNNING')];
 const event = (n, type, streamId, extra = {}) => ({
   cursor: String(n), position: n, streamId, streamType: streamId.split('-')[0], version: 1, type, time: ago(3000 - n * 10),

@@ -167,6 +167,7 @@ describe('the portal with 50 tenants, 1,000 nodes, 200 services and 10,000 jobs'
     if (made.services.length) {
       await visit('/catalog/note/1.0.0', 'template', 'main dl, main table');
       await visit(`/services/${made.services[3]}`, 'service', 'main dl, main table');
+      await page.locator('main dl').getByText('Tenant 0003').waitFor();
       await visit('/services/new?template=note&version=1.0.0', 'deploy', 'main form');
     }
     // The failed fan-out says why; the whole log verifies within the limits.

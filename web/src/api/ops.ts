@@ -450,6 +450,7 @@ const ServiceSummaryFields = gql`
   fragment ServiceSummaryFields on Service {
     id
     tenantId
+    tenant { name }
     name
     templateName
     templateVersion

@@ -238,6 +238,8 @@ export const serviceStatuses: ServiceStatus[] = [
 export interface ServiceSummary {
   id: string;
   tenantId: string;
+  /** The tenant of tenantId by name; null when the caller may not read it. */
+  tenant?: { name: string } | null;
   name: string;
   templateName: string;
   templateVersion: string;

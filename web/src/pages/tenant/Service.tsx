@@ -85,7 +85,7 @@ function ServiceView({ service: s, onChanged }: { service: ServiceDetail; onChan
           )}
         </dd>
         <dt>Tenant</dt>
-        <dd>{s.tenantId}</dd>
+        <dd title={s.tenantId}>{s.tenant?.name ?? s.tenantId}</dd>
         <dt>Desired</dt>
         <dd data-testid="desired">
           {desiredOf(s)} — {s.templateName} {s.templateVersion}, revision {s.revision ?? 1}

@@ -86,7 +86,7 @@ export function ServicesPage() {
                       <td>
                         {s.templateName} <span className="muted">{s.templateVersion}</span>
                       </td>
-                      {!tenantRole ? <td>{s.tenantId}</td> : null}
+                      {!tenantRole ? <td title={s.tenantId}>{s.tenant?.name ?? s.tenantId}</td> : null}
                       <td>
                         <Status value={s.status} />
                       </td>
