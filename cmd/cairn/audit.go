@@ -55,7 +55,9 @@ func (a *app) withLog(ctx context.Context, f func(*eventstore.Store, *pgxpool.Po
 
 func newAuditCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "audit",
+		Use: "audit",
+		Example: `  cairn audit export -f trail.ndjson
+  cairn audit verify trail.ndjson --server`,
 		Short: "Export the event log and verify its hash chains",
 		Long: `Export the event log as NDJSON with every event's hash and chain links, and
 verify exports offline or the log itself in the database.
@@ -82,7 +84,9 @@ func parsePointFlag(name, s string) (audit.Point, error) {
 func newAuditExportCommand(a *app) *cobra.Command {
 	var from, to, stream, file string
 	cmd := &cobra.Command{
-		Use:   "export",
+		Use: "export",
+		Example: `  cairn audit export -f trail.ndjson
+  cairn audit export --from 2026-11-01 --to 2026-12-01 --stream node-n1 > november.ndjson`,
 		Short: "Write events as NDJSON, one per line, then a trailer",
 		Long: `Write the events of a stretch of the log as NDJSON: one line per event in
 global order, with its position, cursor, stream, version, type, schema version,

@@ -23,9 +23,10 @@ const clusterQuery = `{ cluster { replicas { id address version startedAt lastSe
 
 func newClusterCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cluster",
-		Short: "The cairnd replicas serving the database",
-		Args:  argsNone,
+		Use:     "cluster",
+		Example: `  cairn cluster status`,
+		Short:   "The cairnd replicas serving the database",
+		Args:    argsNone,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",

@@ -32,3 +32,22 @@ func TestEveryCommandIsDocumented(t *testing.T) {
 	}
 	walk("cairn", newRootCommand(newApp(func(string) string { return "" }, strings.NewReader(""))))
 }
+
+// Every command's help shows how it is used: an example line starting
+// with its own name.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if !strings.Contains(sub.Long+sub.Example, sub.CommandPath()) {
+				t.Errorf("%s --help shows no example (a line with %q)", sub.CommandPath(), sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk(newRootCommand(newApp(func(string) string { return "" }, strings.NewReader(""))))
+}

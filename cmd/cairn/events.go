@@ -57,9 +57,10 @@ func (e eventRow) cells() []string {
 
 func newEventsCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "events",
-		Short: "Read the event log",
-		Args:  argsNone,
+		Use:     "events",
+		Example: `  cairn events tail -n 20 --follow`,
+		Short:   "Read the event log",
+		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return &usageError{errors.New("choose a subcommand: cairn events tail")}
 		},

@@ -63,9 +63,10 @@ func (a *app) writeLocations(cmd *cobra.Command, rows []locationRow) error {
 func newLocationCreateCommand(a *app) *cobra.Command {
 	var id, description string
 	cmd := &cobra.Command{
-		Use:   "create NAME [--id ID] [--description TEXT]",
-		Short: "Create a location",
-		Args:  argsOne("location name"),
+		Use:     "create NAME [--id ID] [--description TEXT]",
+		Example: `  cairn locations create "Paris 1" --id par-1 --description "first floor"`,
+		Short:   "Create a location",
+		Args:    argsOne("location name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -87,9 +88,10 @@ func newLocationCreateCommand(a *app) *cobra.Command {
 func newLocationUpdateCommand(a *app) *cobra.Command {
 	var name, description string
 	cmd := &cobra.Command{
-		Use:   "update LOCATION [--name NAME] [--description TEXT]",
-		Short: "Rename a location or change its description",
-		Args:  argsOne("location (id or name)"),
+		Use:     "update LOCATION [--name NAME] [--description TEXT]",
+		Example: `  cairn locations update par-1 --name "Paris One"`,
+		Short:   "Rename a location or change its description",
+		Args:    argsOne("location (id or name)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -125,9 +127,10 @@ func newLocationUpdateCommand(a *app) *cobra.Command {
 
 func newLocationRetireCommand(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "retire LOCATION",
-		Short: "Retire a location: nothing new is placed there",
-		Args:  argsOne("location (id or name)"),
+		Use:     "retire LOCATION",
+		Example: `  cairn locations retire "Paris One"`,
+		Short:   "Retire a location: nothing new is placed there",
+		Args:    argsOne("location (id or name)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {

@@ -10,9 +10,10 @@ import (
 // server.
 func newOCLCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "ocl",
-		Short: "Service descriptors (OCL)",
-		Args:  argsNone,
+		Use:     "ocl",
+		Example: `  cairn ocl schema > descriptor.schema.json`,
+		Short:   "Service descriptors (OCL)",
+		Args:    argsNone,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "schema",

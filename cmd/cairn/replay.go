@@ -14,8 +14,9 @@ import (
 func newReplayCommand(a *app) *cobra.Command {
 	var until, drop string
 	cmd := &cobra.Command{
-		Use:   "replay --until CURSOR|TIME",
-		Short: "Rebuild every read model as of a moment into a scratch schema",
+		Use:     "replay --until CURSOR|TIME",
+		Example: `  cairn replay --until 2026-11-01T00:00:00Z`,
+		Short:   "Rebuild every read model as of a moment into a scratch schema",
 		Long: `Rebuild every read model (nodes, jobs, services, resources, templates,
 tenants, users, API tokens, locations, event volume) and the analytics views
 as of a moment, into a new schema of the database ` + DatabaseURLEnv + ` names, so

@@ -102,9 +102,10 @@ is easier to type in other commands, which take the name as well).
 
 func newTenantRenameCommand(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "rename TENANT NEW_NAME",
-		Short: "Rename a tenant",
-		Args:  argsExactly("a tenant (id or name) and its new name", 2),
+		Use:     "rename TENANT NEW_NAME",
+		Example: `  cairn tenants rename acme "Acme Corp"`,
+		Short:   "Rename a tenant",
+		Args:    argsExactly("a tenant (id or name) and its new name", 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -127,9 +128,10 @@ func newTenantRenameCommand(a *app) *cobra.Command {
 func newTenantStateCommand(a *app, verb, mutation, inputType, short string) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   verb + " TENANT",
-		Short: short,
-		Args:  argsOne("tenant (id or name)"),
+		Use:     verb + " TENANT",
+		Example: "  cairn tenants " + verb + " Acme",
+		Short:   short,
+		Args:    argsOne("tenant (id or name)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {

@@ -139,9 +139,10 @@ It is shown this once: Cairn keeps only its hash.
 func newTokenRevokeCommand(a *app) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "revoke TOKEN_ID",
-		Short: "Revoke an API token: it stops working at once, on every replica",
-		Args:  argsOne("token id (cairn tokens lists them)"),
+		Use:     "revoke TOKEN_ID",
+		Example: `  cairn tokens revoke TOKEN_ID --reason "leaked in a log"`,
+		Short:   "Revoke an API token: it stops working at once, on every replica",
+		Args:    argsOne("token id (cairn tokens lists them)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {

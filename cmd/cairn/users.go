@@ -132,9 +132,10 @@ the tenant. Give the user a token with cairn tokens create --user NAME.
 func newUserStateCommand(a *app, verb, mutation, inputType, short string) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   verb + " USER",
-		Short: short,
-		Args:  argsOne("user (id or name)"),
+		Use:     verb + " USER",
+		Example: "  cairn users " + verb + " \"deploy robot\"",
+		Short:   short,
+		Args:    argsOne("user (id or name)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
