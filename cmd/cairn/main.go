@@ -115,7 +115,7 @@ environment variables ` + ServerEnv + ` and ` + TokenEnv + ` override what is st
 		newApplyCommand(a), newDiffCommand(a),
 		newEventsCommand(a),
 		newTemplatesCommand(a),
-		newTenantsCommand(a), newUsersCommand(a), newTokensCommand(a), newLocationsCommand(a),
+		newTenantsCommand(a), newUsersCommand(a), newTokensCommand(a), newLocationsCommand(a), newSchedulesCommand(a),
 		newOCLCommand(a),
 		newAuditCommand(a), newReplayCommand(a),
 		newClusterCommand(a),

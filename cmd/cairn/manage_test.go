@@ -89,6 +89,24 @@ func TestCLIManagesTheInstallation(t *testing.T) {
 	if out := c.eventually(func(s string) bool { return strings.Contains(s, "web-1") }, "nodes", "--location", "Paris One"); strings.Contains(out, web) {
 		t.Fatalf("nodes table shows the id:\n%s", out)
 	}
+	// A schedule for the node, by its hostname.
+	if out := c.must("schedules", "create", "disk-report", "--every", "1h", "--node", "web-1", "--", "df", "-h"); !strings.Contains(out, "every 1h0m0s") || !strings.Contains(out, "web-1") {
+		t.Fatalf("schedules create:\n%s", out)
+	}
+	if _, errOut, code := c.run("schedules", "create", "twice", "--every", "1h", "--cron", "0 3 * * *", "--all", "--", "true"); code != exitUsage || !strings.Contains(errOut, "one of them") {
+		t.Fatalf("schedules create with --every and --cron: exit %d, %q", code, errOut)
+	}
+	if out := c.must("schedules", "pause", "disk-report", "--reason", "test"); !strings.Contains(out, "PAUSED") {
+		t.Fatalf("schedules pause:\n%s", out)
+	}
+	if out := c.must("schedules", "show", "disk-report", "-o", "json"); !strings.Contains(out, `"status": "PAUSED"`) {
+		t.Fatalf("schedules show -o json:\n%s", out)
+	}
+	c.must("schedules", "resume", "disk-report")
+	c.must("schedules", "delete", "disk-report")
+	if _, errOut, code := c.run("schedules", "show", "nope"); code != exitError || !strings.Contains(errOut, `"nope"`) {
+		t.Fatalf("schedules show of nothing: exit %d, %q", code, errOut)
+	}
 	if out := c.must("nodes", "drain", "web-1", "--reason", "disk swap"); !strings.Contains(out, "cordoned") {
 		t.Fatalf("nodes drain:\n%s", out)
 	}
