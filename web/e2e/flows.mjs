@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { binaries, createTenant, gql, screenshot, signIn, startAgent, tokenFor, trackErrors } from './harness.mjs';
+import { binaries, createTenant, eventually, gql, screenshot, signIn, startAgent, tokenFor, trackErrors } from './harness.mjs';
 
 export function flows(ctx) {
   const requires = (t, needs) => ctx.requires(t, needs);
@@ -55,6 +55,42 @@ export function flows(ctx) {
       await log.getByText('last line').waitFor({ timeout: 30000 });
       await page.locator('[data-status="SUCCEEDED"]').first().waitFor({ timeout: 30000 });
       await screenshot(page, 'flow-operator-job');
+      assert.deepEqual(errors, []);
+      await page.close();
+    });
+  });
+
+  describe('operator, fan-out', () => {
+    it('runs a job on every node of a label and reads their output together, each line tagged with its node', async (t) => {
+      if (!requires(t, { query: ['job'], mutation: ['createJoinToken', 'submitJob'], subscription: ['jobLog'], bins: [binaries.agent] })) return;
+      const admin = ctx.server.adminToken;
+      const agents = [];
+      t.after(() => Promise.all(agents.map((a) => a.stop())));
+      for (const hostname of ['fan-1', 'fan-2']) {
+        const join = await gql(ctx.server, admin, 'mutation { createJoinToken(input: { labels: [{ key: "pool", value: "fan" }] }) { token } }');
+        agents.push(await startAgent(ctx.server, join.createJoinToken.token, { hostname }));
+      }
+      await eventually(
+        async () => {
+          const d = await gql(ctx.server, admin, '{ nodes(filter: { labels: [{ key: "pool", value: "fan" }], status: [ONLINE] }) { edges { node { id } } } }');
+          return d.nodes.edges.length === 2;
+        },
+        { timeout: 60000, what: 'both fan-out agents online' },
+      );
+      const sub = await gql(
+        ctx.server,
+        admin,
+        'mutation { submitJob(input: { spec: { kind: SCRIPT, script: { interpreter: "sh", body: "echo first line; sleep 1; echo second line" } }, target: { selector: [{ key: "pool", value: "fan" }], mode: ALL } }) { job { id } } }',
+      );
+      const page = await ctx.browser.newPage();
+      const errors = trackErrors(page);
+      await signIn(page, ctx.server, admin);
+      await page.goto(`${ctx.server.url}/jobs/${sub.submitJob.job.id}`);
+      const log = page.getByTestId('fan-out-log');
+      for (const line of ['[fan-1] first line', '[fan-2] first line', '[fan-1] second line', '[fan-2] second line']) {
+        await log.getByText(line, { exact: false }).waitFor({ timeout: 60000 });
+      }
+      await screenshot(page, 'flow-operator-fan-out');
       assert.deepEqual(errors, []);
       await page.close();
     });

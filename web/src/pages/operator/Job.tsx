@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { CancelJobMutation, JobChangedSubscription, JobLogSubscription, JobQuery } from '../../api/ops';
-import { finishedJobStatuses, type JobDetail, type JobLogChunk } from '../../api/types';
+import { finishedJobStatuses, type JobDetail, type JobLogChunk, type JobSummary } from '../../api/types';
 import type { Problem } from '../../api/errors';
 import { useAccess } from '../../app/access';
 import { useApiQuery, useCommand, useLiveAnswer, useSubscriptionEffect } from '../../app/hooks';
@@ -144,7 +144,10 @@ function JobView({ job, onChanged }: { job: JobDetail; onChanged(): void }) {
             </p>
           ) : null}
           {job.children.edges.length > 0 ? (
-            <JobTable jobs={job.children.edges.map((e) => e.node)} />
+            <>
+              <JobTable jobs={job.children.edges.map((e) => e.node)} />
+              <FanOutLog jobs={job.children.edges.map((e) => e.node)} />
+            </>
           ) : job.status === 'FAILED' ? (
             <Empty>No node matched the target when the job was spread out, so it failed: a fan-out runs on the nodes that are online then.</Empty>
           ) : (
@@ -182,6 +185,74 @@ function Result({ result }: { result: NonNullable<JobDetail['result']> }) {
       {result.output !== null && result.output !== undefined ? <Json value={result.output} label="output" /> : null}
     </>
   );
+}
+
+// fanOutLogs is how many of a fan-out's children the page follows at once:
+// each is a subscription.
+const fanOutLogs = 20;
+
+/** A line of a fan-out's combined output, with the node it came from. */
+interface TaggedChunk extends JobLogChunk {
+  node: string;
+  jobId: string;
+}
+
+/**
+ * The output of a fan-out's children together, in the order it was
+ * written, each line tagged with its node's name.
+ */
+function FanOutLog({ jobs }: { jobs: JobSummary[] }) {
+  const [lines, setLines] = useState<readonly TaggedChunk[]>([]);
+  const shown = jobs.slice(0, fanOutLogs);
+  const add = (c: TaggedChunk) =>
+    setLines((ls) => {
+      if (ls.some((l) => l.jobId === c.jobId && l.seq === c.seq)) return ls;
+      const out = [...ls, c];
+      out.sort((a, b) => a.time.localeCompare(b.time) || a.node.localeCompare(b.node) || a.seq - b.seq);
+      return out;
+    });
+  return (
+    <>
+      <h2>Output of every node</h2>
+      {jobs.length > shown.length ? <p className="muted">The first {shown.length} nodes' output; open a node's job above for the others.</p> : null}
+      {shown.map((j) => (
+        <ChildLog key={j.id} job={j} onChunk={add} />
+      ))}
+      <div className="log">
+        <pre tabIndex={0} aria-label="output of every node" data-testid="fan-out-log">
+          {lines.length === 0 ? (
+            <span className="muted">No output yet.</span>
+          ) : (
+            lines.map((l) => (
+              <span key={`${l.jobId}/${l.seq}`} className={`chunk ${l.stream.toLowerCase()}`} title={`${l.node} · ${l.stream} · ${l.time}`}>
+                {tagLines(l.node, l.data)}
+              </span>
+            ))
+          )}
+        </pre>
+      </div>
+    </>
+  );
+}
+
+/** Every line of data, prefixed with [node]. */
+function tagLines(node: string, data: string): string {
+  const body = data.endsWith('\n') ? data.slice(0, -1) : data;
+  return body
+    .split('\n')
+    .map((line) => `[${node}] ${line}`)
+    .join('\n')
+    .concat(data.endsWith('\n') ? '\n' : '');
+}
+
+/** Follows one child's output and hands each chunk on, tagged. */
+function ChildLog({ job, onChunk }: { job: JobSummary; onChunk(c: TaggedChunk): void }) {
+  const access = useAccess();
+  const node = job.target.node?.hostname ?? job.target.nodeId ?? job.nodeId ?? job.id;
+  useSubscriptionEffect(JobLogSubscription, { jobId: job.id, afterSeq: 0 }, (d) => onChunk({ ...d.jobLog, node, jobId: job.id }), {
+    pause: !access.live('jobLog'),
+  });
+  return null;
 }
 
 function JobLog({ jobId, ended, onEnd }: { jobId: string; ended: boolean; onEnd(): void }) {
