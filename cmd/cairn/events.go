@@ -29,12 +29,13 @@ type eventRow struct {
 		CommandID     *string `json:"commandId"`
 		CorrelationID *string `json:"correlationId"`
 		Actor         *string `json:"actor"`
+		ActorName     *string `json:"actorName"`
 		TenantID      *string `json:"tenantId"`
 	} `json:"metadata"`
 }
 
 const eventFields = `cursor position streamId streamType version type time payload
-  metadata { commandId correlationId actor tenantId }`
+  metadata { commandId correlationId actor actorName tenantId }`
 
 const eventsQuery = `query ($first: Int, $after: Cursor, $filter: EventFilter) {
   events(first: $first, after: $after, filter: $filter) {
@@ -52,7 +53,11 @@ const headQuery = `query { head }`
 var eventHeader = []string{"CURSOR", "TIME", "STREAM", "VERSION", "TYPE", "ACTOR"}
 
 func (e eventRow) cells() []string {
-	return []string{e.Cursor, when(e.Time), e.StreamID, fmt.Sprint(e.Version), e.Type, orDash(ptr.Value(e.Metadata.Actor))}
+	actor := ptr.Value(e.Metadata.ActorName)
+	if actor == "" {
+		actor = ptr.Value(e.Metadata.Actor)
+	}
+	return []string{e.Cursor, when(e.Time), e.StreamID, fmt.Sprint(e.Version), e.Type, orDash(actor)}
 }
 
 func newEventsCommand(a *app) *cobra.Command {

@@ -319,6 +319,10 @@ func TestCLI(t *testing.T) {
 	if len(evs) < 2 || evs[0].StreamType != "node" || evs[0].Cursor == "" {
 		t.Fatalf("events tail --after 0: %+v", evs)
 	}
+	// The administrator who made the join token acted: the table names them.
+	if out := c.must("events", "tail", "-n", "20"); !strings.Contains(out, "Administrator") {
+		t.Errorf("events tail shows no actor by name:\n%s", out)
+	}
 	var rest []eventRow
 	if err := json.Unmarshal([]byte(c.must("events", "tail", "--after", evs[0].Cursor, "--stream-type", "node", "-o", "json")), &rest); err != nil || len(rest) != len(evs)-1 {
 		t.Fatalf("events tail --after the first: %d events, want %d (%v)", len(rest), len(evs)-1, err)
