@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -270,8 +271,15 @@ func TestCLI(t *testing.T) {
 	if code != 0 || out != "data from stdin" {
 		t.Errorf("run with stdin: exit %d, stdout %q", code, out)
 	}
+	// A fan-out's lines are tagged with the node's hostname.
+	var nodesOut []struct{ ID, Hostname string }
+	nodesJSON, _, _ := cairn("", "nodes", "-o", "json")
+	if err := json.Unmarshal([]byte(nodesJSON), &nodesOut); err != nil || len(nodesOut) == 0 {
+		t.Fatalf("nodes -o json: %v %q", err, nodesJSON)
+	}
+	host := nodesOut[0].Hostname
 	out, _, code = cairn("", "run", "--selector", "team=cli", "--all", "--script", "sh", "--", "echo one; echo two")
-	if code != 0 || out != "["+node+"] one\n["+node+"] two\n" {
+	if code != 0 || out != "["+host+"] one\n["+host+"] two\n" {
 		t.Errorf("run on all: exit %d, stdout %q", code, out)
 	}
 	_, errOut, code = cairn("", "run", "--node", node, "--timeout-after", "1s", "--grace", "0s", "--", "sleep", "30")
@@ -289,7 +297,7 @@ func TestCLI(t *testing.T) {
 	if out, _, code := cairn("", "jobs", "logs", id); code != 0 || out != "line 1\nline 2\nline 3\n" {
 		t.Errorf("jobs logs: exit %d, %q", code, out)
 	}
-	if _, errOut, code := cairn("", "run", "--node", "no-such-node", "--", "true"); code != 1 || !strings.Contains(errOut, "does not exist") {
+	if _, errOut, code := cairn("", "run", "--node", "no-such-node", "--", "true"); code != 1 || !strings.Contains(errOut, `no node has the id or name "no-such-node"`) {
 		t.Errorf("run on a node that does not exist: exit %d, %q", code, errOut)
 	}
 	if _, errOut, code := cairn("", "run", "--", "true"); code != 2 || !strings.Contains(errOut, "--node") {
@@ -297,7 +305,7 @@ func TestCLI(t *testing.T) {
 	}
 	// Every node, and a set-based selector; one that selects no node is
 	// refused before anything runs, and one that does not parse says why.
-	if out, _, code := cairn("", "run", "--all", "--", "echo", "everywhere"); code != 0 || out != "["+node+"] everywhere\n" {
+	if out, _, code := cairn("", "run", "--all", "--", "echo", "everywhere"); code != 0 || out != "["+host+"] everywhere\n" {
 		t.Errorf("run on every node: exit %d, stdout %q", code, out)
 	}
 	if out, _, code := cairn("", "run", "--selector", "team in (cli, ops), !gpu", "--", "echo", "set"); code != 0 || out != "set\n" {

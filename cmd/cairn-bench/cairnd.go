@@ -18,6 +18,7 @@ import (
 type servedCairnd struct {
 	url, token string
 	bin        string // where the commands were built
+	pid        int
 	stop       func()
 }
 
@@ -62,5 +63,5 @@ func startCairnd(ctx context.Context, e *env, work, dbPrefix string, commands []
 		stop()
 		return nil, err
 	}
-	return &servedCairnd{url: url, token: token, bin: bin, stop: stop}, nil
+	return &servedCairnd{url: url, token: token, bin: bin, pid: srv.Process.Pid, stop: stop}, nil
 }

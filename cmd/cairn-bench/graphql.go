@@ -397,7 +397,12 @@ func benchFanOutSubscriptions(ctx context.Context, s *graphqlServer) (result, er
 func settledRSS() (int64, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
+	return rssOf("/proc/self/status")
+}
+
+// rssOf reads the resident set size from a /proc/PID/status file.
+func rssOf(status string) (int64, error) {
+	b, err := os.ReadFile(status)
 	if err != nil {
 		return 0, fmt.Errorf("read the resident set size: %w", err)
 	}
@@ -410,7 +415,7 @@ func settledRSS() (int64, error) {
 			return kb * 1024, nil
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/self/status")
+	return 0, fmt.Errorf("no VmRSS in %s", status)
 }
 
 func gqlPercentile(d []time.Duration, p float64) time.Duration {

@@ -152,6 +152,7 @@ var benchmarks = []benchmark{
 	{"rebuild", benchRebuild}, {"projection_lag", benchProjectionLag}, {"export", benchExport},
 	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
 	{"graphql", benchGraphQL},
+	{"subscribers_server", benchServerSubscribers},
 	{"replicas", benchReplicas},
 	{"placement", benchPlacement},
 	{"terraform", benchTerraform},

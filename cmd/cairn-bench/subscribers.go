@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"cairn/graph/client"
+)
+
+// serverSubscribers is how many idle subscriptions the server-side figure
+// holds open: a portal's worth of tabs for a large team.
+const serverSubscribers = 2000
+
+// benchServerSubscribers measures what idle GraphQL subscribers cost the
+// server alone: cairnd runs as its own process, as operators run it, and
+// its resident set is read before the subscribers connect, while they are
+// connected, and after they left.
+func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
+	work, err := os.MkdirTemp("", "cairn-bench-subscribers-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	srv, err := startCairnd(ctx, e, work, "bench_subscribers", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	status := fmt.Sprintf("/proc/%d/status", srv.pid)
+	admin := client.New(srv.url, srv.token, nil)
+	// A caller may hold 500 subscriptions: the subscribers are spread over
+	// tokens, as many users' would be.
+	perToken := 400
+	var tokens []string
+	for range serverSubscribers / perToken {
+		var out struct{ CreateApiToken struct{ Token string } }
+		qctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := admin.Do(qctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, out.CreateApiToken.Token)
+	}
+	settle := func() (int64, error) {
+		time.Sleep(3 * time.Second)
+		return rssOf(status)
+	}
+	before, err := settle()
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	subs := make([]*client.Subscription, serverSubscribers)
+	closeAll := func() {
+		for i, sub := range subs {
+			if sub != nil {
+				sub.Close()
+				subs[i] = nil
+			}
+		}
+	}
+	defer closeAll()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := range subs {
+		c := client.New(srv.url, tokens[i/perToken], hc)
+		g.Go(func() error {
+			sub, err := c.Subscribe(gctx, client.TransportWS, client.Request{Query: `subscription { events { cursor streamId } }`})
+			subs[i] = sub
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("open %d subscribers: %w", serverSubscribers, err)
+	}
+	held, err := settle()
+	if err != nil {
+		return nil, err
+	}
+	closeAll()
+	time.Sleep(5 * time.Second)
+	after, err := settle()
+	if err != nil {
+		return nil, err
+	}
+	return result{
+		"rss_per_idle_subscriber_kib_server":    round(float64(held-before)/1024/serverSubscribers, 1),
+		"server_rss_before_subscribers_mib":     round(float64(before)/(1<<20), 1),
+		"server_rss_with_subscribers_mib":       round(float64(held)/(1<<20), 1),
+		"server_rss_after_subscribers_left_mib": round(float64(after)/(1<<20), 1),
+		"server_idle_subscribers_measured":      serverSubscribers,
+	}, nil
+}
