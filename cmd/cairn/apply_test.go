@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cairn/graph/client"
 )
@@ -154,4 +155,64 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestServiceLifecycle drives a service through the CLI by its name alone:
+// publish its template from a file, create it for a tenant named by name,
+// stop, start, remove; with the cluster, schema and replay commands beside.
+func TestServiceLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cairn and cairnd and runs the server")
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH: the filestore example plugin is a Python program")
+	}
+	plugin, _ := filepath.Abs("../../examples/plugins/filestore/filestore.py")
+	store := t.TempDir()
+	pluginsFile := filepath.Join(t.TempDir(), "plugins.yaml")
+	if err := os.WriteFile(pluginsFile, fmt.Appendf(nil, "exec:\n  - name: filestore\n    command: [%q, %q, %q]\n", python, plugin, store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--plugins", pluginsFile)
+	c := newCLI(t)
+	if _, errOut, code := c.runInput(srv.token+"\n", "login", "--server", srv.url); code != 0 {
+		t.Fatalf("login: %s", errOut)
+	}
+	descriptor := filepath.Join(t.TempDir(), "note.yaml")
+	if err := os.WriteFile(descriptor, []byte(noteTemplate), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.must("templates", "publish", "-f", descriptor); !strings.Contains(out, "PUBLISHED") {
+		t.Fatalf("templates publish:\n%s", out)
+	}
+	c.must("tenants", "create", "Acme", "--id", "acme")
+	out := c.must("services", "create", "--template", "note", "--tenant", "Acme", "--name", "site", "--var", "greeting=hi", "--wait")
+	if !strings.Contains(out, "registered") || !strings.Contains(out, "TENANT     Acme") {
+		t.Fatalf("services create --wait:\n%s", out)
+	}
+	for _, step := range []struct{ verb, want string }{{"start", "running"}, {"stop", "stopped"}, {"start", "running"}, {"stop", "stopped"}} {
+		if out, errOut, code := c.run("services", step.verb, "site", "--wait"); code != 0 || !strings.Contains(out, step.want) {
+			t.Fatalf("services %s site --wait: exit %d\n%s%s", step.verb, code, out, errOut)
+		}
+	}
+	// Retry is for a degraded service: refused, naming the state.
+	if _, errOut, code := c.run("services", "retry", "site"); code != exitError || !strings.Contains(errOut, "CONFLICT") {
+		t.Fatalf("services retry of a stopped service: exit %d, %q", code, errOut)
+	}
+	if out, errOut, code := c.run("services", "remove", "acme/site", "--wait"); code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("services remove acme/site --wait: exit %d\n%s%s", code, out, errOut)
+	}
+
+	if out := c.must("cluster", "status"); !strings.Contains(out, "dispatch") {
+		t.Errorf("cluster status names no owner of the dispatch:\n%s", out)
+	}
+	if out := c.must("ocl", "schema"); !strings.Contains(out, `"$schema"`) {
+		t.Errorf("ocl schema:\n%.300s", out)
+	}
+	direct := newCLI(t)
+	direct.databaseURL = srv.db
+	if out := direct.must("replay", "--until", time.Now().UTC().Format(time.RFC3339)); !strings.Contains(out, "replayed") {
+		t.Errorf("replay:\n%s", out)
+	}
 }

@@ -21,10 +21,8 @@ type jobRow struct {
 	Node    *struct {
 		Hostname string `json:"hostname"`
 	} `json:"node"`
-	TenantID *string `json:"tenantId"`
-	Tenant   *struct {
-		Name string `json:"name"`
-	} `json:"tenant"`
+	TenantID    *string    `json:"tenantId"`
+	Tenant      *named     `json:"tenant"`
 	Submitter   string     `json:"submitter"`
 	SubmittedAt *time.Time `json:"submittedAt"`
 	FinishedAt  *time.Time `json:"finishedAt"`
@@ -98,9 +96,7 @@ jobs (a fan-out's children are listed with --parent ID, or all with --all).
 				if j.Node != nil {
 					node = j.Node.Hostname
 				}
-				if j.Tenant != nil {
-					tenant = j.Tenant.Name
-				}
+				tenant = nameOr(tenant, j.Tenant)
 				table[i] = []string{j.ID, j.Status, what, orDash(node), strconv.Itoa(j.Attempt),
 					orDash(tenant), j.Submitter, when(j.SubmittedAt), when(j.FinishedAt)}
 			}

@@ -6,18 +6,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn/domain/placement"
+	"cairn/internal/ptr"
 )
 
 type nodeRow struct {
-	ID         string  `json:"id"`
-	Hostname   string  `json:"hostname"`
-	Status     string  `json:"status"`
-	Cordoned   bool    `json:"cordoned"`
-	Labels     []label `json:"labels"`
-	LocationID *string `json:"locationId"`
-	Location   *struct {
-		Name string `json:"name"`
-	} `json:"location"`
+	ID         string     `json:"id"`
+	Hostname   string     `json:"hostname"`
+	Status     string     `json:"status"`
+	Cordoned   bool       `json:"cordoned"`
+	Labels     []label    `json:"labels"`
+	LocationID *string    `json:"locationId"`
+	Location   *named     `json:"location"`
 	EnrolledAt *time.Time `json:"enrolledAt"`
 	UpdatedAt  *time.Time `json:"updatedAt"`
 	Capacity   *struct {
@@ -123,12 +122,7 @@ func (a *app) writeNodes(cmd *cobra.Command, rows []nodeRow) error {
 		if n.Cordoned && n.Status != "DRAINING" && n.Status != "DRAINED" {
 			status += " (cordoned)"
 		}
-		loc := ""
-		if n.Location != nil {
-			loc = n.Location.Name
-		} else if n.LocationID != nil {
-			loc = *n.LocationID
-		}
+		loc := nameOr(ptr.Value(n.LocationID), n.Location)
 		cpu, mem := "-", "-"
 		if c := n.Capacity; c != nil && (c.Allocatable.CPU > 0 || c.Allocatable.MemoryBytes > 0) {
 			cpu = placement.FormatCPU(int64(c.Allocated.CPU*1000)) + "/" + placement.FormatCPU(int64(c.Allocatable.CPU*1000))

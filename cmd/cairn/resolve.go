@@ -140,6 +140,20 @@ func resolveService(ctx context.Context, a *app, c *client.Client, ref string) (
 	return serviceRef{}, &AmbiguousError{Kind: "service", Ref: ref, Matches: where, Hint: "write it as TENANT/NAME"}
 }
 
+// named is a related object as a row shows it: by its name.
+type named struct {
+	Name string `json:"name"`
+}
+
+// nameOr is the related object's name, or id when the caller may not read
+// it (the relation is then null).
+func nameOr(id string, n *named) string {
+	if n != nil && n.Name != "" {
+		return n.Name
+	}
+	return id
+}
+
 // namedRef is a tenant, user or location: an id and a name.
 type namedRef struct {
 	ID   string `json:"id"`

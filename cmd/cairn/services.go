@@ -50,6 +50,7 @@ type serviceResource struct {
 type serviceDetail struct {
 	ID              string            `json:"id"`
 	TenantID        string            `json:"tenantId"`
+	Tenant          *named            `json:"tenant"`
 	Name            string            `json:"name"`
 	TemplateName    string            `json:"templateName"`
 	TemplateVersion string            `json:"templateVersion"`
@@ -77,7 +78,7 @@ type serviceEvent struct {
 	} `json:"metadata"`
 }
 
-const serviceFields = `id tenantId name templateName templateVersion variables status failedIn cause remaining outputs
+const serviceFields = `id tenantId tenant { name } name templateName templateVersion variables status failedIn cause remaining outputs
   revision allowedActions requestedAt updatedAt
   resources { id name plugin type status failedIn error outputs dependsOn updatedAt }`
 
@@ -497,7 +498,7 @@ func printService(w io.Writer, a *app, s serviceDetail) error {
 	}
 	rows := [][]string{
 		{"SERVICE", s.ID + "  " + s.Name},
-		{"TENANT", s.TenantID},
+		{"TENANT", nameOr(s.TenantID, s.Tenant)},
 		{"TEMPLATE", fmt.Sprintf("%s@%s (revision %d)", s.TemplateName, s.TemplateVersion, max(s.Revision, 1))},
 		{"STATUS", status},
 	}

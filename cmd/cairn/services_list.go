@@ -8,11 +8,9 @@ import (
 )
 
 type serviceRow struct {
-	ID       string `json:"id"`
-	TenantID string `json:"tenantId"`
-	Tenant   *struct {
-		Name string `json:"name"`
-	} `json:"tenant"`
+	ID              string     `json:"id"`
+	TenantID        string     `json:"tenantId"`
+	Tenant          *named     `json:"tenant"`
 	Name            string     `json:"name"`
 	TemplateName    string     `json:"templateName"`
 	TemplateVersion string     `json:"templateVersion"`
@@ -85,10 +83,7 @@ tenant's only), filtered by tenant, status, template or name.
 				if s.FailedIn != nil {
 					status += " (in " + *s.FailedIn + ")"
 				}
-				tenant := s.TenantID
-				if s.Tenant != nil {
-					tenant = s.Tenant.Name
-				}
+				tenant := nameOr(s.TenantID, s.Tenant)
 				ids[i] = s.ID
 				table[i] = []string{s.Name, tenant, s.TemplateName + "@" + s.TemplateVersion, status, when(s.UpdatedAt)}
 				if a.output == outputWide {

@@ -8,11 +8,9 @@ import (
 )
 
 type tokenRow struct {
-	ID     string `json:"id"`
-	UserID string `json:"userId"`
-	User   *struct {
-		Name string `json:"name"`
-	} `json:"user"`
+	ID        string     `json:"id"`
+	UserID    string     `json:"userId"`
+	User      *named     `json:"user"`
 	Role      string     `json:"role"`
 	Status    string     `json:"status"`
 	IssuedAt  *time.Time `json:"issuedAt"`
@@ -73,10 +71,7 @@ func (a *app) writeTokens(cmd *cobra.Command, rows []tokenRow) error {
 	}
 	table := make([][]string, len(rows))
 	for i, t := range rows {
-		user := t.UserID
-		if t.User != nil {
-			user = t.User.Name
-		}
+		user := nameOr(t.UserID, t.User)
 		table[i] = []string{t.ID, user, t.Role, t.Status, when(t.IssuedAt), when(t.ExpiresAt)}
 	}
 	// A token has no name: its id is how people tell tokens apart.
@@ -122,10 +117,7 @@ It is shown this once: Cairn keeps only its hash.
 			if a.structured() {
 				return a.writeData(cmd.OutOrStdout(), p)
 			}
-			user := p.APIToken.UserID
-			if p.APIToken.User != nil {
-				user = p.APIToken.User.Name
-			}
+			user := nameOr(p.APIToken.UserID, p.APIToken.User)
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Token %s for %s (%s), valid until %s. Its secret, shown once:\n\n    %s\n",
 				p.APIToken.ID, user, p.APIToken.Role, when(p.APIToken.ExpiresAt), p.Token)
 			return err

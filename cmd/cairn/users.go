@@ -11,13 +11,11 @@ import (
 )
 
 type userRow struct {
-	ID       string  `json:"id"`
-	Name     string  `json:"name"`
-	Role     string  `json:"role"`
-	TenantID *string `json:"tenantId"`
-	Tenant   *struct {
-		Name string `json:"name"`
-	} `json:"tenant"`
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Role      string     `json:"role"`
+	TenantID  *string    `json:"tenantId"`
+	Tenant    *named     `json:"tenant"`
 	Status    string     `json:"status"`
 	CreatedAt *time.Time `json:"createdAt"`
 }
@@ -81,10 +79,7 @@ func (a *app) writeUsers(cmd *cobra.Command, rows []userRow) error {
 	table := make([][]string, len(rows))
 	for i, u := range rows {
 		ids[i] = u.ID
-		tenant := ptr.Value(u.TenantID)
-		if u.Tenant != nil {
-			tenant = u.Tenant.Name
-		}
+		tenant := nameOr(ptr.Value(u.TenantID), u.Tenant)
 		table[i] = []string{u.Name, strings.ToLower(u.Role), orDash(tenant), u.Status, when(u.CreatedAt)}
 	}
 	return a.writeNamed(cmd.OutOrStdout(), []string{"NAME", "ROLE", "TENANT", "STATUS", "CREATED"}, ids, table)
