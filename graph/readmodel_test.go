@@ -246,6 +246,9 @@ func TestActorNames(t *testing.T) {
 	e.catalog()
 	var u struct{ CreateUser struct{ Cursor string } }
 	e.must(e.client("admin"), `mutation { createUser(input: {id: "u-a", name: "Ana Lima", role: TENANT_MEMBER, tenantId: "tenant-a"}) { cursor } }`, nil, &u)
+	// The names come from the read models; the events query waits for the
+	// log only.
+	e.must(e.client("admin"), `query($c: Cursor) { user(id: "u-a", consistentWith: $c) { id } }`, map[string]any{"c": u.CreateUser.Cursor}, nil)
 	created := e.createService("tenantA", "cache")
 	var out struct {
 		Events struct {

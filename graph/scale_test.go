@@ -1,11 +1,13 @@
 package graph_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cairn/commands"
 	"cairn/commands/access"
@@ -31,7 +33,9 @@ const (
 // nodes, through the command handlers, and waits for the read models.
 func (e *countedEnv) seedAtScale() {
 	t := e.t
-	ctx := ctxT(t)
+	// Seeding 10,000 jobs takes a while on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	m := commands.Meta{Actor: "seed"}
 	var mu sync.Mutex
 	var firstErr error
