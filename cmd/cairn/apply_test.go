@@ -32,21 +32,7 @@ func TestBlueprintAndUpdate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cairn and cairnd and runs the server")
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not on PATH: the filestore example plugin is a Python program")
-	}
-	plugin, _ := filepath.Abs("../../examples/plugins/filestore/filestore.py")
-	store := t.TempDir()
-	pluginsFile := filepath.Join(t.TempDir(), "plugins.yaml")
-	if err := os.WriteFile(pluginsFile, fmt.Appendf(nil, "exec:\n  - name: filestore\n    command: [%q, %q, %q]\n", python, plugin, store), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--plugins", pluginsFile)
-	c := newCLI(t)
-	if _, errOut, code := c.runInput(srv.token+"\n", "login", "--server", srv.url); code != 0 {
-		t.Fatalf("login: %s", errOut)
-	}
+	srv, store, c := filestoreServer(t)
 	admin := client.New(srv.url, srv.token, nil)
 	gql(t, admin, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`, map[string]any{"d": noteTemplate}, nil)
 	gql(t, admin, `mutation { publishTemplate(input: {name: "note", version: "1.0.0"}) { template { status } } }`, nil, nil)
@@ -148,6 +134,29 @@ services:
 	}
 }
 
+// filestoreServer starts a cairnd whose filestore plugin (the example
+// out-of-process plugin) keeps its files under store, and a CLI logged in
+// to it as the administrator.
+func filestoreServer(t *testing.T) (srv server, store string, c *cli) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH: the filestore example plugin is a Python program")
+	}
+	plugin, _ := filepath.Abs("../../examples/plugins/filestore/filestore.py")
+	store = t.TempDir()
+	pluginsFile := filepath.Join(t.TempDir(), "plugins.yaml")
+	if err := os.WriteFile(pluginsFile, fmt.Appendf(nil, "exec:\n  - name: filestore\n    command: [%q, %q, %q]\n", python, plugin, store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv = startServer(t, "--plugins", pluginsFile)
+	c = newCLI(t)
+	if _, errOut, code := c.runInput(srv.token+"\n", "login", "--server", srv.url); code != 0 {
+		t.Fatalf("login: %s", errOut)
+	}
+	return srv, store, c
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -164,21 +173,7 @@ func TestServiceLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cairn and cairnd and runs the server")
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not on PATH: the filestore example plugin is a Python program")
-	}
-	plugin, _ := filepath.Abs("../../examples/plugins/filestore/filestore.py")
-	store := t.TempDir()
-	pluginsFile := filepath.Join(t.TempDir(), "plugins.yaml")
-	if err := os.WriteFile(pluginsFile, fmt.Appendf(nil, "exec:\n  - name: filestore\n    command: [%q, %q, %q]\n", python, plugin, store), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--plugins", pluginsFile)
-	c := newCLI(t)
-	if _, errOut, code := c.runInput(srv.token+"\n", "login", "--server", srv.url); code != 0 {
-		t.Fatalf("login: %s", errOut)
-	}
+	srv, store, c := filestoreServer(t)
 	descriptor := filepath.Join(t.TempDir(), "note.yaml")
 	if err := os.WriteFile(descriptor, []byte(noteTemplate), 0o600); err != nil {
 		t.Fatal(err)
@@ -191,6 +186,9 @@ func TestServiceLifecycle(t *testing.T) {
 	if !strings.Contains(out, "registered") || !strings.Contains(out, "TENANT     Acme") {
 		t.Fatalf("services create --wait:\n%s", out)
 	}
+	if notes, _ := filepath.Glob(filepath.Join(store, "*", "note.txt")); len(notes) != 1 || readFile(t, notes[0]) != "hi" {
+		t.Fatalf("the filestore holds %v after the create", notes)
+	}
 	for _, step := range []struct{ verb, want string }{{"start", "running"}, {"stop", "stopped"}, {"start", "running"}, {"stop", "stopped"}} {
 		if out, errOut, code := c.run("services", step.verb, "site", "--wait"); code != 0 || !strings.Contains(out, step.want) {
 			t.Fatalf("services %s site --wait: exit %d\n%s%s", step.verb, code, out, errOut)
@@ -202,6 +200,10 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 	if out, errOut, code := c.run("services", "remove", "acme/site", "--wait"); code != 0 || !strings.Contains(out, "removed") {
 		t.Fatalf("services remove acme/site --wait: exit %d\n%s%s", code, out, errOut)
+	}
+
+	if notes, _ := filepath.Glob(filepath.Join(store, "*", "note.txt")); len(notes) != 0 {
+		t.Fatalf("the filestore still holds %v after the removal", notes)
 	}
 
 	if out := c.must("cluster", "status"); !strings.Contains(out, "dispatch") {

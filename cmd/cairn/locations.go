@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,26 +127,13 @@ func newLocationUpdateCommand(a *app) *cobra.Command {
 }
 
 func newLocationRetireCommand(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:     "retire LOCATION",
-		Example: `  cairn locations retire "Paris One"`,
-		Short:   "Retire a location: nothing new is placed there",
-		Args:    argsOne("location (id or name)"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			l, err := resolveNamed(cmd.Context(), a, c, "location", args[0])
-			if err != nil {
-				return err
-			}
+	return namedChange{kind: "location", verb: "retire", short: "Retire a location: nothing new is placed there",
+		mutation: "retireLocation", inputType: "RetireLocationInput", idField: "locationId", selection: "location { " + locationFields + " }",
+		show: func(cmd *cobra.Command, payload json.RawMessage) error {
 			var p struct{ Location locationRow }
-			if err := a.mutate(cmd.Context(), c, "retireLocation", "RetireLocationInput", "location { "+locationFields+" }",
-				map[string]any{"locationId": l.ID}, &p); err != nil {
+			if err := json.Unmarshal(payload, &p); err != nil {
 				return err
 			}
 			return a.writeLocations(cmd, []locationRow{p.Location})
-		},
-	}
+		}}.command(a)
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"cairn/graph/client"
 )
@@ -202,4 +205,48 @@ func resolveNamed(ctx context.Context, a *app, c *client.Client, kind, ref strin
 		ids[i] = m.ID
 	}
 	return namedRef{}, &AmbiguousError{Kind: kind, Ref: ref, Matches: ids, Hint: "give the id"}
+}
+
+// namedChange is a command that changes one tenant, user or location found
+// by id or name: cairn KINDs VERB NAME [--reason TEXT].
+type namedChange struct {
+	kind, verb, short   string
+	mutation, inputType string
+	idField             string // the input's field for the object's id
+	reason              string // the --reason flag's help; "" for none
+	selection           string // the payload's selection
+	show                func(cmd *cobra.Command, payload json.RawMessage) error
+}
+
+func (n namedChange) command(a *app) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:     n.verb + " " + strings.ToUpper(n.kind),
+		Short:   n.short,
+		Example: "  cairn " + n.kind + "s " + n.verb + " NAME",
+		Args:    argsOne(n.kind + " (id or name)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			obj, err := resolveNamed(cmd.Context(), a, c, n.kind, args[0])
+			if err != nil {
+				return err
+			}
+			in := map[string]any{n.idField: obj.ID}
+			if n.reason != "" {
+				withOptional(in, "reason", reason)
+			}
+			var payload json.RawMessage
+			if err := a.mutate(cmd.Context(), c, n.mutation, n.inputType, n.selection, in, &payload); err != nil {
+				return err
+			}
+			return n.show(cmd, payload)
+		},
+	}
+	if n.reason != "" {
+		cmd.Flags().StringVar(&reason, "reason", "", n.reason)
+	}
+	return cmd
 }

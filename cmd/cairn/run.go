@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"cairn/domain/node"
 	"cairn/graph/client"
@@ -165,10 +166,7 @@ the job.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&node, "node", "", "run on this node (id or hostname)")
-	f.StringArrayVar(&selector, "selector", nil, "run on nodes whose labels meet this selector, e.g. 'role=web, zone in (a,b)' (repeat for several)")
-	f.StringVar(&location, "location", "", "run on the nodes of this location")
-	f.BoolVar(&all, "all", false, "run on every node of the set (alone: on every node)")
+	addTargetFlags(f, &node, &location, &selector, &all)
 	f.IntVar(&maxParallel, "max-parallel", 0, "with --all: at most this many nodes at once (0: no limit)")
 	f.StringVar(&interpreter, "script", "", "run PROGRAM as a script body with this interpreter (sh, bash, python3)")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment variable NAME=VALUE for the program (repeat for several)")
@@ -205,6 +203,15 @@ func nodeWait(n nodeRef) string {
 			n.Hostname, since)
 	}
 	return fmt.Sprintf("node %s is %s", n.Hostname, strings.ToLower(n.Status))
+}
+
+// addTargetFlags adds the flags that say where a job runs, for cairn run
+// and cairn schedules create.
+func addTargetFlags(f *pflag.FlagSet, node, location *string, selector *[]string, all *bool) {
+	f.StringVar(node, "node", "", "run on this node (id or hostname)")
+	f.StringArrayVar(selector, "selector", nil, "run on nodes whose labels meet this selector, e.g. 'role=web, zone in (a,b)' (repeat for several)")
+	f.StringVar(location, "location", "", "run on the nodes of this location")
+	f.BoolVar(all, "all", false, "run on every node of the set (alone: on every node)")
 }
 
 // runTarget is where `cairn run` runs its program.

@@ -150,10 +150,7 @@ arguments after --, or a script body with --script.
 	f := cmd.Flags()
 	f.DurationVar(&every, "every", 0, "submit the job at this interval (at least 1m)")
 	f.StringVar(&cron, "cron", "", "submit the job at the instants of this cron expression (5 fields, UTC)")
-	f.StringVar(&node, "node", "", "run it on this node (id or hostname)")
-	f.StringArrayVar(&selector, "selector", nil, "run it on nodes whose labels meet this selector")
-	f.StringVar(&location, "location", "", "run it on the nodes of this location")
-	f.BoolVar(&all, "all", false, "run it on every node of the set")
+	addTargetFlags(f, &node, &location, &selector, &all)
 	f.StringVar(&interpreter, "script", "", "PROGRAM is a script body for this interpreter (sh, bash, python3)")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment variable NAME=VALUE (repeat for several)")
 	return cmd

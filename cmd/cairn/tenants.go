@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,8 +56,9 @@ takes a tenant by id or by name.
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only tenants in these states (active, suspended)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many tenants (0: all)")
 	cmd.AddCommand(newTenantCreateCommand(a), newTenantRenameCommand(a),
-		newTenantStateCommand(a, "suspend", "suspendTenant", "SuspendTenantInput", "Suspend a tenant: its people can no longer sign in or change anything"),
-		newTenantStateCommand(a, "resume", "resumeTenant", "ResumeTenantInput", "Resume a suspended tenant"))
+		tenantChange(a, "suspend", "suspendTenant", "SuspendTenantInput", "Suspend a tenant: its people can no longer sign in or change anything",
+			"why, for the tenant's people and the audit trail"),
+		tenantChange(a, "resume", "resumeTenant", "ResumeTenantInput", "Resume a suspended tenant", ""))
 	return cmd
 }
 
@@ -125,35 +127,15 @@ func newTenantRenameCommand(a *app) *cobra.Command {
 	}
 }
 
-func newTenantStateCommand(a *app, verb, mutation, inputType, short string) *cobra.Command {
-	var reason string
-	cmd := &cobra.Command{
-		Use:     verb + " TENANT",
-		Example: "  cairn tenants " + verb + " Acme",
-		Short:   short,
-		Args:    argsOne("tenant (id or name)"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			t, err := resolveNamed(cmd.Context(), a, c, "tenant", args[0])
-			if err != nil {
-				return err
-			}
-			in := map[string]any{"tenantId": t.ID}
-			if verb == "suspend" {
-				withOptional(in, "reason", reason)
-			}
+// tenantChange changes a tenant's state and shows it after.
+func tenantChange(a *app, verb, mutation, inputType, short, reason string) *cobra.Command {
+	return namedChange{kind: "tenant", verb: verb, short: short, mutation: mutation, inputType: inputType, idField: "tenantId",
+		reason: reason, selection: "tenant { " + tenantFields + " }",
+		show: func(cmd *cobra.Command, payload json.RawMessage) error {
 			var p struct{ Tenant tenantRow }
-			if err := a.mutate(cmd.Context(), c, mutation, inputType, "tenant { "+tenantFields+" }", in, &p); err != nil {
+			if err := json.Unmarshal(payload, &p); err != nil {
 				return err
 			}
 			return a.writeTenants(cmd, []tenantRow{p.Tenant})
-		},
-	}
-	if verb == "suspend" {
-		cmd.Flags().StringVar(&reason, "reason", "", "why, for the tenant's people and the audit trail")
-	}
-	return cmd
+		}}.command(a)
 }

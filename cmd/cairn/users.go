@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -66,8 +67,8 @@ administrator the tenant's. A user acts through API tokens (cairn tokens).
 	cmd.Flags().StringVar(&role, "role", "", "only users with this role (admin, operator, tenant_admin, tenant_member, vendor, auditor)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many users (0: all)")
 	cmd.AddCommand(newUserCreateCommand(a),
-		newUserStateCommand(a, "disable", "disableUser", "DisableUserInput", "Disable a user: their tokens stop working at once"),
-		newUserStateCommand(a, "enable", "enableUser", "EnableUserInput", "Enable a disabled user again"))
+		userChange(a, "disable", "disableUser", "DisableUserInput", "Disable a user: their tokens stop working at once", "why, for the audit trail"),
+		userChange(a, "enable", "enableUser", "EnableUserInput", "Enable a disabled user again", ""))
 	return cmd
 }
 
@@ -124,35 +125,15 @@ the tenant. Give the user a token with cairn tokens create --user NAME.
 	return cmd
 }
 
-func newUserStateCommand(a *app, verb, mutation, inputType, short string) *cobra.Command {
-	var reason string
-	cmd := &cobra.Command{
-		Use:     verb + " USER",
-		Example: "  cairn users " + verb + " \"deploy robot\"",
-		Short:   short,
-		Args:    argsOne("user (id or name)"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			u, err := resolveNamed(cmd.Context(), a, c, "user", args[0])
-			if err != nil {
-				return err
-			}
-			in := map[string]any{"userId": u.ID}
-			if verb == "disable" {
-				withOptional(in, "reason", reason)
-			}
+// userChange changes a user's state and shows them after.
+func userChange(a *app, verb, mutation, inputType, short, reason string) *cobra.Command {
+	return namedChange{kind: "user", verb: verb, short: short, mutation: mutation, inputType: inputType, idField: "userId",
+		reason: reason, selection: "user { " + userFields + " }",
+		show: func(cmd *cobra.Command, payload json.RawMessage) error {
 			var p struct{ User userRow }
-			if err := a.mutate(cmd.Context(), c, mutation, inputType, "user { "+userFields+" }", in, &p); err != nil {
+			if err := json.Unmarshal(payload, &p); err != nil {
 				return err
 			}
 			return a.writeUsers(cmd, []userRow{p.User})
-		},
-	}
-	if verb == "disable" {
-		cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
-	}
-	return cmd
+		}}.command(a)
 }
