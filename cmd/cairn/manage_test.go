@@ -96,6 +96,9 @@ func TestCLIManagesTheInstallation(t *testing.T) {
 	if _, errOut, code := c.run("schedules", "create", "twice", "--every", "1h", "--cron", "0 3 * * *", "--all", "--", "true"); code != exitUsage || !strings.Contains(errOut, "one of them") {
 		t.Fatalf("schedules create with --every and --cron: exit %d, %q", code, errOut)
 	}
+	if _, errOut, code := c.run("schedules", "create", "nowhere", "--every", "1h", "--", "true"); code != exitUsage || !strings.Contains(errOut, "say where") {
+		t.Fatalf("schedules create without a target: exit %d, %q", code, errOut)
+	}
 	if out := c.must("schedules", "pause", "disk-report", "--reason", "test"); !strings.Contains(out, "PAUSED") {
 		t.Fatalf("schedules pause:\n%s", out)
 	}

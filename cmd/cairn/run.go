@@ -114,14 +114,7 @@ the job.
 			if len(args) == 0 {
 				return &usageError{fmt.Errorf("give the program to run after --, e.g. cairn run --node n1 -- uptime")}
 			}
-			set := len(selector) > 0 || location != ""
-			switch {
-			case node != "" && (set || all):
-				return &usageError{fmt.Errorf("--node runs on one node: leave out --selector, --location and --all")}
-			case node == "" && !set && !all:
-				return &usageError{fmt.Errorf("say where to run it: --node NODE, --selector EXPR, --location LOCATION, or --all for every node")}
-			}
-			return nil
+			return runTarget{node: node, selector: selector, location: location, all: all}.check()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
@@ -221,6 +214,18 @@ type runTarget struct {
 	location    string
 	all         bool
 	maxParallel int
+}
+
+// check is a usage error for a target given twice over, or not at all.
+func (t runTarget) check() error {
+	set := len(t.selector) > 0 || t.location != ""
+	switch {
+	case t.node != "" && (set || t.all):
+		return &usageError{fmt.Errorf("--node runs on one node: leave out --selector, --location and --all")}
+	case t.node == "" && !set && !t.all:
+		return &usageError{fmt.Errorf("say where to run it: --node NODE, --selector EXPR, --location LOCATION, or --all for every node")}
+	}
+	return nil
 }
 
 // apiTarget is the target as the API takes it.

@@ -116,7 +116,7 @@ arguments after --, or a script body with --script.
 			if (every > 0) == (cron != "") {
 				return &usageError{errors.New("say when: --every DURATION or --cron EXPR, one of them")}
 			}
-			return nil
+			return runTarget{node: node, selector: selector, location: location, all: all}.check()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
