@@ -44,13 +44,14 @@ func Export(store Log, authn Authenticator, log zerolog.Logger) http.Handler {
 			w.Header().Set(ThroughHeader, to.String())
 			w.Header().Set("Content-Type", "application/x-ndjson")
 		}
-		rc := http.NewResponseController(w)
-		_, err := audit.Export(r.Context(), store, flushing{w: w, rc: rc}, o)
+		out := &flushing{w: w, rc: http.NewResponseController(w)}
+		_, err := audit.Export(r.Context(), store, out, o)
 		if err == nil {
 			return
 		}
-		if w.Header().Get(ThroughHeader) == "" {
+		if !out.wrote {
 			// Nothing written yet: the request was wrong, or the log away.
+			w.Header().Del(ThroughHeader)
 			status := http.StatusServiceUnavailable
 			if errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) {
 				status = http.StatusBadRequest
@@ -64,14 +65,17 @@ func Export(store Log, authn Authenticator, log zerolog.Logger) http.Handler {
 	})
 }
 
-// flushing sends what the exporter wrote at once: an export is long, and
-// a client resumes from the last line it received.
+// flushing hands each of the exporter's writes (it buffers a MiB) to the
+// client at once: an export is long, and a client resumes after the last
+// line it received.
 type flushing struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	wrote bool
 }
 
-func (f flushing) Write(b []byte) (int, error) {
+func (f *flushing) Write(b []byte) (int, error) {
+	f.wrote = true
 	n, err := f.w.Write(b)
 	if err == nil {
 		err = f.rc.Flush()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -103,6 +104,19 @@ func TestAuditThroughTheServer(t *testing.T) {
 	}
 	if out, _, code := c.run("audit", "verify", tampered); code != exitError || !strings.Contains(out, "BROKEN") {
 		t.Fatalf("a tampered export: exit %d\n%s", code, out)
+	}
+
+	// A malformed request is answered at once, saying what is wrong.
+	req, _ := http.NewRequest(http.MethodGet, srv.url+"/audit/export?from=yesterday-ish", nil)
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(msg), "from") {
+		t.Fatalf("an export from a malformed point: %d %s", resp.StatusCode, msg)
 	}
 
 	// A tenant's member may not read the whole log.
