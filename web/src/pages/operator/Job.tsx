@@ -208,7 +208,7 @@ function FanOutLog({ jobs }: { jobs: JobSummary[] }) {
     setLines((ls) => {
       if (ls.some((l) => l.jobId === c.jobId && l.seq === c.seq)) return ls;
       const out = [...ls, c];
-      out.sort((a, b) => a.time.localeCompare(b.time) || a.node.localeCompare(b.node) || a.seq - b.seq);
+      out.sort((a, b) => Date.parse(a.time) - Date.parse(b.time) || a.node.localeCompare(b.node) || a.seq - b.seq);
       return out;
     });
   return (
