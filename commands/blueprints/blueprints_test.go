@@ -95,7 +95,13 @@ func newEnv(t *testing.T) *env {
 	})
 	reader := readmodel.New(pool)
 	e.h = blueprints.NewHandlers(store, svc, reader, reader)
-	e.settle(blueprints.Result{}, nil) // the read models built
+	// The read models' tables exist once the runner is ready (on an empty
+	// log, waiting for its head waits for nothing).
+	select {
+	case <-e.runner.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the projections did not set up")
+	}
 	return e
 }
 
