@@ -212,6 +212,9 @@ func TestServiceLifecycle(t *testing.T) {
 	if out := c.must("ocl", "schema"); !strings.Contains(out, `"$schema"`) {
 		t.Errorf("ocl schema:\n%.300s", out)
 	}
+	if out := c.must("completion", "bash"); !strings.Contains(out, "cairn") || !strings.Contains(out, "complete") {
+		t.Errorf("completion bash:\n%.300s", out)
+	}
 	direct := newCLI(t)
 	direct.databaseURL = srv.db
 	if out := direct.must("replay", "--until", time.Now().UTC().Format(time.RFC3339)); !strings.Contains(out, "replayed") {

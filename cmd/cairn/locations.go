@@ -104,7 +104,7 @@ func newLocationUpdateCommand(a *app) *cobra.Command {
 			}
 			// The update sets both: what is not given stays as it is.
 			var now struct{ Location locationRow }
-			if err := a.lookup(cmd.Context(), c, `query($id: ID!) { location(id: $id) { `+locationFields+` } }`, map[string]any{"id": l.ID}, &now); err != nil {
+			if err := a.do(cmd.Context(), c, `query($id: ID!) { location(id: $id) { `+locationFields+` } }`, map[string]any{"id": l.ID}, &now); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("name") {

@@ -91,12 +91,8 @@ Labels are what placement rules and cairn run --selector pick nodes by.
 			if err != nil {
 				return err
 			}
-			var now struct{ ServerNode nodeRow }
-			if err := a.lookup(cmd.Context(), c, `query($id: ID!) { serverNode(id: $id) { labels { key value } } }`, map[string]any{"id": n.ID}, &now); err != nil {
-				return err
-			}
 			labels := map[string]string{}
-			for _, l := range now.ServerNode.Labels {
+			for _, l := range n.Labels {
 				labels[l.Key] = l.Value
 			}
 			for _, t := range args[1:] {

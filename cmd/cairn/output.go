@@ -187,11 +187,9 @@ func (a *app) writeNamed(w io.Writer, header []string, ids []string, rows [][]st
 // mutate runs one mutation whose input is $input of inputType and decodes
 // its payload (the selection of field) into out.
 func (a *app) mutate(ctx context.Context, c *client.Client, field, inputType, selection string, input map[string]any, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
 	var res map[string]json.RawMessage
 	q := fmt.Sprintf("mutation ($input: %s!) { %s(input: $input) { %s } }", inputType, field, selection)
-	if err := c.Do(ctx, q, map[string]any{"input": input}, &res); err != nil {
+	if err := a.do(ctx, c, q, map[string]any{"input": input}, &res); err != nil {
 		return err
 	}
 	if out == nil {

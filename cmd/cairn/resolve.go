@@ -40,8 +40,8 @@ func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("%d %ss are named %q (%s): %s", len(e.Matches), e.Kind, e.Ref, strings.Join(e.Matches, ", "), e.Hint)
 }
 
-// lookup runs one query within the request timeout.
-func (a *app) lookup(ctx context.Context, c *client.Client, query string, vars map[string]any, out any) error {
+// do runs one GraphQL operation within the request timeout.
+func (a *app) do(ctx context.Context, c *client.Client, query string, vars map[string]any, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	return c.Do(ctx, query, vars, out)
@@ -54,14 +54,15 @@ type nodeRef struct {
 	Status         string  `json:"status"`
 	Cordoned       bool    `json:"cordoned"`
 	DisconnectedAt *string `json:"disconnectedAt"`
+	Labels         []label `json:"labels"`
 }
 
-const nodeRefFields = `id hostname status cordoned disconnectedAt`
+const nodeRefFields = `id hostname status cordoned disconnectedAt labels { key value }`
 
 // resolveNode finds a node by id or hostname.
 func resolveNode(ctx context.Context, a *app, c *client.Client, ref string) (nodeRef, error) {
 	var byID struct{ ServerNode *nodeRef }
-	if err := a.lookup(ctx, c, `query($id: ID!) { serverNode(id: $id) { `+nodeRefFields+` } }`, map[string]any{"id": ref}, &byID); err != nil {
+	if err := a.do(ctx, c, `query($id: ID!) { serverNode(id: $id) { `+nodeRefFields+` } }`, map[string]any{"id": ref}, &byID); err != nil {
 		return nodeRef{}, err
 	}
 	if byID.ServerNode != nil {
@@ -70,7 +71,7 @@ func resolveNode(ctx context.Context, a *app, c *client.Client, ref string) (nod
 	var byName struct {
 		Nodes struct{ Edges []struct{ Node nodeRef } }
 	}
-	if err := a.lookup(ctx, c, `query($h: String) { nodes(first: 50, filter: {hostname: $h}) { edges { node { `+nodeRefFields+` } } } }`,
+	if err := a.do(ctx, c, `query($h: String) { nodes(first: 50, filter: {hostname: $h}) { edges { node { `+nodeRefFields+` } } } }`,
 		map[string]any{"h": ref}, &byName); err != nil {
 		return nodeRef{}, err
 	}
@@ -104,7 +105,7 @@ type serviceRef struct {
 // service's name is unique within its tenant).
 func resolveService(ctx context.Context, a *app, c *client.Client, ref string) (serviceRef, error) {
 	var byID struct{ Service *serviceRef }
-	if err := a.lookup(ctx, c, `query($id: ID!) { service(id: $id) { id name tenantId } }`, map[string]any{"id": ref}, &byID); err != nil {
+	if err := a.do(ctx, c, `query($id: ID!) { service(id: $id) { id name tenantId } }`, map[string]any{"id": ref}, &byID); err != nil {
 		return serviceRef{}, err
 	}
 	if byID.Service != nil {
@@ -120,7 +121,7 @@ func resolveService(ctx context.Context, a *app, c *client.Client, ref string) (
 	var byName struct {
 		Services struct{ Edges []struct{ Node serviceRef } }
 	}
-	if err := a.lookup(ctx, c, `query($f: ServiceFilter) { services(first: 50, filter: $f) { edges { node { id name tenantId } } } }`,
+	if err := a.do(ctx, c, `query($f: ServiceFilter) { services(first: 50, filter: $f) { edges { node { id name tenantId } } } }`,
 		map[string]any{"f": filter}, &byName); err != nil {
 		return serviceRef{}, err
 	}
@@ -178,7 +179,7 @@ func resolveNamed(ctx context.Context, a *app, c *client.Client, kind, ref strin
 		return namedRef{}, fmt.Errorf("cannot look up a %s by name", kind)
 	}
 	var byID struct{ One *namedRef }
-	if err := a.lookup(ctx, c, q.one, map[string]any{"id": ref}, &byID); err != nil {
+	if err := a.do(ctx, c, q.one, map[string]any{"id": ref}, &byID); err != nil {
 		return namedRef{}, err
 	}
 	if byID.One != nil {

@@ -168,7 +168,7 @@ func newScheduleShowCommand(a *app) *cobra.Command {
 				return err
 			}
 			var res struct{ Schedule *scheduleRow }
-			if err := a.lookup(cmd.Context(), c, `query($id: ID!) { schedule(id: $id) { `+scheduleFields+` } }`, map[string]any{"id": args[0]}, &res); err != nil {
+			if err := a.do(cmd.Context(), c, `query($id: ID!) { schedule(id: $id) { `+scheduleFields+` } }`, map[string]any{"id": args[0]}, &res); err != nil {
 				return err
 			}
 			if res.Schedule == nil {

@@ -233,9 +233,7 @@ func latestVersion(ctx context.Context, a *app, c *client.Client, name string) (
 			} `json:"edges"`
 		} `json:"templates"`
 	}
-	qctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	if err := c.Do(qctx, latestTemplateQuery, map[string]any{"name": name}, &res); err != nil {
+	if err := a.do(ctx, c, latestTemplateQuery, map[string]any{"name": name}, &res); err != nil {
 		return "", err
 	}
 	if len(res.Templates.Edges) == 0 {

@@ -146,7 +146,7 @@ with -o json or -o yaml the whole descriptor.
 					} `json:"variables"`
 				} `json:"template"`
 			}
-			if err := a.lookup(cmd.Context(), c, `query($n: String!, $v: String!) { template(name: $n, version: $v) { `+catalogFields+`
+			if err := a.do(cmd.Context(), c, `query($n: String!, $v: String!) { template(name: $n, version: $v) { `+catalogFields+`
   digest descriptor variables { name type description default required sensitive } } }`, map[string]any{"n": name, "v": version}, &res); err != nil {
 				return err
 			}
