@@ -77,7 +77,7 @@ func hammer(ctx context.Context, e env, readers int) (reads *atomic.Int64, failu
 // is building.
 func waitLive(t *testing.T, r *projections.Runner, name string, build int) {
 	t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if s := statusOf(t, r, name, projections.StateLive); s != nil && s.Build >= build && statusOf(t, r, name, projections.StateBuilding) == nil {
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,13 +43,25 @@ func (v View) sql(readSchema, viewSchema, prefix string) string {
 // errViewsBusy: readers held the views longer than a switch may wait.
 var errViewsBusy = errors.New("the views are busy with long reads; the switch will be tried again")
 
-// lockViews takes every stable view a switch changes, in one fixed order,
-// waiting at most a moment. A reader whose query uses two of them may hold
-// one while waiting for the other: with no bound the switch and the reader
-// could deadlock, and PostgreSQL would cancel one of them. Bounded below the
-// deadlock timeout, the switch gives way instead and is tried again, and
-// readers never fail.
-func lockViews(ctx context.Context, tx pgx.Tx, b buildRow, old *buildRow) error {
+// switchWait is how long a switch waits for the readers of the views after
+// it gave way busy times in a row: 100 ms, doubling each time. lockViews
+// caps it.
+func switchWait(busy int) time.Duration {
+	return 100 * time.Millisecond << min(busy, 4)
+}
+
+// lockViews takes every stable view a switch changes, and the derived views
+// over them that a switch may remake, in one statement. A reader whose query
+// uses two of them may hold one while waiting for another the switch already
+// has: the switch and the reader deadlock, and PostgreSQL cancels whichever
+// has waited a deadlock timeout, possibly the reader. So the whole statement
+// is bounded (a bound per lock would not do: the reader may have started
+// waiting during an earlier one) to two fifths of the deadlock timeout; the
+// switch gives way instead, is tried again, and readers never fail. Once it
+// holds them all it waits on no reader. The bound is wait: a switch that
+// keeps giving way waits longer on its next try (see switchWait), or on a
+// loaded database with busy readers it might never get its turn.
+func lockViews(ctx context.Context, tx pgx.Tx, b buildRow, old *buildRow, derived []View, wait time.Duration) error {
 	names := slices.Clone(b.Tables)
 	if old != nil {
 		for _, t := range old.Tables {
@@ -57,30 +70,44 @@ func lockViews(ctx context.Context, tx pgx.Tx, b buildRow, old *buildRow) error 
 			}
 		}
 	}
-	slices.Sort(names)
-	var views []string
+	candidates := make([]string, 0, len(names)+len(derived))
 	for _, n := range names {
+		candidates = append(candidates, ReadSchema+"."+n)
+	}
+	for _, v := range derived {
+		if slices.ContainsFunc(v.Needs, func(n string) bool { return slices.Contains(names, n) }) {
+			candidates = append(candidates, v.Schema+"."+v.Name)
+		}
+	}
+	var views []string
+	for _, c := range candidates {
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, ReadSchema+"."+n).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, c).Scan(&exists); err != nil {
 			return err
 		}
 		if exists {
-			views = append(views, pgx.Identifier{ReadSchema, n}.Sanitize())
+			schema, name, _ := strings.Cut(c, ".")
+			views = append(views, pgx.Identifier{schema, name}.Sanitize())
 		}
 	}
 	if len(views) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '200ms'`); err != nil {
+	slices.Sort(views)
+	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout',
+		least($1::bigint, (extract(epoch FROM current_setting('deadlock_timeout')::interval) * 400)::bigint)::text || 'ms', true)`,
+		wait.Milliseconds()); err != nil {
 		return err
 	}
-	// The bound stays for the rest of the switch, which may also remake
-	// analytics views that readers hold.
 	_, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(views, ", ")+` IN ACCESS EXCLUSIVE MODE`)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+	if errors.As(err, &pgErr) && pgErr.Code == "57014" /* query_canceled: the bound */ && ctx.Err() == nil {
 		return errViewsBusy
 	}
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `SET LOCAL statement_timeout TO DEFAULT`)
 	return err
 }
 

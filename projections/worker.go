@@ -43,6 +43,9 @@ type worker struct {
 	retrying  bool
 	lastError string
 	errorAt   time.Time
+	// busySwitches counts the switches in a row that gave way to readers
+	// (errViewsBusy); only the worker's own loop touches it.
+	busySwitches int
 }
 
 func newWorker(r *Runner, p Projection, b buildRow) *worker {
@@ -189,6 +192,7 @@ func (w *worker) flush(ctx context.Context, evs []Event, end eventstore.Cursor, 
 		// again when the build is next at the head.
 		ev := w.r.log.Warn()
 		if errors.Is(err, errViewsBusy) {
+			w.busySwitches++
 			ev = w.r.log.Debug()
 		}
 		ev.Err(err).Str("projection", w.name).Int("build", w.build).Msg("switch to rebuilt projection failed; will retry")
@@ -404,7 +408,7 @@ func (w *worker) handover(ctx context.Context, tx pgx.Tx, end eventstore.Cursor,
 		}
 		sw.cursor, sw.cursorAt, sw.extra = last, lastAt, int64(len(evs))
 	}
-	if err := lockViews(ctx, tx, *self, live); err != nil {
+	if err := lockViews(ctx, tx, *self, live, w.r.opts.Views, switchWait(w.busySwitches)); err != nil {
 		return nil, err
 	}
 	recreated, err := pointViews(ctx, tx, *self, live)
