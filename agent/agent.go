@@ -29,7 +29,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"cairn/graph/client"
-	"cairn/internal/bearer"
 	"cairn/sal"
 )
 
@@ -138,12 +137,11 @@ type Agent struct {
 	jobs   string         // the journal directory
 	here   sync.WaitGroup // jobs run in the agent's own process (runHere)
 
-	mu          sync.Mutex
-	active      map[string]*localJob // by job directory name
-	cursor      string
-	heartbeat   time.Duration
-	preferPoll  time.Time
-	connectedAt time.Time
+	sess *Session // set by credential
+
+	mu     sync.Mutex
+	active map[string]*localJob // by job directory name
+	cursor string               // the cursor kept in the data directory
 }
 
 // File names in the data directory.
@@ -179,7 +177,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		cfg: cfg, log: cfg.Log, c: c, sys: sys, jobs: filepath.Join(cfg.DataDir, jobsDir),
-		active: map[string]*localJob{}, heartbeat: 10 * time.Second,
+		active: map[string]*localJob{},
 	}, nil
 }
 
@@ -202,11 +200,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := os.Chmod(a.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("agent: data directory: %w", err)
 	}
-	if err := a.credential(ctx); err != nil {
-		return err
-	}
 	if b, err := os.ReadFile(filepath.Join(a.cfg.DataDir, cursorFile)); err == nil {
 		a.cursor = strings.TrimSpace(string(b))
+	}
+	if err := a.credential(ctx); err != nil {
+		return err
 	}
 	a.log.Info().Str("node", a.nodeID).Str("server", a.cfg.Server).Msg("agent started")
 
@@ -248,150 +246,52 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// credential loads the node credential, or enrolls with the join token.
+// credential loads the node credential, or enrolls with the join token,
+// and opens the node's session.
 func (a *Agent) credential(ctx context.Context) error {
 	path := filepath.Join(a.cfg.DataDir, credentialFile)
 	b, err := os.ReadFile(path)
+	var cred string
+	enrolled := false
 	switch {
 	case err == nil:
-		a.c = a.c.WithToken(strings.TrimSpace(string(b)))
+		cred = strings.TrimSpace(string(b))
 	case !os.IsNotExist(err):
 		return fmt.Errorf("agent: read the credential: %w", err)
 	case a.cfg.JoinToken == "":
 		return fmt.Errorf("agent: %s holds no credential: enroll the node with --join-token (ask an operator: cairn nodes join-token)", a.cfg.DataDir)
 	default:
-		if err := a.enroll(ctx, path); err != nil {
+		in := EnrollInput{JoinToken: a.cfg.JoinToken, Hostname: a.cfg.Hostname, Labels: a.cfg.Labels}
+		if cred, err = enroll(ctx, a.c, in, a.backoff(), a.log); err != nil {
 			return err
 		}
+		if err := writeAtomic(path, []byte(cred+"\n"), 0o600); err != nil {
+			return fmt.Errorf("agent: keep the credential: %w", err)
+		}
+		enrolled = true
 	}
-	id, _, err := bearer.Parse(bearer.APIToken, a.c.Token())
-	nodeID, ok := strings.CutPrefix(id, bearer.NodeCredentialPrefix)
-	if err != nil || !ok {
+	sess, err := newSession(a.c.WithToken(cred), SessionConfig{
+		Transport: a.cfg.Transport, After: a.cursor, PollWait: a.cfg.PollWait,
+		MinBackoff: a.cfg.MinBackoff, MaxBackoff: a.cfg.MaxBackoff, Log: a.log,
+	})
+	if errors.Is(err, errNotCredential) {
 		return fmt.Errorf("agent: %s is not a node credential; remove it and enroll again with a new join token", path)
 	}
+	if err != nil {
+		return err
+	}
 	a.mu.Lock() // NodeID may be asked meanwhile
-	a.nodeID = nodeID
+	a.sess, a.c, a.nodeID = sess, sess.c, sess.nodeID
 	a.mu.Unlock()
+	if enrolled {
+		a.log.Info().Str("node", a.nodeID).Msg("node enrolled; its credential is in the data directory")
+	}
 	return nil
 }
 
-func (a *Agent) enroll(ctx context.Context, path string) error {
-	input := map[string]any{"joinToken": a.cfg.JoinToken, "hostname": a.cfg.Hostname}
-	if len(a.cfg.Labels) > 0 {
-		var ls []map[string]string
-		for k, v := range a.cfg.Labels {
-			ls = append(ls, map[string]string{"key": k, "value": v})
-		}
-		input["labels"] = ls
-	}
-	var out struct {
-		Credential string `json:"credential"`
-		Node       struct {
-			ID string `json:"id"`
-		} `json:"node"`
-	}
-	backoff := a.backoff()
-	for {
-		err := send(ctx, a.c, "Enroll", map[string]any{"input": input}, &out)
-		if err == nil {
-			break
-		}
-		if client.Permanent(err) {
-			return fmt.Errorf("agent: enrollment refused: %w", err)
-		}
-		a.log.Warn().Err(err).Msg("cannot reach the control plane to enroll; trying again")
-		if err := backoff.wait(ctx); err != nil {
-			return err
-		}
-	}
-	if err := writeAtomic(path, []byte(out.Credential+"\n"), 0o600); err != nil {
-		return fmt.Errorf("agent: keep the credential: %w", err)
-	}
-	a.c = a.c.WithToken(out.Credential)
-	a.log.Info().Str("node", out.Node.ID).Msg("node enrolled; its credential is in the data directory")
-	return nil
-}
-
-// follow keeps a feed connected and hands each lease to receive.
+// follow keeps the session's feed connected and hands each lease to receive.
 func (a *Agent) follow(ctx context.Context, wg *sync.WaitGroup) error {
-	backoff := a.backoff()
-	for ctx.Err() == nil {
-		f := a.chooseFeed()
-		a.mu.Lock()
-		after := a.cursor
-		a.mu.Unlock()
-		connected := func() {
-			a.mu.Lock()
-			a.connectedAt = time.Now()
-			a.mu.Unlock()
-			a.log.Info().Str("transport", f.name()).Msg("connected to the control plane")
-		}
-		fctx, stopFeed := context.WithCancel(ctx)
-		go a.leaveWhenMoved(fctx, stopFeed)
-		err := f.run(fctx, after, connected, func(l Lease) error { return a.receive(ctx, wg, l) })
-		stopFeed()
-		var de *client.DialError
-		if errors.As(err, &de) && a.cfg.Transport == TransportAuto && ctx.Err() == nil {
-			a.log.Warn().Err(err).Msg("WebSocket unavailable; falling back to long polling")
-			a.mu.Lock()
-			a.preferPoll = time.Now().Add(5 * time.Minute)
-			a.mu.Unlock()
-			continue
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if unauthenticated(err) {
-			return fmt.Errorf("agent: the control plane refused the node credential (was the node decommissioned?): %w", err)
-		}
-		a.mu.Lock()
-		stable := !a.connectedAt.IsZero() && time.Since(a.connectedAt) > 30*time.Second
-		a.connectedAt = time.Time{}
-		a.mu.Unlock()
-		if stable {
-			backoff.reset()
-		}
-		a.log.Warn().Err(err).Str("transport", f.name()).Msg("disconnected from the control plane; reconnecting")
-		if err := backoff.wait(ctx); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
-
-// leaveWhenMoved ends the feed (stop) once the client has moved to another
-// replica — a heartbeat or report found this one without its database —
-// so that the feed follows it rather than waiting on a replica that can
-// no longer hear of leases.
-func (a *Agent) leaveWhenMoved(ctx context.Context, stop context.CancelFunc) {
-	at := a.c.Endpoint()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if now := a.c.Endpoint(); now != at {
-				a.log.Info().Str("from", at).Str("to", now).Msg("moving the feed to another replica")
-				stop()
-				return
-			}
-		}
-	}
-}
-
-func (a *Agent) chooseFeed() feed {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	poll := &pollFeed{c: a.c, nodeID: a.nodeID, wait: a.cfg.PollWait}
-	switch {
-	case a.cfg.Transport == TransportPoll:
-		return poll
-	case a.cfg.Transport == TransportAuto && time.Now().Before(a.preferPoll):
-		return poll
-	}
-	return &wsFeed{c: a.c, nodeID: a.nodeID}
+	return a.sess.Follow(ctx, func(l Lease) error { return a.receive(ctx, wg, l) })
 }
 
 // saveCursor remembers the cursor of the last lease received.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -244,20 +243,7 @@ var errStopBeforeStart = errors.New("asked to stop before it started")
 // call sends an operation for a job, retrying passing troubles with backoff
 // until it succeeds or is refused for good.
 func (a *Agent) call(ctx context.Context, j *localJob, op string, input map[string]any) error {
-	b := a.backoff()
-	for {
-		err := send(ctx, a.c, op, map[string]any{"input": input}, nil)
-		if err == nil || client.Permanent(err) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		a.log.Debug().Err(err).Str("job", j.jobID).Str("op", op).Msg("cannot reach the control plane; retrying")
-		if err := b.wait(ctx); err != nil {
-			return err
-		}
-	}
+	return a.sess.Report(ctx, op, input)
 }
 
 func withCommand(in map[string]any, commandID string) map[string]any {
@@ -272,7 +258,7 @@ func withCommand(in map[string]any, commandID string) map[string]any {
 // commandID names a report of this attempt, so a report sent again after a
 // lost reply (or by the agent after a restart) is recognised, not doubled.
 func (a *Agent) commandID(j *localJob, what string) string {
-	return "agent:" + a.nodeID + ":" + j.jobID + ":" + strconv.Itoa(j.attempt) + ":" + what
+	return a.sess.CommandID(j.jobID, j.attempt, what)
 }
 
 // supervise makes sure the job's runner runs (once), ships its output as it

@@ -10,40 +10,9 @@ import (
 	"cairn/sal"
 )
 
-// heartbeats tells the control plane the node is alive and which jobs it
-// runs, at the interval the control plane asks for, and stops the jobs it
-// says to stop (cancelled, or ended while the node was away).
+// heartbeats runs the session's heartbeats with the jobs running here.
 func (a *Agent) heartbeats(ctx context.Context) error {
-	for first := true; ; first = false {
-		if !first {
-			a.mu.Lock()
-			every := a.heartbeat
-			a.mu.Unlock()
-			if err := sleep(ctx, every); err != nil {
-				return nil
-			}
-		}
-		var out struct {
-			IntervalSeconds int      `json:"intervalSeconds"`
-			CancelJobIDs    []string `json:"cancelJobIds"`
-		}
-		input := map[string]any{"nodeId": a.nodeID, "runningJobIds": a.running()}
-		if err := send(ctx, a.c, "Heartbeat", map[string]any{"input": input}, &out); err != nil {
-			if unauthenticated(err) {
-				return err
-			}
-			a.log.Debug().Err(err).Msg("heartbeat not delivered")
-			continue
-		}
-		if out.IntervalSeconds > 0 {
-			a.mu.Lock()
-			a.heartbeat = time.Duration(out.IntervalSeconds) * time.Second
-			a.mu.Unlock()
-		}
-		for _, id := range out.CancelJobIDs {
-			a.cancel(id)
-		}
-	}
+	return a.sess.Heartbeats(ctx, a.running, a.cancel)
 }
 
 // facts sends the node's facts at start and whenever they change.
