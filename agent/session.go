@@ -30,6 +30,7 @@ type Session struct {
 	minBack   time.Duration
 	maxBack   time.Duration
 	log       zerolog.Logger
+	onConnect func()
 
 	mu          sync.Mutex
 	cursor      string // of the last lease delivered
@@ -56,6 +57,8 @@ type SessionConfig struct {
 	MaxBackoff time.Duration
 	HTTPClient *http.Client
 	Log        zerolog.Logger
+	// Connected, when set, is called each time the feed is established.
+	Connected func()
 }
 
 // NewSession checks the credential and builds a session for its node.
@@ -91,7 +94,7 @@ func newSession(c *client.Client, cfg SessionConfig) (*Session, error) {
 	return &Session{
 		c: c, nodeID: nodeID, transport: cfg.Transport, pollWait: cfg.PollWait,
 		minBack: cfg.MinBackoff, maxBack: cfg.MaxBackoff, log: cfg.Log,
-		cursor: cfg.After, heartbeat: 10 * time.Second,
+		cursor: cfg.After, heartbeat: 10 * time.Second, onConnect: cfg.Connected,
 	}, nil
 }
 
@@ -162,6 +165,9 @@ func (s *Session) Follow(ctx context.Context, deliver func(Lease) error) error {
 			s.connectedAt = time.Now()
 			s.mu.Unlock()
 			s.log.Info().Str("transport", f.name()).Msg("connected to the control plane")
+			if s.onConnect != nil {
+				s.onConnect()
+			}
 		}
 		fctx, stopFeed := context.WithCancel(ctx)
 		go s.leaveWhenMoved(fctx, stopFeed)

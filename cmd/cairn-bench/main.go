@@ -35,6 +35,7 @@ type config struct {
 	appendWorkers int
 	volatile      bool
 	cpuProfile    string
+	chart         string
 }
 
 // env is what every benchmark gets: an owner pool, an app pool and a store.
@@ -53,6 +54,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each throughput phase runs")
 	flag.IntVar(&cfg.writers, "writers", 16, "concurrent writers")
 	flag.StringVar(&cfg.only, "only", "", "run only the benchmarks whose names contain this (or one of these, comma separated)")
+	flag.StringVar(&cfg.chart, "chart", "", "write the fleet benchmark's chart (SVG) to this file")
 	flag.BoolVar(&cfg.volatile, "volatile", false, "turn fsync off (measures CPU cost instead of disk flushes; not for reported figures)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.IntVar(&cfg.appendWorkers, "append-workers", 0, "event store batch transactions in flight (0: the store's default)")
@@ -154,6 +156,7 @@ var benchmarks = []benchmark{
 	{"graphql", benchGraphQL},
 	{"subscribers_server", benchServerSubscribers},
 	{"replicas", benchReplicas},
+	{"fleet", benchFleet},
 	{"placement", benchPlacement},
 	{"terraform", benchTerraform},
 	{"blueprint", benchBlueprint},

@@ -47,11 +47,7 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 		}
 		tokens = append(tokens, out.CreateApiToken.Token)
 	}
-	settle := func() (int64, error) {
-		time.Sleep(3 * time.Second)
-		return rssOf(status)
-	}
-	before, err := settle()
+	before, err := quietRSS(status)
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +75,13 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("open %d subscribers: %w", serverSubscribers, err)
 	}
-	held, err := settle()
+	held, err := quietRSS(status)
 	if err != nil {
 		return nil, err
 	}
 	closeAll()
 	time.Sleep(5 * time.Second)
-	after, err := settle()
+	after, err := quietRSS(status)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"cairn/agent"
+	"cairn/graph/client"
+)
+
+// The fleet figures of SPEC §10, with real agents: cairnd runs as its own
+// process, as operators run it, and a load driver in this process runs one
+// agent.Session per node (the code cairn-agent connects with: enrollment by
+// join token, the WebSocket feed of leases, heartbeats at the interval the
+// server asks for, and the reports of a job's acknowledgement, start and
+// result). The driver does not run the jobs it is given: it reports them
+// done, so what is measured is the control plane. At each fleet size:
+//
+//   - server_kib_per_agent_connection_N: cairnd's resident set with the N
+//     agents connected and idle, less its resident set with them enrolled
+//     but not connected, per agent;
+//   - idle_cpu_percent_N_agents: cairnd's CPU time over a window with the N
+//     agents idle (heartbeating), as a share of one core;
+//   - fanout_N_real_agents_s: one job on every node (mode ALL) until the
+//     fan-out is recorded complete, every child's result stored;
+//   - dispatch_p99_ms_N_agents: a job submitted for one node until that
+//     node's agent receives its lease, with all N connected.
+var fleetSteps = []int{1000, 2500, 5000, 10000}
+
+const (
+	fleetDispatchSamples = 200
+	fleetIdleWindow      = 10 * time.Second
+)
+
+// fleetDriver runs the agents' sessions and records what they receive.
+type fleetDriver struct {
+	url   string
+	admin *client.Client
+	hc    *http.Client
+
+	connected atomic.Int64
+	finished  atomic.Int64
+	errs      chan error
+
+	mu       sync.Mutex
+	sessions []*agent.Session
+	waiting  map[string]chan time.Time // by node id: a dispatch sample
+}
+
+func benchFleet(ctx context.Context, e *env) (result, error) {
+	limit := raiseFileLimit()
+	work, err := os.MkdirTemp("", "cairn-bench-fleet-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	srv, err := startCairnd(ctx, e, work, "bench_fleet", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	d := &fleetDriver{
+		url:   srv.url,
+		admin: client.New(srv.url, srv.token, nil),
+		// Requests (heartbeats, reports) share connections; each feed's
+		// WebSocket is a connection of its own, as on real nodes.
+		hc:      &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}},
+		errs:    make(chan error, 1),
+		waiting: map[string]chan time.Time{},
+	}
+	runCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+
+	out := result{}
+	status := fmt.Sprintf("/proc/%d/status", srv.pid)
+	var series []fleetPoint
+	for _, n := range fleetSteps {
+		// Each agent holds a WebSocket here and one in cairnd, and the
+		// driver's requests some more: leave room for the database.
+		if need := uint64(n) + 2000; limit < need {
+			out["fleet_not_reached"] = n
+			out["fleet_not_reached_why"] = fmt.Sprintf("file descriptor limit %d; %d needed", limit, need)
+			break
+		}
+		have := len(d.sessions)
+		if err := d.enroll(ctx, n-have); err != nil {
+			return nil, fmt.Errorf("enroll %d agents: %w", n-have, err)
+		}
+		before, err := quietRSS(status)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.connect(runCtx, have, n); err != nil {
+			return nil, fmt.Errorf("connect %d agents: %w", n, err)
+		}
+		held, err := quietRSS(status)
+		if err != nil {
+			return nil, err
+		}
+		p := fleetPoint{agents: n}
+		// What this step's agents cost, added to what the earlier steps'
+		// cost, over all agents now connected.
+		var prev float64
+		if len(series) > 0 {
+			last := series[len(series)-1]
+			prev = last.kibPerAgent * float64(last.agents)
+		}
+		p.kibPerAgent = (prev + float64(held-before)/1024) / float64(n)
+		if p.cpuPercent, err = idleCPU(srv.pid, fleetIdleWindow); err != nil {
+			return nil, err
+		}
+		if p.fanout, err = d.fanOut(ctx, n); err != nil {
+			return nil, fmt.Errorf("fan-out to %d agents: %w", n, err)
+		}
+		if p.dispatchP99, err = d.dispatchP99(ctx); err != nil {
+			return nil, fmt.Errorf("dispatch with %d agents: %w", n, err)
+		}
+		select {
+		case err := <-d.errs:
+			return nil, fmt.Errorf("an agent of the fleet: %w", err)
+		default:
+		}
+		series = append(series, p)
+		out["server_kib_per_agent_connection_"+strconv.Itoa(n)] = round(p.kibPerAgent, 1)
+		out["idle_cpu_percent_"+strconv.Itoa(n)+"_agents"] = round(p.cpuPercent, 1)
+		out["fanout_"+strconv.Itoa(n)+"_real_agents_s"] = round(p.fanout.Seconds(), 2)
+		out["dispatch_p99_ms_"+strconv.Itoa(n)+"_agents"] = round(float64(p.dispatchP99.Microseconds())/1000, 1)
+		e.log.Info().Int("agents", n).Float64("kib_per_agent", round(p.kibPerAgent, 1)).
+			Float64("idle_cpu_percent", round(p.cpuPercent, 1)).Dur("fanout", p.fanout).Dur("dispatch_p99", p.dispatchP99).
+			Msg("fleet step measured")
+	}
+	if e.cfg.chart != "" && len(series) > 0 {
+		if err := os.WriteFile(e.cfg.chart, fleetChart(series), 0o644); err != nil {
+			return nil, fmt.Errorf("write the fleet chart: %w", err)
+		}
+	}
+	return out, nil
+}
+
+type fleetPoint struct {
+	agents      int
+	kibPerAgent float64
+	cpuPercent  float64
+	fanout      time.Duration
+	dispatchP99 time.Duration
+}
+
+// raiseFileLimit lifts the soft limit on open files to the hard one and
+// returns it: each agent holds a connection.
+func raiseFileLimit() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	if l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l) // the limit read is what counts
+		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+	return l.Cur
+}
+
+// quietRSS is the resident set of a process after a moment's quiet.
+func quietRSS(status string) (int64, error) {
+	time.Sleep(3 * time.Second)
+	return rssOf(status)
+}
+
+// idleCPU is the CPU time a process spent over window, as a percentage of
+// one core.
+func idleCPU(pid int, window time.Duration) (float64, error) {
+	ticks := func() (int64, error) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, err
+		}
+		// The fields after the command's name (which may hold spaces).
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %q %q", pid, f[11], f[12])
+		}
+		return utime + stime, nil
+	}
+	t0, err := ticks()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	t1, err := ticks()
+	if err != nil {
+		return 0, err
+	}
+	const hz = 100 // USER_HZ on Linux
+	return float64(t1-t0) / hz / time.Since(start).Seconds() * 100, nil
+}
+
+// enroll enrolls n more nodes, each with a join token of its own, as agents
+// do.
+func (d *fleetDriver) enroll(ctx context.Context, n int) error {
+	creds := make([]string, n)
+	base := len(d.sessions)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range n {
+		g.Go(func() error {
+			var out struct{ CreateJoinToken struct{ Token string } }
+			if err := d.admin.Do(gctx, `mutation { createJoinToken(input: {ttlSeconds: 3600}) { token } }`, nil, &out); err != nil {
+				return err
+			}
+			cred, err := agent.Enroll(gctx, d.url, d.hc, agent.EnrollInput{
+				JoinToken: out.CreateJoinToken.Token, Hostname: fmt.Sprintf("fleet-%05d", base+i),
+			}, zerolog.Nop())
+			creds[i] = cred
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, cred := range creds {
+		s, err := agent.NewSession(agent.SessionConfig{
+			Server: d.url, Credential: cred, Transport: agent.TransportWebSocket, HTTPClient: d.hc,
+			Connected: func() { d.connected.Add(1) },
+		})
+		if err != nil {
+			return err
+		}
+		d.sessions = append(d.sessions, s)
+	}
+	return nil
+}
+
+// connect starts the sessions [from, to) and waits until their feeds are up.
+func (d *fleetDriver) connect(ctx context.Context, from, to int) error {
+	want := d.connected.Load() + int64(to-from)
+	for i, s := range d.sessions[from:to] {
+		go func() {
+			err := s.Follow(ctx, func(l agent.Lease) error {
+				d.received(s.NodeID(), l)
+				go d.complete(ctx, s, l)
+				return nil
+			})
+			d.fail(ctx, err)
+		}()
+		go func() {
+			// Heartbeats start spread over one interval, as a fleet's
+			// agents do, started at different times.
+			if sleepCtx(ctx, time.Duration(rand.Int64N(int64(10*time.Second)))) != nil {
+				return
+			}
+			d.fail(ctx, s.Heartbeats(ctx, func() []string { return nil }, func(string) {}))
+		}()
+		if i%64 == 63 {
+			// Connections arrive as a fleet's would after a restart:
+			// quickly, not all in the same millisecond.
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for d.connected.Load() < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d feeds connected after 3 minutes", d.connected.Load(), want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+func (d *fleetDriver) fail(ctx context.Context, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	select {
+	case d.errs <- err:
+	default:
+	}
+}
+
+func (d *fleetDriver) received(nodeID string, l agent.Lease) {
+	d.mu.Lock()
+	ch := d.waiting[nodeID]
+	delete(d.waiting, nodeID)
+	d.mu.Unlock()
+	if ch != nil {
+		ch <- time.Now()
+	}
+}
+
+// complete reports a lease's job acknowledged, started and succeeded, with
+// the command ids cairn-agent would use.
+func (d *fleetDriver) complete(ctx context.Context, s *agent.Session, l agent.Lease) {
+	if l.CancelRequested {
+		return
+	}
+	in := map[string]any{"nodeId": s.NodeID(), "jobId": l.Job.ID}
+	for _, op := range []struct{ name, what string }{{"Acknowledge", "ack"}, {"Start", "start"}} {
+		in["commandId"] = s.CommandID(l.Job.ID, l.Attempt, op.what)
+		if err := s.Report(ctx, op.name, in); err != nil {
+			d.fail(ctx, fmt.Errorf("%s job %s: %w", op.what, l.Job.ID, err))
+			return
+		}
+	}
+	in["commandId"] = s.CommandID(l.Job.ID, l.Attempt, "finish")
+	in["result"] = agent.Result{Outcome: agent.OutcomeSucceeded}
+	if err := s.Report(ctx, "Finish", in); err != nil {
+		d.fail(ctx, fmt.Errorf("finish job %s: %w", l.Job.ID, err))
+		return
+	}
+	d.finished.Add(1)
+}
+
+// fanOut submits one job on every node and waits until it completed.
+func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) {
+	start := time.Now()
+	var out struct {
+		SubmitJob struct{ Job struct{ ID string } }
+	}
+	if err := d.admin.Do(ctx, `mutation { submitJob(input: {spec: {kind: EXEC, exec: {argv: ["true"]}},
+		target: {every: true, mode: ALL}}) { job { id } } }`, nil, &out); err != nil {
+		return 0, err
+	}
+	id := out.SubmitJob.Job.ID
+	deadline := start.Add(5 * time.Minute)
+	for {
+		var q struct {
+			Job struct {
+				Status string
+			}
+		}
+		if err := d.admin.Do(ctx, `query($id: ID!) { job(id: $id) { status } }`, map[string]any{"id": id}, &q); err != nil {
+			return 0, err
+		}
+		switch q.Job.Status {
+		case "SUCCEEDED":
+			return time.Since(start), nil
+		case "FAILED", "TIMED_OUT", "CANCELLED":
+			return 0, fmt.Errorf("the fan-out ended %s", q.Job.Status)
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the fan-out to %d nodes was still %s after 5 minutes", n, q.Job.Status)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// dispatchP99 submits jobs for random nodes, one at a time, and times each
+// until the node's agent receives it.
+func (d *fleetDriver) dispatchP99(ctx context.Context) (time.Duration, error) {
+	lat := make([]time.Duration, 0, fleetDispatchSamples)
+	for range fleetDispatchSamples {
+		s := d.sessions[rand.IntN(len(d.sessions))]
+		ch := make(chan time.Time, 1)
+		d.mu.Lock()
+		d.waiting[s.NodeID()] = ch
+		d.mu.Unlock()
+		start := time.Now()
+		if err := d.admin.Do(ctx, `mutation($node: ID!) { submitJob(input: {spec: {kind: EXEC, exec: {argv: ["true"]}},
+			target: {nodeId: $node}}) { job { id } } }`, map[string]any{"node": s.NodeID()}, nil); err != nil {
+			return 0, err
+		}
+		select {
+		case at := <-ch:
+			lat = append(lat, at.Sub(start))
+		case <-time.After(30 * time.Second):
+			return 0, fmt.Errorf("node %s received no lease 30 s after its job was submitted", s.NodeID())
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	slices.Sort(lat)
+	return lat[len(lat)*99/100-1], nil
+}
