@@ -129,7 +129,13 @@ func (g *groupRun) deliver(ctx context.Context, b eventstore.Batch) error {
 		g.acked = ev.Cursor()
 	}
 	g.acked = b.Cursor // events filtered out are done too
-	return g.save(ctx, false)
+	if err := g.save(ctx, false); err != nil && ctx.Err() == nil {
+		// The checkpoint only spares a restart some redelivery: a database
+		// away for a moment must not end the subscription (and with it the
+		// consumer's router). It is saved again with the next batch.
+		g.s.opts.Log.Warn().Err(err).Str("group", g.group).Msg("could not save the checkpoint; will try again")
+	}
+	return nil
 }
 
 func (g *groupRun) save(ctx context.Context, force bool) error {

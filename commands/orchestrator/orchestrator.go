@@ -217,6 +217,11 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	if err == nil {
+		// The router closes once its handler stopped: returning an error
+		// has whoever runs the orchestrator start it again.
+		err = errors.New("orchestrator: its event subscription ended")
+	}
 	return err
 }
 
