@@ -42,9 +42,21 @@ func (d *Dispatcher) pass(now time.Time) {
 		d.order = slices.DeleteFunc(d.order, func(e *jobEntry) bool { return e.dropped })
 		d.dropped = 0
 	}
-	for id, n := range d.nodes {
-		d.checkNode(id, n, now)
+	// A pass follows every batch of events: checking every node each time
+	// would cost a fleet's size per event. Nodes whose state changed are
+	// checked at once; the rest (whose only news is time passing) once per
+	// sweep.
+	if now.Sub(d.nodesSwept) >= d.nodeSweep() || now.Before(d.nodesSwept) {
+		d.nodesSwept = now
+		for _, n := range d.nodes {
+			d.checkNode(n, now)
+		}
+	} else {
+		for n := range d.touched {
+			d.checkNode(n, now)
+		}
 	}
+	clear(d.touched)
 	for _, s := range d.schedules {
 		d.fire(s, now)
 	}
@@ -303,10 +315,11 @@ func isExpected(err error) bool {
 // connected when it shows up, disconnected after the grace period without
 // a sign of life, down after the down window, drained once a draining node
 // runs nothing.
-func (d *Dispatcher) checkNode(id string, n *nodeEntry, now time.Time) {
+func (d *Dispatcher) checkNode(n *nodeEntry, now time.Time) {
 	if n.cmdPending || !n.n.Exists() {
 		return
 	}
+	id := n.n.ID
 	present := d.present(n, now)
 	// Silence counts from the last sign of life, the last connection
 	// recorded (perhaps by another process), or this process's start,
@@ -338,8 +351,19 @@ func (d *Dispatcher) nodeCommand(n *nodeEntry, what string, run func(context.Con
 	d.launch(what+" node "+n.n.ID, run, func(out commands.Outcome, err error) {
 		if err != nil || out.Version <= n.version {
 			n.cmdPending = false
+			d.recheck(n)
 			return
 		}
 		n.awaitVersion = out.Version
 	})
+}
+
+// recheck has the next pass check node n: something it is judged by changed.
+func (d *Dispatcher) recheck(n *nodeEntry) { d.touched[n] = struct{}{} }
+
+// nodeSweep is how often a pass checks every node, for the decisions only
+// time brings (silence long enough to disconnect, or to mark down): a
+// second, or less when those limits are shorter.
+func (d *Dispatcher) nodeSweep() time.Duration {
+	return max(d.opts.Tick, min(time.Second, d.opts.DisconnectAfter/4))
 }

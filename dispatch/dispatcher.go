@@ -160,18 +160,22 @@ type Dispatcher struct {
 	workers chan struct{} // semaphore of commands in flight
 	ready   chan struct{} // closed once the state has caught up with the log
 
-	mu        sync.Mutex
-	jobs      map[string]*jobEntry
-	order     []*jobEntry // open jobs in submission order
-	nodes     map[string]*nodeEntry
-	schedules map[string]*scheduleEntry
-	seq       uint64
-	dropped   int // entries of order dropped since it was last compacted
-	rr        uint64
-	started   time.Time
-	owned     bool // whether the last pass owned the decisions
-	running   bool
-	runCtx    context.Context
+	mu    sync.Mutex
+	jobs  map[string]*jobEntry
+	order []*jobEntry // open jobs in submission order
+	nodes map[string]*nodeEntry
+	// touched are the nodes whose state changed since the last pass: a
+	// pass checks them, and every node only once per nodeSweep (see pass).
+	touched    map[*nodeEntry]struct{}
+	nodesSwept time.Time
+	schedules  map[string]*scheduleEntry
+	seq        uint64
+	dropped    int // entries of order dropped since it was last compacted
+	rr         uint64
+	started    time.Time
+	owned      bool // whether the last pass owned the decisions
+	running    bool
+	runCtx     context.Context
 }
 
 // New returns a dispatcher; Run starts it.
@@ -184,7 +188,7 @@ func New(deps Deps, opts Options) (*Dispatcher, error) {
 		store: deps.Store, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
 		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock, owner: deps.Owner, presence: deps.Presence,
 		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
-		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, schedules: map[string]*scheduleEntry{},
+		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, touched: map[*nodeEntry]struct{}{}, schedules: map[string]*scheduleEntry{},
 	}
 	return d, nil
 }

@@ -135,6 +135,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, nodeID string, after eventst
 	}
 	s.d, s.node = d, n
 	n.streams[s] = struct{}{}
+	d.recheck(n)
 	for _, it := range feedAfter(n, after) {
 		s.push(it, d.opts.FeedBuffer)
 	}
@@ -185,6 +186,7 @@ func (d *Dispatcher) agentNode(nodeID string) (*nodeEntry, error) {
 func (d *Dispatcher) seen(n *nodeEntry) {
 	now := d.now()
 	n.lastSeen = later(n.lastSeen, now)
+	d.recheck(n)
 	if !n.connected() {
 		d.pass(now)
 	}
@@ -305,6 +307,7 @@ func (s *Stream) Close() {
 	}
 	delete(s.node.streams, s)
 	s.node.lastSeen = later(s.node.lastSeen, d.now())
+	d.recheck(s.node)
 }
 
 // Poll is the long-poll form of the feed: it returns the node's items after
@@ -340,6 +343,7 @@ func (d *Dispatcher) Poll(ctx context.Context, nodeID string, after eventstore.C
 		}
 		ch := make(chan struct{})
 		n.pollers[ch] = struct{}{}
+		d.recheck(n)
 		d.mu.Unlock()
 
 		timedOut := false

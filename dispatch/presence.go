@@ -55,6 +55,7 @@ func (d *Dispatcher) exchangePresence(ctx context.Context) {
 	for id, ago := range elsewhere {
 		if n := d.nodes[id]; n != nil {
 			n.seenElsewhere = later(n.seenElsewhere, now.Add(-ago))
+			d.recheck(n)
 		}
 	}
 }

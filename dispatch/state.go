@@ -213,6 +213,7 @@ func (d *Dispatcher) applyNode(rec eventstore.RecordedEvent, ev domain.Event) {
 	}
 	n.n.Apply(ev)
 	n.version = rec.Version
+	d.recheck(n)
 	if n.cmdPending && n.awaitVersion > 0 && n.version >= n.awaitVersion {
 		n.cmdPending, n.awaitVersion = false, 0
 	}
@@ -257,6 +258,7 @@ func (d *Dispatcher) node(id string) *nodeEntry {
 func (d *Dispatcher) reserve(e *jobEntry, n *nodeEntry) {
 	e.node = n
 	n.leases[e.j.ID] = e
+	d.recheck(n)
 	if q := e.j.Queue; q != "" {
 		e.queue = q
 		n.queues[q] = e.j.ID
@@ -273,6 +275,7 @@ func (d *Dispatcher) release(e *jobEntry) {
 		return
 	}
 	delete(n.leases, e.j.ID)
+	d.recheck(n)
 	if e.queue != "" && n.queues[e.queue] == e.j.ID {
 		delete(n.queues, e.queue)
 	}
