@@ -14,7 +14,10 @@ const eventColumns = `position, tx_id, stream_id, stream_type, version, event_ty
 
 func scanEvents(rows pgx.Rows, capacity int) ([]RecordedEvent, error) {
 	defer rows.Close()
-	out := make([]RecordedEvent, 0, capacity)
+	// Sized for what comes, not for the limit asked: a small batch that is
+	// kept (the API's ring of recent events keeps thousands) must not hold
+	// a limit's worth of room.
+	out := make([]RecordedEvent, 0, min(capacity, 64))
 	for rows.Next() {
 		var e RecordedEvent
 		var sv int32
