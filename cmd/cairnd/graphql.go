@@ -41,7 +41,11 @@ func mountGraphQL(ctx context.Context, srv *httpserver.Server, store *eventstore
 	if token != "" {
 		fmt.Fprintf(out, "\nFirst start: the administrator's token (shown once; keep it safe):\n\n    %s\n\nUse it with: cairn login --server http://<address> --token %s\n\n", token, token)
 	}
-	authn := auth.NewAuthenticator(store, auth.AuthenticatorOptions{})
+	// Revocations leave the cache the moment they are appended (Follow,
+	// below), so the window only bounds a revocation Follow could miss;
+	// long enough that agents heartbeating every few seconds, a fleet of
+	// them, cost no reads of their credentials.
+	authn := auth.NewAuthenticator(store, auth.AuthenticatorOptions{CacheTTL: time.Minute, CacheSize: 100_000})
 	api, err := graph.New(graph.Config{}, graph.Deps{
 		Log:             log.With().Str("component", "graphql").Logger(),
 		Store:           store,
