@@ -23,16 +23,16 @@ const (
   pollAgentJobs(input: $input) { cursor jobs { ` + agentJobFields + ` } } }`
 
 	opAcknowledge = `mutation Acknowledge($input: AgentJobInput!) {
-  acknowledgeJob(input: $input) { job { id status } } }`
+  acknowledgeJob(input: $input) { duplicate } }`
 
 	opStart = `mutation Start($input: AgentJobInput!) {
-  startJob(input: $input) { job { id status attempt } } }`
+  startJob(input: $input) { duplicate } }`
 
 	opAppendLog = `mutation AppendLog($input: AppendJobLogInput!) {
   appendJobLog(input: $input) { accepted lastSeq } }`
 
 	opFinish = `mutation Finish($input: FinishJobInput!) {
-  finishJob(input: $input) { job { id status } } }`
+  finishJob(input: $input) { duplicate } }`
 
 	opHeartbeat = `mutation Heartbeat($input: HeartbeatInput!) {
   heartbeat(input: $input) { serverTime intervalSeconds cancelJobIds } }`

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"cairn/auth"
 	"cairn/commands"
 	"cairn/commands/jobs"
@@ -98,11 +100,24 @@ func (r *Resolver) visibleJob(ctx context.Context, id string) (loadedJob, error)
 }
 
 func (r *Resolver) jobPayload(ctx context.Context, out commands.Outcome) (*model.JobPayload, error) {
+	p := &model.JobPayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
+	if !selects(ctx, "job") {
+		// Agents report thousands of results a second and read none of
+		// the job back: reading its stream again would be wasted.
+		return p, nil
+	}
 	j, err := r.loadJob(ctx, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.JobPayload{Job: jobModel(j), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	p.Job = jobModel(j)
+	return p, nil
+}
+
+// selects reports whether the request selects field of the value the
+// current resolver returns.
+func selects(ctx context.Context, field string) bool {
+	return slices.Contains(graphql.CollectAllFields(ctx), field)
 }
 
 func jobModel(j loadedJob) *model.Job {
