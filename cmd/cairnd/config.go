@@ -27,6 +27,9 @@ const DatabaseReadURLEnv = "DATABASE_READ_URL"
 // given, else from its environment variable when set, else its default.
 type config struct {
 	Listen string
+	// DebugListen serves Go's runtime profiles (/debug/pprof/) on a second
+	// address; empty serves none.
+	DebugListen string
 	// Advertise is the address other replicas and people are shown for
 	// this one; empty derives it from the listener (see advertisedAddress).
 	Advertise        string
@@ -59,6 +62,7 @@ type config struct {
 var envFlags = []struct{ flag, env string }{
 	{"listen", "CAIRN_LISTEN"},
 	{"advertise", "CAIRN_ADVERTISE"},
+	{"debug-listen", "CAIRN_DEBUG_LISTEN"},
 	{"data-dir", "CAIRN_DATA_DIR"},
 	{"log-format", "CAIRN_LOG_FORMAT"},
 	{"log-level", "CAIRN_LOG_LEVEL"},
@@ -89,6 +93,8 @@ func (c *config) bindGlobalFlags(fs *pflag.FlagSet) {
 func (c *config) bindServeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080",
 		"address to serve HTTP on (env "+envOf("listen")+")")
+	fs.StringVar(&c.DebugListen, "debug-listen", "",
+		"address to serve Go's runtime profiles on (/debug/pprof/: heap, goroutines, CPU) for diagnosing a replica (env "+envOf("debug-listen")+"); default none. They are not authenticated: keep it on localhost")
 	fs.StringVar(&c.Advertise, "advertise", "",
 		"host:port (or URL) this replica is reached at, as the cluster status shows it (env "+envOf("advertise")+"); default: the listen address, with this host's name when listening on every interface")
 	fs.StringVar(&c.Plugins, "plugins", "",

@@ -39,6 +39,14 @@ cluster if it started one.`,
 			if err != nil {
 				return fmt.Errorf("listen on %s (choose another address with --listen or %s): %w", cfg.Listen, envOf("listen"), err)
 			}
+			if cfg.DebugListen != "" {
+				stop, err := serveProfiles(cfg.DebugListen, log)
+				if err != nil {
+					ln.Close()
+					return err
+				}
+				defer stop()
+			}
 			if err := serve(cmd.Context(), cfg, log, ln); err != nil {
 				return err
 			}
