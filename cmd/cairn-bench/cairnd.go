@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"cairn/internal/database"
@@ -17,6 +21,7 @@ import (
 // own on the benchmark's cluster, as operators run it.
 type servedCairnd struct {
 	url, token string
+	debug      string // where its runtime profiles are served
 	bin        string // where the commands were built
 	pid        int
 	stop       func()
@@ -39,13 +44,18 @@ func startCairnd(ctx context.Context, e *env, work, dbPrefix string, commands []
 	if err := database.CreateDatabase(ctx, dsn("postgres"), dbName, ""); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddress()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	var logs bytes.Buffer
+	debug := e.cfg.cairndDebug
+	if debug == "" {
+		if debug, err = freeAddress(); err != nil {
+			return nil, err
+		}
+	}
+	args = append(args, "--debug-listen", debug)
 	srv := exec.CommandContext(ctx, filepath.Join(bin, "cairnd"), append([]string{"serve", "--listen", addr,
 		"--data-dir", filepath.Join(work, "data"), "--log-format", "json"}, args...)...)
 	srv.Env = append(os.Environ(), "DATABASE_URL="+dsn(dbName))
@@ -63,5 +73,63 @@ func startCairnd(ctx context.Context, e *env, work, dbPrefix string, commands []
 		stop()
 		return nil, err
 	}
-	return &servedCairnd{url: url, token: token, bin: bin, pid: srv.Process.Pid, stop: stop}, nil
+	return &servedCairnd{url: url, token: token, debug: debug, bin: bin, pid: srv.Process.Pid, stop: stop}, nil
+}
+
+// freeAddress is a local address no one listens on now.
+func freeAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// liveMemory is the heap in use and the goroutine stacks of the served
+// cairnd right after a collection (its heap profile, asked with gc=1, runs
+// one): what its connections cost that it cannot give back, without the
+// garbage a resident set also holds until the next collection.
+func (s *servedCairnd) liveMemory(ctx context.Context) (int64, error) {
+	get := func(url string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	if _, err := get("http://" + s.debug + "/debug/pprof/heap?gc=1"); err != nil {
+		return 0, err
+	}
+	b, err := get(s.url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes"} {
+		v, err := metricValue(b, name)
+		if err != nil {
+			return 0, err
+		}
+		total += int64(v)
+	}
+	return total, nil
+}
+
+// metricValue reads an unlabelled metric from a Prometheus text exposition.
+func metricValue(exposition []byte, name string) (float64, error) {
+	for line := range strings.SplitSeq(string(exposition), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, fmt.Errorf("/metrics has no %s", name)
 }

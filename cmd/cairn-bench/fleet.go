@@ -29,9 +29,10 @@ import (
 // result). The driver does not run the jobs it is given: it reports them
 // done, so what is measured is the control plane. At each fleet size:
 //
-//   - server_kib_per_agent_connection_N: cairnd's resident set with the N
-//     agents connected and idle, less its resident set with them enrolled
-//     but not connected, per agent;
+//   - server_kib_per_agent_connection_N: cairnd's heap in use and stacks
+//     after a collection with the N agents connected and idle, less the same
+//     with them enrolled but not connected, per agent (its resident set is
+//     server_rss_mib_N_agents);
 //   - idle_cpu_percent_N_agents: cairnd's CPU time over a window with the N
 //     agents idle (heartbeating), as a share of one core;
 //   - fanout_N_real_agents_s: one job on every node (mode ALL) until the
@@ -87,7 +88,11 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 	out := result{}
 	status := fmt.Sprintf("/proc/%d/status", srv.pid)
 	var series []fleetPoint
-	for _, n := range fleetSteps {
+	steps := fleetSteps
+	if len(e.cfg.fleet) > 0 {
+		steps = e.cfg.fleet
+	}
+	for _, n := range steps {
 		// Each agent holds a WebSocket here and one in cairnd, and the
 		// driver's requests some more: leave room for the database.
 		if need := uint64(n) + 2000; limit < need {
@@ -99,14 +104,18 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if err := d.enroll(ctx, n-have); err != nil {
 			return nil, fmt.Errorf("enroll %d agents: %w", n-have, err)
 		}
-		before, err := quietRSS(status)
+		before, err := quietMemory(ctx, srv)
 		if err != nil {
 			return nil, err
 		}
 		if err := d.connect(runCtx, have, n); err != nil {
 			return nil, fmt.Errorf("connect %d agents: %w", n, err)
 		}
-		held, err := quietRSS(status)
+		held, err := quietMemory(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		rss, err := rssOf(status)
 		if err != nil {
 			return nil, err
 		}
@@ -138,6 +147,7 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		out["idle_cpu_percent_"+strconv.Itoa(n)+"_agents"] = round(p.cpuPercent, 1)
 		out["fanout_"+strconv.Itoa(n)+"_real_agents_s"] = round(p.fanout.Seconds(), 2)
 		out["dispatch_p99_ms_"+strconv.Itoa(n)+"_agents"] = round(float64(p.dispatchP99.Microseconds())/1000, 1)
+		out["server_rss_mib_"+strconv.Itoa(n)+"_agents"] = round(float64(rss)/(1<<20), 1)
 		e.log.Info().Int("agents", n).Float64("kib_per_agent", round(p.kibPerAgent, 1)).
 			Float64("idle_cpu_percent", round(p.cpuPercent, 1)).Dur("fanout", p.fanout).Dur("dispatch_p99", p.dispatchP99).
 			Msg("fleet step measured")
@@ -173,10 +183,10 @@ func raiseFileLimit() uint64 {
 	return l.Cur
 }
 
-// quietRSS is the resident set of a process after a moment's quiet.
-func quietRSS(status string) (int64, error) {
+// quietMemory is the served cairnd's live memory after a moment's quiet.
+func quietMemory(ctx context.Context, srv *servedCairnd) (int64, error) {
 	time.Sleep(3 * time.Second)
-	return rssOf(status)
+	return srv.liveMemory(ctx)
 }
 
 // idleCPU is the CPU time a process spent over window, as a percentage of

@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,8 @@ type config struct {
 	volatile      bool
 	cpuProfile    string
 	chart         string
+	fleet         []int  // fleet sizes; empty: fleetSteps
+	cairndDebug   string // --debug-listen for the cairnd the benchmarks start
 }
 
 // env is what every benchmark gets: an owner pool, an app pool and a store.
@@ -54,6 +57,17 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each throughput phase runs")
 	flag.IntVar(&cfg.writers, "writers", 16, "concurrent writers")
 	flag.StringVar(&cfg.only, "only", "", "run only the benchmarks whose names contain this (or one of these, comma separated)")
+	flag.Func("fleet", "fleet sizes the fleet benchmark measures, comma separated (default 1000,2500,5000,10000)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("fleet size %q: give a positive number", f)
+			}
+			cfg.fleet = append(cfg.fleet, n)
+		}
+		return nil
+	})
+	flag.StringVar(&cfg.cairndDebug, "cairnd-debug-listen", "", "serve the runtime profiles of the cairnd the benchmarks start on this address")
 	flag.StringVar(&cfg.chart, "chart", "", "write the fleet benchmark's chart (SVG) to this file")
 	flag.BoolVar(&cfg.volatile, "volatile", false, "turn fsync off (measures CPU cost instead of disk flushes; not for reported figures)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

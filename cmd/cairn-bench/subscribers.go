@@ -51,6 +51,10 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
+	liveBefore, err := srv.liveMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	subs := make([]*client.Subscription, serverSubscribers)
 	closeAll := func() {
@@ -79,6 +83,10 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
+	liveHeld, err := srv.liveMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
 	closeAll()
 	time.Sleep(5 * time.Second)
 	after, err := quietRSS(status)
@@ -87,9 +95,16 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	}
 	return result{
 		"rss_per_idle_subscriber_kib_server":    round(float64(held-before)/1024/serverSubscribers, 1),
+		"live_per_idle_subscriber_kib_server":   round(float64(liveHeld-liveBefore)/1024/serverSubscribers, 1),
 		"server_rss_before_subscribers_mib":     round(float64(before)/(1<<20), 1),
 		"server_rss_with_subscribers_mib":       round(float64(held)/(1<<20), 1),
 		"server_rss_after_subscribers_left_mib": round(float64(after)/(1<<20), 1),
 		"server_idle_subscribers_measured":      serverSubscribers,
 	}, nil
+}
+
+// quietRSS is the resident set of a process after a moment's quiet.
+func quietRSS(status string) (int64, error) {
+	time.Sleep(3 * time.Second)
+	return rssOf(status)
 }
