@@ -19,7 +19,12 @@ import (
 // the current state calls for. It runs under d.mu after each batch of events
 // and on every tick; a job with a command in flight is skipped until that
 // command's events have been applied.
-func (d *Dispatcher) pass(now time.Time) {
+//
+// A pass after a batch of events (full false) acts on the jobs the batch
+// changed and on the queued ones (capacity may have come free); a full pass
+// (each tick) acts on every open job, for the decisions time brings:
+// leases expiring, retries coming due.
+func (d *Dispatcher) pass(now time.Time, full bool) {
 	if d.runCtx == nil {
 		return
 	}
@@ -34,10 +39,14 @@ func (d *Dispatcher) pass(now time.Time) {
 		return
 	}
 	for _, e := range d.order {
-		if !e.dropped && !e.pending {
+		if e.dropped || e.pending {
+			continue
+		}
+		if _, changed := d.touchedJobs[e]; full || changed || e.j.Status == job.StatusQueued {
 			d.act(e, now)
 		}
 	}
+	clear(d.touchedJobs)
 	if d.dropped > len(d.order)/2 {
 		d.order = slices.DeleteFunc(d.order, func(e *jobEntry) bool { return e.dropped })
 		d.dropped = 0
@@ -296,6 +305,7 @@ func (d *Dispatcher) launchFor(e *jobEntry, what string, run func(context.Contex
 		}
 		if err != nil || out.Version <= e.version {
 			e.pending = false
+			d.touchJob(e)
 			return
 		}
 		// Wait for the subscription to bring the events the command appended.
@@ -367,3 +377,7 @@ func (d *Dispatcher) recheck(n *nodeEntry) { d.touched[n] = struct{}{} }
 func (d *Dispatcher) nodeSweep() time.Duration {
 	return max(d.opts.Tick, min(time.Second, d.opts.DisconnectAfter/4))
 }
+
+// touchJob has the next pass act on job e: something it is judged by
+// changed.
+func (d *Dispatcher) touchJob(e *jobEntry) { d.touchedJobs[e] = struct{}{} }

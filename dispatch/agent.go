@@ -134,7 +134,7 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, c Caller, running []string) 
 		return Heartbeat{}, err
 	}
 	d.seen(n)
-	hb := Heartbeat{Node: n.n, Version: n.version, ServerTime: d.now().UTC(), Interval: d.opts.HeartbeatInterval, CancelJobIDs: []string{}}
+	hb := Heartbeat{Node: n.n, Version: n.version, ServerTime: d.now().UTC(), Interval: d.heartbeatInterval(), CancelJobIDs: []string{}}
 	var doubtful []string
 	for _, id := range running {
 		if e := d.jobs[id]; e == nil || stopsOn(e.j, c.NodeID) {
@@ -201,4 +201,11 @@ func (d *Dispatcher) touch(nodeID string) {
 	if n := d.nodes[nodeID]; n != nil && n.n.Exists() && d.Ready() {
 		d.seen(n)
 	}
+}
+
+// heartbeatInterval is when agents are to send their next heartbeat: the
+// configured interval, stretched so that the whole fleet sends at most
+// MaxHeartbeatsPerSecond.
+func (d *Dispatcher) heartbeatInterval() time.Duration {
+	return max(d.opts.HeartbeatInterval, time.Duration(len(d.nodes))*time.Second/time.Duration(d.opts.MaxHeartbeatsPerSecond))
 }

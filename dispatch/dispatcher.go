@@ -59,6 +59,7 @@ const (
 	DefaultTick              = 200 * time.Millisecond
 	DefaultWorkers           = 64
 	DefaultFeedBuffer        = 1024
+	DefaultMaxHeartbeats     = 200
 )
 
 // Options tune a Dispatcher. The zero value takes the defaults.
@@ -70,6 +71,11 @@ type Options struct {
 	Lease time.Duration
 	// HeartbeatInterval is how often agents are asked to send a heartbeat.
 	HeartbeatInterval time.Duration
+	// MaxHeartbeatsPerSecond bounds what a fleet's heartbeats cost: with
+	// more nodes than HeartbeatInterval × it, agents are asked to beat less
+	// often, as Nomad scales its heartbeat TTL. Liveness does not suffer: a
+	// node whose agent holds a feed is present whatever its heartbeats.
+	MaxHeartbeatsPerSecond int
 	// DisconnectAfter is the grace period after which a node without a
 	// connection or heartbeat is marked disconnected.
 	DisconnectAfter time.Duration
@@ -105,6 +111,9 @@ func (o *Options) defaults() {
 	}
 	if o.FeedBuffer <= 0 {
 		o.FeedBuffer = DefaultFeedBuffer
+	}
+	if o.MaxHeartbeatsPerSecond <= 0 {
+		o.MaxHeartbeatsPerSecond = DefaultMaxHeartbeats
 	}
 }
 
@@ -166,16 +175,18 @@ type Dispatcher struct {
 	nodes map[string]*nodeEntry
 	// touched are the nodes whose state changed since the last pass: a
 	// pass checks them, and every node only once per nodeSweep (see pass).
-	touched    map[*nodeEntry]struct{}
-	nodesSwept time.Time
-	schedules  map[string]*scheduleEntry
-	seq        uint64
-	dropped    int // entries of order dropped since it was last compacted
-	rr         uint64
-	started    time.Time
-	owned      bool // whether the last pass owned the decisions
-	running    bool
-	runCtx     context.Context
+	touched map[*nodeEntry]struct{}
+	// touchedJobs are the jobs whose state changed since the last pass.
+	touchedJobs map[*jobEntry]struct{}
+	nodesSwept  time.Time
+	schedules   map[string]*scheduleEntry
+	seq         uint64
+	dropped     int // entries of order dropped since it was last compacted
+	rr          uint64
+	started     time.Time
+	owned       bool // whether the last pass owned the decisions
+	running     bool
+	runCtx      context.Context
 }
 
 // New returns a dispatcher; Run starts it.
@@ -188,7 +199,7 @@ func New(deps Deps, opts Options) (*Dispatcher, error) {
 		store: deps.Store, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
 		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock, owner: deps.Owner, presence: deps.Presence,
 		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
-		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, touched: map[*nodeEntry]struct{}{}, schedules: map[string]*scheduleEntry{},
+		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, touched: map[*nodeEntry]struct{}{}, touchedJobs: map[*jobEntry]struct{}{}, schedules: map[string]*scheduleEntry{},
 	}
 	return d, nil
 }
@@ -213,7 +224,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// Agents get their grace period from now to come back: nobody watched
 	// them while the control plane was away (see checkNode).
 	d.started = d.now()
-	d.pass(d.started)
+	d.pass(d.started, true)
 	d.mu.Unlock()
 	close(d.ready)
 	d.log.Info().Int("open_jobs", len(d.jobs)).Int("nodes", len(d.nodes)).Msg("dispatcher caught up with the log")
@@ -233,7 +244,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			d.applyBatch(b.Events)
-			d.pass(d.now())
+			d.pass(d.now(), false)
 			return nil
 		})
 	d.closeFeeds()
@@ -286,7 +297,7 @@ func (d *Dispatcher) ticker(ctx context.Context) {
 			return
 		case <-t.C:
 			d.mu.Lock()
-			d.pass(d.now())
+			d.pass(d.now(), true)
 			d.mu.Unlock()
 		}
 	}

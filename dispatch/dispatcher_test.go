@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -611,4 +612,29 @@ func TestManyAgents(t *testing.T) {
 	for _, a := range agents {
 		a.quiet(0)
 	}
+}
+
+// A fleet larger than the heartbeat budget is asked to beat less often, so
+// that its heartbeats cost the server a bounded rate; a small one keeps the
+// configured interval.
+func TestHeartbeatIntervalStretchesWithTheFleet(t *testing.T) {
+	t.Parallel()
+	opts := fastOptions()
+	opts.MaxHeartbeatsPerSecond = 4
+	e := start(t, opts)
+	e.enroll(nil, "n0")
+	a := e.connect("n0", eventstore.Cursor{})
+	hb, err := e.Dispatcher.Heartbeat(ctxFor(t), a.caller(), nil)
+	if err != nil || hb.Interval != opts.HeartbeatInterval {
+		t.Fatalf("one node: heartbeat %+v, %v; want the interval %s", hb, err, opts.HeartbeatInterval)
+	}
+	var more []string
+	for i := 1; i < 40; i++ {
+		more = append(more, fmt.Sprintf("n%d", i))
+	}
+	e.enroll(nil, more...)
+	eventually(t, "a 40-node fleet to be asked for a heartbeat every 10 s", func() bool {
+		hb, err := e.Dispatcher.Heartbeat(ctxFor(t), a.caller(), nil)
+		return err == nil && hb.Interval == 10*time.Second
+	})
 }

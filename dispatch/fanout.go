@@ -23,6 +23,9 @@ func (d *Dispatcher) actFanOut(e *jobEntry, now time.Time) {
 	case job.StatusQueued:
 		d.spawn(e, now)
 	case job.StatusRunning, job.StatusCancelling:
+		if e.fan.ended < len(e.j.Children) {
+			return // children still running: no need to look at each
+		}
 		for _, c := range e.j.Children {
 			if !e.fan.children[c] {
 				return

@@ -188,7 +188,7 @@ func (d *Dispatcher) seen(n *nodeEntry) {
 	n.lastSeen = later(n.lastSeen, now)
 	d.recheck(n)
 	if !n.connected() {
-		d.pass(now)
+		d.pass(now, false)
 	}
 }
 

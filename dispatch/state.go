@@ -52,6 +52,7 @@ type jobEntry struct {
 // fanOut tracks a fan-out's children.
 type fanOut struct {
 	children map[string]bool // child id → ended for good
+	ended    int             // children ended for good
 	counts   job.FanOutCounts
 	active   int // children holding a node slot
 }
@@ -160,6 +161,18 @@ func (d *Dispatcher) applyJob(rec eventstore.RecordedEvent, ev domain.Event) {
 	if e.pending && e.awaitVersion > 0 && e.version >= e.awaitVersion {
 		e.pending, e.awaitVersion = false, 0
 	}
+	d.touchJob(e)
+	if p := d.parent(e); p != nil {
+		d.touchJob(p)
+	}
+	if e.fan != nil {
+		// A fan-out's children act on its state (a cancel reaches them).
+		for c := range e.fan.children {
+			if ce := d.jobs[c]; ce != nil {
+				d.touchJob(ce)
+			}
+		}
+	}
 	switch ev := ev.(type) {
 	case job.Leased:
 		// A lease this process recorded was handed over already (lease).
@@ -214,6 +227,9 @@ func (d *Dispatcher) applyNode(rec eventstore.RecordedEvent, ev domain.Event) {
 	n.n.Apply(ev)
 	n.version = rec.Version
 	d.recheck(n)
+	for _, e := range n.leases {
+		d.touchJob(e) // its node went down, say
+	}
 	if n.cmdPending && n.awaitVersion > 0 && n.version >= n.awaitVersion {
 		n.cmdPending, n.awaitVersion = false, 0
 	}
@@ -304,7 +320,9 @@ func (d *Dispatcher) drop(e *jobEntry) {
 	if p := d.parent(e); p != nil {
 		if ended, known := p.fan.children[e.j.ID]; !ended || !known {
 			p.fan.children[e.j.ID] = true
+			p.fan.ended++
 			countOutcome(&p.fan.counts, e.j.Status)
+			d.touchJob(p)
 		}
 	}
 }
