@@ -33,6 +33,7 @@ import (
 type jobConfig struct {
 	Lease             time.Duration
 	HeartbeatInterval time.Duration
+	MaxHeartbeats     int
 	DisconnectAfter   time.Duration
 	DownAfter         time.Duration
 	LogRetention      time.Duration
@@ -46,7 +47,7 @@ type jobConfig struct {
 // defaultJobConfig is the configuration without flags.
 func defaultJobConfig() jobConfig {
 	return jobConfig{
-		Lease: dispatch.DefaultLease, HeartbeatInterval: dispatch.DefaultHeartbeatInterval,
+		Lease: dispatch.DefaultLease, HeartbeatInterval: dispatch.DefaultHeartbeatInterval, MaxHeartbeats: dispatch.DefaultMaxHeartbeats,
 		DisconnectAfter: dispatch.DefaultDisconnectAfter, DownAfter: dispatch.DefaultDownAfter,
 		LogRetention: joblogs.DefaultRetention, StatsRetention: nodestats.DefaultRetention,
 	}
@@ -57,7 +58,9 @@ func (c *jobConfig) bindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Lease, "job-lease", d.Lease,
 		"how long an agent has to acknowledge a job before it goes back to the queue")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval,
-		"how often agents send a heartbeat")
+		"how often agents send a heartbeat (longer for a fleet over --max-heartbeats-per-second times it)")
+	fs.IntVar(&c.MaxHeartbeats, "max-heartbeats-per-second", d.MaxHeartbeats,
+		"the most heartbeats the whole fleet is asked to send a second: a larger fleet beats less often (a node holding a feed stays present regardless)")
 	fs.DurationVar(&c.DisconnectAfter, "disconnect-after", d.DisconnectAfter,
 		"grace period after which a silent node is marked disconnected")
 	fs.DurationVar(&c.DownAfter, "down-after", d.DownAfter,
@@ -97,7 +100,7 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer
 		Log:   log.With().Str("component", "dispatcher").Logger(),
 		Owner: owner, Presence: presence,
 	}, dispatch.Options{
-		Lease: cfg.Lease, HeartbeatInterval: cfg.HeartbeatInterval, DisconnectAfter: cfg.DisconnectAfter,
+		Lease: cfg.Lease, HeartbeatInterval: cfg.HeartbeatInterval, MaxHeartbeatsPerSecond: cfg.MaxHeartbeats, DisconnectAfter: cfg.DisconnectAfter,
 		DownAfter: cfg.DownAfter,
 	})
 	if err != nil {
