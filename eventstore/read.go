@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -28,7 +27,7 @@ func scanEvents(rows pgx.Rows, capacity int) ([]RecordedEvent, error) {
 		}
 		e.SchemaVersion = int(sv)
 		e.Payload, e.RawMetadata = payload, meta
-		if err := json.Unmarshal(meta, &e.Metadata); err != nil {
+		if err := decodeMetadata(meta, &e.Metadata); err != nil {
 			return nil, fmt.Errorf("event %d: metadata does not decode: %w", e.Position, err)
 		}
 		out = append(out, e)
