@@ -58,8 +58,9 @@ test-e2e: web ## Only the portal's flows on a real cairnd and agent (make test r
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	cd web && node --test e2e/cairnd.test.mjs
 
-bench: ## Measure the performance targets and print them as JSON (flags: BENCH_FLAGS=...)
-	$(GO) run ./cmd/cairn-bench $(BENCH_FLAGS)
+bench: ## Measure the performance targets and print them as JSON (flags: BENCH_FLAGS=...); redraws docs/performance/fleet.svg
+	cd cmd/cairn-bench/peers && npm ci --no-audit --no-fund --silent
+	$(GO) run ./cmd/cairn-bench -chart docs/performance/fleet.svg $(BENCH_FLAGS)
 
 lint: ## Check formatting, go vet and staticcheck
 	@unformatted="$$(find . \( -name .git -o -name node_modules \) -prune -o -name '*.go' -print | xargs gofmt -l)"; \

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -14,8 +15,20 @@ import (
 )
 
 // benchAppend compares single-event command appends with 16 writers to raw
-// single-row INSERTs into a plain table with the same columns and indexes.
+// single-row INSERTs into a plain table with the same columns and indexes,
+// and to Message DB's write_message (a peer, installed in the same database)
+// with the same writers.
 func benchAppend(ctx context.Context, e *env) (result, error) {
+	out := result{}
+	mdb, err := messageDB(ctx, e)
+	switch {
+	case errors.Is(err, errNoMessageDB):
+		out["append_vs_message_db_not_measured"] = err.Error()
+	case err != nil:
+		return nil, err
+	default:
+		defer mdb.Close()
+	}
 	if _, err := e.admin.Exec(ctx, `
 		CREATE TABLE bench_raw (LIKE events INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING INDEXES INCLUDING CONSTRAINTS);
 		GRANT SELECT, INSERT ON bench_raw TO cairn_app`); err != nil {
@@ -46,11 +59,15 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 		})
 		return 1, err
 	}
+	mdbOp := func(ctx context.Context, w int) (int, error) {
+		n := seq.Add(1)
+		return 1, writeMessage(ctx, mdb, "node-"+strconv.Itoa(w)+"-"+strconv.FormatInt(n%4, 10), n)
+	}
 	// Alternate short rounds so that load from elsewhere on the machine
-	// falls on both sides alike.
+	// falls on every side alike.
 	rounds := 5
 	slice := config{duration: e.cfg.duration / time.Duration(rounds), writers: e.cfg.writers}
-	var raw, ours float64
+	var raw, ours, peer float64
 	before := e.store.Stats()
 	for range rounds {
 		r, err := throughput(ctx, slice, rawOp)
@@ -62,17 +79,27 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 			return nil, err
 		}
 		raw, ours = raw+r/float64(rounds), ours+o/float64(rounds)
+		if mdb != nil {
+			p, err := throughput(ctx, slice, mdbOp)
+			if err != nil {
+				return nil, fmt.Errorf("write_message of Message DB: %w", err)
+			}
+			peer += p / float64(rounds)
+		}
 	}
 	after := e.store.Stats()
-	return result{
-		"append_commands_per_batch":    round(float64(after.Appends-before.Appends)/float64(max(1, after.Batches-before.Batches)), 1),
-		"append_events_per_s":          round(ours, 0),
-		"raw_insert_rows_per_s":        round(raw, 0),
-		"append_ratio":                 round(ours/raw, 2),
-		"append_writers":               e.cfg.writers,
-		"append_includes_command_id":   true,
-		"append_phase_seconds_per_run": e.cfg.duration.Seconds(),
-	}, nil
+	out["append_commands_per_batch"] = round(float64(after.Appends-before.Appends)/float64(max(1, after.Batches-before.Batches)), 1)
+	out["append_events_per_s"] = round(ours, 0)
+	out["raw_insert_rows_per_s"] = round(raw, 0)
+	out["append_ratio"] = round(ours/raw, 2)
+	out["append_writers"] = e.cfg.writers
+	out["append_includes_command_id"] = true
+	out["append_phase_seconds_per_run"] = e.cfg.duration.Seconds()
+	if mdb != nil {
+		out["message_db_write_message_per_s"] = round(peer, 0)
+		out["append_vs_message_db_ratio"] = round(ours/peer, 2)
+	}
+	return out, nil
 }
 
 // benchAppend10 appends commands of ten events each.

@@ -34,7 +34,8 @@ func startRouter(ctx context.Context, e *env, group string, h func(context.Conte
 var _ message.Subscriber = (*eventbus.Subscriber)(nil)
 
 // benchConsumerGroup delivers the whole backlog to one new consumer group
-// through the watermill router.
+// through the watermill router, and compares it with the stock watermill-sql
+// subscriber delivering a backlog to one consumer group (watermillSQLRate).
 func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 	head, err := e.store.Head(ctx)
 	if err != nil {
@@ -62,7 +63,16 @@ func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 	}
 	rate := float64(n.Load()) / time.Since(start).Seconds()
 	stop()
-	return result{"consumer_group_events_per_s": round(rate, 0), "consumer_group_events": n.Load()}, nil
+	peer, err := watermillSQLRate(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return result{
+		"consumer_group_events_per_s":           round(rate, 0),
+		"consumer_group_events":                 n.Load(),
+		"watermill_sql_consumer_group_per_s":    round(peer, 0),
+		"consumer_group_vs_watermill_sql_ratio": round(rate/peer, 1),
+	}, nil
 }
 
 // benchCommitToHandler appends 2,000 events/s and measures, per event, the
