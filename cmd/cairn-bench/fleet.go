@@ -42,8 +42,8 @@ import (
 var fleetSteps = []int{1000, 2500, 5000, 10000}
 
 const (
-	fleetDispatchSamples = 200
-	fleetIdleWindow      = 10 * time.Second
+	fleetDispatchSamples = 100
+	fleetIdleWindow      = 5 * time.Second
 )
 
 // fleetDriver runs the agents' sessions and records what they receive.
