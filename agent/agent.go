@@ -89,12 +89,9 @@ func (c *Config) defaults() error {
 	if c.DataDir == "" {
 		return errors.New("agent: a data directory is required (--data-dir)")
 	}
-	switch c.Transport {
-	case "":
-		c.Transport = TransportAuto
-	case TransportAuto, TransportWebSocket, TransportPoll:
-	default:
-		return fmt.Errorf("agent: transport %q: use auto, websocket or poll", c.Transport)
+	var err error
+	if c.Transport, err = transport(c.Transport); err != nil {
+		return err
 	}
 	if c.Hostname == "" {
 		h, err := os.Hostname()
@@ -110,9 +107,9 @@ func (c *Config) defaults() error {
 	}
 	set(&c.StatsInterval, 10*time.Second)
 	set(&c.FactsInterval, 5*time.Minute)
-	set(&c.PollWait, 25*time.Second)
-	set(&c.MinBackoff, 500*time.Millisecond)
-	set(&c.MaxBackoff, 30*time.Second)
+	set(&c.PollWait, defaultPollWait)
+	set(&c.MinBackoff, defaultMinBackoff)
+	set(&c.MaxBackoff, defaultMaxBackoff)
 	set(&c.JobRetention, 7*24*time.Hour)
 	if c.StatsBatch <= 0 {
 		c.StatsBatch = 6

@@ -71,12 +71,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 }
 
 func newSession(c *client.Client, cfg SessionConfig) (*Session, error) {
-	switch cfg.Transport {
-	case "":
-		cfg.Transport = TransportAuto
-	case TransportAuto, TransportWebSocket, TransportPoll:
-	default:
-		return nil, fmt.Errorf("agent: transport %q: use auto, websocket or poll", cfg.Transport)
+	var err error
+	if cfg.Transport, err = transport(cfg.Transport); err != nil {
+		return nil, err
 	}
 	id, _, err := bearer.Parse(bearer.APIToken, c.Token())
 	nodeID, ok := strings.CutPrefix(id, bearer.NodeCredentialPrefix)
@@ -88,9 +85,9 @@ func newSession(c *client.Client, cfg SessionConfig) (*Session, error) {
 			*v = def
 		}
 	}
-	set(&cfg.PollWait, 25*time.Second)
-	set(&cfg.MinBackoff, 500*time.Millisecond)
-	set(&cfg.MaxBackoff, 30*time.Second)
+	set(&cfg.PollWait, defaultPollWait)
+	set(&cfg.MinBackoff, defaultMinBackoff)
+	set(&cfg.MaxBackoff, defaultMaxBackoff)
 	return &Session{
 		c: c, nodeID: nodeID, transport: cfg.Transport, pollWait: cfg.PollWait,
 		minBack: cfg.MinBackoff, maxBack: cfg.MaxBackoff, log: cfg.Log,
@@ -99,6 +96,24 @@ func newSession(c *client.Client, cfg SessionConfig) (*Session, error) {
 }
 
 var errNotCredential = errors.New("not a node credential")
+
+// Defaults of the session's settings (and the agent's flags).
+const (
+	defaultPollWait   = 25 * time.Second
+	defaultMinBackoff = 500 * time.Millisecond
+	defaultMaxBackoff = 30 * time.Second
+)
+
+// transport checks a transport's name; empty is auto.
+func transport(t string) (string, error) {
+	switch t {
+	case "":
+		return TransportAuto, nil
+	case TransportAuto, TransportWebSocket, TransportPoll:
+		return t, nil
+	}
+	return "", fmt.Errorf("agent: transport %q: use auto, websocket or poll", t)
+}
 
 // NodeID is the node the session acts for.
 func (s *Session) NodeID() string { return s.nodeID }
@@ -119,7 +134,7 @@ func Enroll(ctx context.Context, server string, hc *http.Client, in EnrollInput,
 	if err != nil {
 		return "", fmt.Errorf("agent: %w", err)
 	}
-	return enroll(ctx, c, in, &backoff{min: 500 * time.Millisecond, max: 30 * time.Second}, log)
+	return enroll(ctx, c, in, &backoff{min: defaultMinBackoff, max: defaultMaxBackoff}, log)
 }
 
 func enroll(ctx context.Context, c *client.Client, in EnrollInput, b *backoff, log zerolog.Logger) (string, error) {
