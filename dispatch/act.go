@@ -32,10 +32,14 @@ func (d *Dispatcher) pass(now time.Time, full bool) {
 	if owns && !d.owned {
 		// A new owner gives agents their grace period from now: nobody
 		// watched them while the decisions had no owner (see checkNode).
-		d.started = now
+		// What changed meanwhile was not looked at: look at everything.
+		d.started, full, d.nodesSwept = now, true, time.Time{}
 	}
 	d.owned = owns
 	if !owns {
+		// Another replica decides; what changed is its business.
+		clear(d.touchedJobs)
+		clear(d.touched)
 		return
 	}
 	for _, e := range d.order {
