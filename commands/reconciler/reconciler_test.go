@@ -113,9 +113,28 @@ func newEnv(t *testing.T, failCreate *atomic.Bool) *env {
 	return e
 }
 
+// enroll enrolls an online node and waits until the scheduler places on it:
+// what is tested is the reconciler, not how soon a loaded machine's
+// scheduler hears of a node.
 func (e *env) enroll(host string) string {
 	e.t.Helper()
-	return commandstest.EnrollOnline(e.t, e.nodes, commandstest.OnlineNode{Hostname: host, CPUs: 4, MemoryBytes: 8 << 30})
+	id := commandstest.EnrollOnline(e.t, e.nodes, commandstest.OnlineNode{Hostname: host, CPUs: 4, MemoryBytes: 8 << 30})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cands, err := e.sched.Candidates(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, c := range cands {
+			if c.ID == id && c.NotReady == "" && c.Allocatable.CPUMillis > 0 {
+				return id
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the scheduler does not offer node %s 30 s after it came online", host)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (e *env) deploy(id string) {
