@@ -223,14 +223,18 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 	// channel's buffer bounds how far the agent may fall behind; beyond it
 	// the subscription ends as a slow consumer and the agent resumes from
 	// its cursor.
+	// The transport, told when a value is ready (push), has nothing wait
+	// on the channel either.
 	out := make(chan *model.AgentJob, agentFeedBuffer)
 	sess := transport.SessionOf(ctx)
+	push := transport.Pushed(ctx)
 	s, err := r.deps.Dispatch.SubscribeFunc(ctx, c.NodeID, from, func(it dispatch.AgentJob) bool {
 		if sess != nil && sess.Err() != nil {
 			return false
 		}
 		select {
 		case out <- r.agentJob(it):
+			push.Sent()
 			return true
 		default:
 			return false
@@ -243,8 +247,10 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 			transport.EndWith(ctx, err)
 		}
 		close(out)
+		push.Closed()
 	})
 	if err != nil {
+		push.Closed()
 		return nil, err
 	}
 	context.AfterFunc(ctx, s.Close)

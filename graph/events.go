@@ -160,21 +160,22 @@ func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *m
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan *T)
+	// One goroutine per subscription: the session's end cancels it through
+	// a callback, and the transport, told when a value is ready (push),
+	// has nothing wait on the channel either. The buffer of one lets the
+	// value be ready before the transport is told.
+	out := make(chan *T, 1)
 	sess := transport.SessionOf(ctx)
+	push := transport.Pushed(ctx)
 	go func() {
+		defer push.Closed()
 		defer close(out)
 		defer sub.Close()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		if sess != nil {
-			go func() {
-				select {
-				case <-sess.Ended():
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
+			stop := sess.AfterEnd(cancel)
+			defer stop()
 		}
 		for {
 			e, err := sub.Next(ctx)
@@ -202,6 +203,7 @@ func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *m
 			}
 			select {
 			case out <- v:
+				push.Sent()
 			case <-ctx.Done():
 				if sess != nil && sess.Err() != nil {
 					transport.EndWith(ctx, sess.Err())

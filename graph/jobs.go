@@ -348,13 +348,15 @@ func seqCursor(after *string) (int64, error) {
 // ends, telling the client why, when the stream ends, the session's token
 // stops working, or the client goes away.
 func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bool, error), done func()) <-chan *T {
-	out := make(chan *T)
+	out := make(chan *T, 1) // ready before the transport is told (push)
 	sess := transport.SessionOf(ctx)
 	var ended <-chan struct{}
 	if sess != nil {
 		ended = sess.Ended()
 	}
+	push := transport.Pushed(ctx)
 	go func() {
+		defer push.Closed()
 		defer close(out)
 		defer done()
 		for {
@@ -363,6 +365,7 @@ func pump[T any](ctx context.Context, ready <-chan struct{}, next func() (*T, bo
 			case ok:
 				select {
 				case out <- v:
+					push.Sent()
 				case <-ended:
 					transport.EndWith(ctx, sess.Err())
 					return

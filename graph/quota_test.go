@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
-
 	"cairn/graph"
 	"cairn/graph/apierr"
 	"cairn/graph/client"
@@ -63,32 +61,5 @@ func TestQuotas(t *testing.T) {
 	var v struct{ Viewer struct{ Role string } }
 	if err := e.client("operator").Do(ctx, `{ viewer { role } }`, nil, &v); err != nil {
 		t.Fatalf("another token: %v", err)
-	}
-}
-
-// A WebSocket message that breaks the protocol closes the connection with
-// 4400.
-func TestWebSocketCloseCodes(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, graph.Config{})
-	ctx := ctxT(t)
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http")+"/graphql",
-		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "connection_init", "payload": {"token": "admin"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := conn.Read(ctx); err != nil { // connection_ack
-		t.Fatal(err)
-	}
-	if err := conn.Write(ctx, websocket.MessageText, []byte(`not json`)); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = conn.Read(ctx)
-	if code := websocket.CloseStatus(err); code != 4400 {
-		t.Fatalf("after a malformed message: close code %d (%v), want 4400", code, err)
 	}
 }

@@ -86,7 +86,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 		r.OnRevoke(h.sessions.revoked)
 	}
 	gql := handler.New(weighted{schema})
-	gql.AddTransport(gqltransport.Websocket{
+	gql.AddTransport(wsServer{h: h, legacy: gqltransport.Websocket{
 		Implementation:        websocketAccepter{inner: gqltransport.CoderWebsocketImplementation{}},
 		InitFunc:              h.websocketInit,
 		InitTimeout:           10 * time.Second,
@@ -105,7 +105,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 			}
 			zerolog.Ctx(ctx).Debug().Err(err).Msg("websocket")
 		},
-	})
+	}})
 	gql.AddTransport(gqltransport.SSE{KeepAlivePingInterval: opts.KeepAlive})
 	gql.AddTransport(gqltransport.Options{})
 	gql.AddTransport(httpTransport{})

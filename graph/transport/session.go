@@ -30,33 +30,38 @@ type Session struct {
 	address   string // where the caller connected from
 
 	once   sync.Once
-	ended  chan struct{}
+	ended  context.Context // done when the session ends
+	stop   context.CancelFunc
 	reason error
 }
 
 func newSession(p auth.Principal, token, address string) *Session {
-	return &Session{principal: p, token: token, address: address, ended: make(chan struct{})}
+	ended, stop := context.WithCancel(context.Background())
+	return &Session{principal: p, token: token, address: address, ended: ended, stop: stop}
 }
 
 // end stops the session with a reason the client is told.
 func (s *Session) end(reason error) {
 	s.once.Do(func() {
 		s.reason = reason
-		close(s.ended)
+		s.stop()
 	})
 }
 
 // Ended is closed when the session's token stopped authenticating.
-func (s *Session) Ended() <-chan struct{} { return s.ended }
+func (s *Session) Ended() <-chan struct{} { return s.ended.Done() }
+
+// AfterEnd calls f on a goroutine of its own once the session ends, unless
+// stop was called first: what ends with the session needs no goroutine
+// that waits for it.
+func (s *Session) AfterEnd(f func()) (stop func() bool) { return context.AfterFunc(s.ended, f) }
 
 // Err is why the session ended (nil while it lasts).
 func (s *Session) Err() error {
-	select {
-	case <-s.ended:
-		return s.reason
-	default:
+	if s.ended.Err() == nil {
 		return nil
 	}
+	return s.reason
 }
 
 type sessionKey struct{}
@@ -278,7 +283,9 @@ func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
 type wsConn struct {
 	address string
 	mu      sync.Mutex
-	conn    gqltransport.WebsocketConn
+	conn    interface {
+		WriteClose(code int, reason string) error
+	}
 }
 
 type connKey struct{}
@@ -340,29 +347,38 @@ const (
 	closeInitTimeout = 4408
 )
 
-// websocketInit authenticates a WebSocket connection from its
-// connection_init payload: {"authorization": "Bearer <token>"} or
-// {"token": "<token>"}.
+// websocketInit is initSession for gqlgen's WebSocket transport (the
+// graphql-ws protocol).
 func (h *Handler) websocketInit(ctx context.Context, p gqltransport.InitPayload) (context.Context, *gqltransport.InitPayload, error) {
+	sctx, code, err := h.initSession(ctx, p)
+	if err != nil {
+		return gqltransport.WithWebsocketCloseCode(ctx, code), nil, err
+	}
+	return sctx, nil, nil
+}
+
+// initSession authenticates a WebSocket connection from its
+// connection_init payload: {"authorization": "Bearer <token>"} or
+// {"token": "<token>"}. On failure it returns the close code that says why.
+func (h *Handler) initSession(ctx context.Context, p gqltransport.InitPayload) (context.Context, int, error) {
 	token, ok := bearerToken(p.Authorization())
 	if !ok {
 		token = p.GetString("token")
 	}
 	if token == "" {
-		err := errors.New(`connection_init carries no token: send {"authorization": "Bearer <token>"} or {"token": "<token>"}`)
-		return gqltransport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, err
+		return ctx, closeUnauthorized, errors.New(`connection_init carries no token: send {"authorization": "Bearer <token>"} or {"token": "<token>"}`)
 	}
 	principal, err := h.deps.Auth.Authenticate(ctx, token)
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
-			return gqltransport.WithWebsocketCloseCode(ctx, closeUnauthorized), nil, auth.ErrUnauthenticated
+			return ctx, closeUnauthorized, auth.ErrUnauthenticated
 		}
 		if code, msg, _ := apierr.Classify(err); code == apierr.CodeUnavailable {
 			h.log.Warn().Err(err).Msg("could not check a WebSocket connection's token: the database is away")
-			return gqltransport.WithWebsocketCloseCode(ctx, closeTryAgainLater), nil, errors.New(msg)
+			return ctx, closeTryAgainLater, errors.New(msg)
 		}
 		h.log.Error().Err(err).Msg("authenticating a WebSocket connection failed")
-		return gqltransport.WithWebsocketCloseCode(ctx, 1011), nil, errors.New("internal error while checking the token; try again")
+		return ctx, 1011, errors.New("internal error while checking the token; try again")
 	}
 	c, _ := ctx.Value(connKey{}).(*wsConn)
 	address := ""
@@ -376,7 +392,7 @@ func (h *Handler) websocketInit(ctx context.Context, p gqltransport.InitPayload)
 		closeConn = c.close
 	}
 	h.watch(ctx, sess, closeConn)
-	return ctx, nil, nil
+	return ctx, 0, nil
 }
 
 // correlation gives each operation one correlation id, made on first use,

@@ -1,0 +1,602 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	gqltransport "github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// protoTransportWS is the subprotocol of the graphql-ws library.
+const protoTransportWS = "graphql-transport-ws"
+
+// Close codes of graphql-transport-ws this server sends besides those in
+// session.go.
+const (
+	closeUnauthorizedSubscribe = 4401
+	closeDuplicateID           = 4409
+	closeTooManyInits          = 4429
+	// closeNoPong ends a connection whose peer answered no ping within two
+	// keep-alive intervals (RFC 6455's policy violation).
+	closeNoPong = 1008
+)
+
+// writeTimeout bounds one message written to a peer; a peer that reads
+// nothing for that long is taken for gone.
+const writeTimeout = 10 * time.Second
+
+// wsServer serves graphql-transport-ws on its own, and hands the older
+// graphql-ws protocol (and a request that names no subprotocol) to gqlgen's
+// transport.
+//
+// It exists for what a connection costs while it waits, since agents keep
+// thousands of them open: one goroutine per connection, its reader, with
+// the buffers the HTTP server already had. Keep-alives and the token's
+// re-checks run from timers; a subscription whose resolver says when a value
+// is ready (Pushed) has no goroutine of its own while it waits, and other
+// operations get one each, as in gqlgen's transport.
+type wsServer struct {
+	h      *Handler
+	legacy gqltransport.Websocket
+}
+
+var _ graphql.Transport = wsServer{}
+
+func (s wsServer) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+
+func (s wsServer) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	if !offers(r, protoTransportWS) {
+		s.legacy.Do(w, r, exec)
+		return
+	}
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{protoTransportWS}})
+	if err != nil {
+		// Accept has answered the request already.
+		s.h.log.Debug().Err(err).Msg("refused a WebSocket upgrade")
+		return
+	}
+	ws.SetReadLimit(s.h.opts.MaxBodyBytes)
+	// The connection outlives the request, whose goroutine ends here: its
+	// stack grew while the request was read and routed, and a fresh one
+	// for the reader stays small.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &wsConnection{h: s.h, exec: exec, ws: ws, ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
+	if holder, ok := ctx.Value(connKey{}).(*wsConn); ok {
+		holder.mu.Lock()
+		holder.conn = c
+		holder.mu.Unlock()
+	}
+	go c.serve()
+}
+
+// wsBufferSize is the size of a connection's read and write buffers. The
+// HTTP server's are 4 KiB each; the messages of a waiting connection
+// (pings, leases) are far smaller, and larger ones pass through in pieces.
+const wsBufferSize = 1024
+
+// smallBuffers hands the WebSocket library a hijacked connection with
+// buffers of wsBufferSize, so that the HTTP server's larger ones are freed.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("hijack: %T does not support it", w.ResponseWriter)
+	}
+	conn, brw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if brw.Writer.Buffered() > 0 {
+		if err := brw.Writer.Flush(); err != nil {
+			conn.Close()
+			return nil, nil, err
+		}
+	}
+	n := brw.Reader.Buffered()
+	if n == 0 {
+		return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize)), nil
+	}
+	// What the client sent after its request (its first frames) moves into
+	// the new reader's buffer: the library reads what is buffered, then
+	// the connection.
+	early, _ := brw.Reader.Peek(n)
+	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(wsBufferSize, n))
+	if _, err := r.Peek(n); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, wsBufferSize)), nil
+}
+
+func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// offers says whether the upgrade request lists the subprotocol.
+func offers(r *http.Request, proto string) bool {
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(h, ",") {
+			if strings.TrimSpace(p) == proto {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type wsConnection struct {
+	h      *Handler
+	exec   graphql.GraphExecutor
+	ws     *websocket.Conn
+	cancel context.CancelFunc
+
+	lastRead atomic.Int64 // unix nanoseconds of the last message read
+
+	mu     sync.Mutex
+	ctx    context.Context // the connection's; carries the session after connection_init
+	inited bool
+	closed bool
+	// closing is closed once a close handshake WriteClose began has ended.
+	closing chan struct{}
+	ops     map[string]*wsOperation
+	timer   *time.Timer // the init timeout, then the keep-alive
+}
+
+type wsOperation struct {
+	id     string
+	cancel context.CancelFunc
+}
+
+// wsMessage is one graphql-transport-ws message.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func (c *wsConnection) serve() {
+	defer c.end()
+	c.mu.Lock()
+	c.timer = time.AfterFunc(initTimeout, func() {
+		c.mu.Lock()
+		inited := c.inited
+		c.mu.Unlock()
+		if !inited {
+			c.WriteClose(closeInitTimeout, "connection initialisation timeout")
+		}
+	})
+	ctx := c.ctx
+	c.mu.Unlock()
+	for {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			if ctx.Err() == nil && websocket.CloseStatus(err) == -1 {
+				c.h.log.Debug().Err(err).Msg("a WebSocket connection ended")
+			}
+			return
+		}
+		start := graphql.Now()
+		c.lastRead.Store(start.UnixNano())
+		var m wsMessage
+		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+			c.WriteClose(closeBadRequest, "invalid message: send graphql-transport-ws messages as JSON objects")
+			return
+		}
+		if !c.handle(m, start) {
+			return
+		}
+	}
+}
+
+// handle acts on one message; false ends the connection.
+func (c *wsConnection) handle(m wsMessage, start time.Time) bool {
+	switch m.Type {
+	case "connection_init":
+		return c.init(m.Payload)
+	case "ping":
+		c.write(wsMessage{Type: "pong", Payload: m.Payload})
+	case "pong":
+	case "subscribe":
+		c.mu.Lock()
+		inited, dup := c.inited, c.ops[m.ID] != nil
+		c.mu.Unlock()
+		switch {
+		case !inited:
+			c.WriteClose(closeUnauthorizedSubscribe, "Unauthorized")
+			return false
+		case m.ID == "":
+			c.WriteClose(closeBadRequest, "a subscribe message needs an id")
+			return false
+		case dup:
+			c.WriteClose(closeDuplicateID, "Subscriber for "+truncate(m.ID, 80)+" already exists")
+			return false
+		}
+		c.subscribe(m.ID, m.Payload, start)
+	case "complete":
+		c.mu.Lock()
+		op := c.ops[m.ID]
+		delete(c.ops, m.ID)
+		c.mu.Unlock()
+		if op != nil {
+			op.cancel()
+		}
+	default:
+		c.WriteClose(closeBadRequest, "unexpected message "+truncate(m.Type, 60))
+		return false
+	}
+	return true
+}
+
+// initTimeout is how long a connection may wait before connection_init.
+const initTimeout = 10 * time.Second
+
+func (c *wsConnection) init(payload json.RawMessage) bool {
+	c.mu.Lock()
+	if c.inited {
+		c.mu.Unlock()
+		c.WriteClose(closeTooManyInits, "Too many initialisation requests")
+		return false
+	}
+	c.inited = true
+	c.timer.Stop()
+	ctx := c.ctx
+	c.mu.Unlock()
+	var p gqltransport.InitPayload
+	if len(payload) > 0 && string(payload) != "null" {
+		if err := json.Unmarshal(payload, &p); err != nil {
+			c.WriteClose(closeBadRequest, "connection_init's payload must be a JSON object")
+			return false
+		}
+	}
+	// Checking the token may read the database, which takes a deep stack:
+	// the reader waits for it on a goroutine of its own, so that its stack
+	// stays small for as long as the connection lasts.
+	var code int
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				code, err = 1011, c.h.recoverPanic(ctx, r)
+			}
+		}()
+		ctx, code, err = c.h.initSession(ctx, p)
+	}()
+	<-done
+	if err != nil {
+		c.WriteClose(code, err.Error())
+		return false
+	}
+	c.write(wsMessage{Type: "connection_ack"})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ctx = ctx
+	if !c.closed {
+		c.timer = time.AfterFunc(c.h.opts.KeepAlive, c.keepAlive)
+	}
+	return true
+}
+
+// keepAlive pings the peer every keep-alive interval and ends a connection
+// that sent nothing for two: the pong is due before then.
+func (c *wsConnection) keepAlive() {
+	interval := c.h.opts.KeepAlive
+	last := time.Unix(0, c.lastRead.Load())
+	if time.Since(last) > 2*interval {
+		c.WriteClose(closeNoPong, fmt.Sprintf("no pong within %s", 2*interval))
+		return
+	}
+	c.write(wsMessage{Type: "ping"})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.timer = time.AfterFunc(interval, c.keepAlive)
+	}
+}
+
+// subscribe starts an operation. Parsing, validating and starting it run
+// on a goroutine of their own, as an operation may wait on the database;
+// the goroutine stays only if the operation's results must be waited for.
+func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.Time) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.ops[id] = &wsOperation{id: id, cancel: cancel}
+	c.mu.Unlock()
+	go func() {
+		finished := true
+		defer func() {
+			if r := recover(); r != nil {
+				c.sendError(id, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
+				finished = true
+			}
+			if finished {
+				c.finish(id, cancel)
+			}
+		}()
+		finished = c.start(ctx, id, payload, start)
+	}()
+}
+
+// start runs an operation up to its first wait; it reports whether the
+// operation has finished.
+func (c *wsConnection) start(ctx context.Context, id string, payload json.RawMessage, start time.Time) bool {
+	ctx = graphql.StartOperationTrace(ctx)
+	params := &graphql.RawParams{}
+	if err := json.Unmarshal(payload, params); err != nil {
+		c.sendError(id, &gqlerror.Error{Message: "invalid json: a subscribe payload is {query, operationName, variables}"})
+		return true
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			c.sendError(id, resp.Errors...)
+			return true
+		}
+		c.sendNext(id, &graphql.Response{Errors: errs})
+		c.complete(id)
+		return true
+	}
+	ctx = graphql.WithOperationContext(ctx, rc)
+	var push *Push
+	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
+		push = &Push{}
+		ctx = context.WithValue(ctx, pushKey{}, push)
+	}
+	responses, ctx := c.exec.DispatchOperation(ctx, rc)
+	if push != nil && push.arm(func() bool { return c.drain(ctx, id, responses) }) {
+		return false
+	}
+	for {
+		resp := responses(ctx)
+		if resp == nil {
+			c.complete(id)
+			return true
+		}
+		c.sendNext(id, resp)
+	}
+}
+
+// drain writes the results a pushing resolver has made ready; it reports
+// whether the operation has finished.
+func (c *wsConnection) drain(ctx context.Context, id string, responses graphql.ResponseHandler) (finished bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.sendError(id, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
+			c.finish(id, nil)
+			finished = true
+		}
+	}()
+	resp := responses(ctx)
+	if resp == nil {
+		c.complete(id)
+		c.finish(id, nil)
+		return true
+	}
+	c.sendNext(id, resp)
+	return false
+}
+
+// finish forgets an operation that ended.
+func (c *wsConnection) finish(id string, cancel context.CancelFunc) {
+	c.mu.Lock()
+	op := c.ops[id]
+	delete(c.ops, id)
+	c.mu.Unlock()
+	if op != nil {
+		op.cancel()
+	}
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (c *wsConnection) sendNext(id string, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		c.sendError(id, gqlerror.Errorf("could not encode a result: %v", err))
+		return
+	}
+	c.write(wsMessage{ID: id, Type: "next", Payload: b})
+}
+
+func (c *wsConnection) sendError(id string, errs ...*gqlerror.Error) {
+	b, err := json.Marshal(errs)
+	if err != nil {
+		b = []byte(`[{"message":"could not encode an error"}]`)
+	}
+	c.write(wsMessage{ID: id, Type: "error", Payload: b})
+}
+
+// complete tells the peer an operation ended, unless the peer ended it.
+func (c *wsConnection) complete(id string) {
+	c.mu.Lock()
+	_, live := c.ops[id]
+	c.mu.Unlock()
+	if live {
+		c.write(wsMessage{ID: id, Type: "complete"})
+	}
+}
+
+// write sends one message; coder/websocket serialises concurrent writers.
+// A peer that cannot take it in time loses the connection.
+func (c *wsConnection) write(m wsMessage) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.h.log.Error().Err(err).Msg("could not encode a WebSocket message")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		c.h.log.Debug().Err(err).Msg("writing to a WebSocket failed; closing it")
+		c.ws.CloseNow()
+	}
+}
+
+// WriteClose closes the connection with a code and reason of
+// graphql-transport-ws; the close handshake runs in the background.
+func (c *wsConnection) WriteClose(code int, reason string) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	done := make(chan struct{})
+	c.closing = done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		_ = c.ws.Close(websocket.StatusCode(code), truncate(reason, 120))
+	}()
+	return nil
+}
+
+// end runs when the reader stops: every operation ends with it.
+func (c *wsConnection) end() {
+	c.mu.Lock()
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	ops := c.ops
+	c.ops = map[string]*wsOperation{}
+	closing := c.closing
+	c.mu.Unlock()
+	for _, op := range ops {
+		op.cancel()
+	}
+	if closing != nil {
+		<-closing // the close handshake ends the connection
+	} else {
+		_ = c.ws.CloseNow()
+	}
+	c.cancel()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Push lets a subscription's resolver tell the transport when a value is
+// ready on its channel, so that nothing waits on the channel in between:
+// a connection that waits then costs no goroutine. A resolver that takes
+// it (Pushed) calls Sent after each value it put on the channel and Closed
+// once it will send no more (after closing the channel, or when it returns
+// an error). Both are safe to call from any goroutine, under the caller's
+// locks, and on a nil Push.
+type Push struct {
+	mu      sync.Mutex
+	claimed bool
+	ready   int  // values sent and not yet taken
+	closed  bool // the channel is closed: take until the end
+	running bool // a goroutine is taking
+	take    func() bool
+}
+
+type pushKey struct{}
+
+// Pushed is the request's Push when its transport can use one, nil
+// otherwise (the resolver then needs to do nothing more).
+func Pushed(ctx context.Context) *Push {
+	p, _ := ctx.Value(pushKey{}).(*Push)
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.claimed = true
+	return p
+}
+
+// Sent says one more value is on the channel.
+func (p *Push) Sent() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.ready++
+	p.kick()
+}
+
+// Closed says no value will follow the ones already sent.
+func (p *Push) Closed() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.closed = true
+	p.kick()
+}
+
+// arm hands over the function that takes one value (reporting whether the
+// operation ended); false when the resolver did not take the Push.
+func (p *Push) arm(take func() bool) bool {
+	p.mu.Lock()
+	if !p.claimed {
+		p.mu.Unlock()
+		return false
+	}
+	p.take = take
+	p.kick()
+	return true
+}
+
+// kick starts a goroutine that takes what is ready, unless one runs.
+// Called with p.mu held; unlocks it.
+func (p *Push) kick() {
+	if p.take == nil || p.running || (p.ready == 0 && !p.closed) {
+		p.mu.Unlock()
+		return
+	}
+	p.running = true
+	p.mu.Unlock()
+	go p.run()
+}
+
+func (p *Push) run() {
+	for {
+		p.mu.Lock()
+		if p.ready == 0 && !p.closed {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		if p.ready > 0 {
+			p.ready--
+		}
+		take := p.take
+		p.mu.Unlock()
+		if take() {
+			p.mu.Lock()
+			p.ready, p.closed, p.take = 0, false, nil
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+	}
+}
