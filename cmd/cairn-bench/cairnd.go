@@ -22,6 +22,7 @@ import (
 type servedCairnd struct {
 	url, token string
 	debug      string // where its runtime profiles are served
+	profiles   string // folder to keep heap profiles in; "": none
 	bin        string // where the commands were built
 	pid        int
 	stop       func()
@@ -73,7 +74,7 @@ func startCairnd(ctx context.Context, e *env, work, dbPrefix string, commands []
 		stop()
 		return nil, err
 	}
-	return &servedCairnd{url: url, token: token, debug: debug, bin: bin, pid: srv.Process.Pid, stop: stop}, nil
+	return &servedCairnd{url: url, token: token, debug: debug, profiles: e.cfg.heapProfiles, bin: bin, pid: srv.Process.Pid, stop: stop}, nil
 }
 
 // freeAddress is a local address no one listens on now.
@@ -87,10 +88,17 @@ func freeAddress() (string, error) {
 }
 
 // liveMemory is the heap in use and the goroutine stacks of the served
-// cairnd right after a collection (its heap profile, asked with gc=1, runs
-// one): what its connections cost that it cannot give back, without the
-// garbage a resident set also holds until the next collection.
-func (s *servedCairnd) liveMemory(ctx context.Context) (int64, error) {
+// cairnd after collections (its heap profile, asked with gc=1, runs one):
+// what its connections cost that it cannot give back, without the garbage
+// a resident set also holds until the next collection. It asks for
+// several, as an idle server has had within minutes (Go collects at least
+// every two): each collection halves at most once the stacks of goroutines
+// that use a quarter of theirs, so one alone leaves the stacks that grew
+// while the connections were set up.
+// idleCollections is how many collections liveMemory asks for.
+const idleCollections = 3
+
+func (s *servedCairnd) liveMemory(ctx context.Context, label string) (liveMemory, error) {
 	get := func(url string) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -106,22 +114,52 @@ func (s *servedCairnd) liveMemory(ctx context.Context) (int64, error) {
 		}
 		return io.ReadAll(resp.Body)
 	}
-	if _, err := get("http://" + s.debug + "/debug/pprof/heap?gc=1"); err != nil {
-		return 0, err
+	var heap []byte
+	for range idleCollections {
+		var err error
+		if heap, err = get("http://" + s.debug + "/debug/pprof/heap?gc=1"); err != nil {
+			return liveMemory{}, err
+		}
+	}
+	if s.profiles != "" {
+		if err := os.WriteFile(filepath.Join(s.profiles, label+".pb.gz"), heap, 0o644); err != nil {
+			return liveMemory{}, err
+		}
 	}
 	b, err := get(s.url + "/metrics")
 	if err != nil {
-		return 0, err
+		return liveMemory{}, err
 	}
-	var total int64
-	for _, name := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes"} {
-		v, err := metricValue(b, name)
+	var m liveMemory
+	for name, v := range map[string]*int64{
+		"go_memstats_heap_inuse_bytes":  &m.heapInuse,
+		"go_memstats_heap_alloc_bytes":  &m.heapLive,
+		"go_memstats_stack_inuse_bytes": &m.stacks,
+	} {
+		f, err := metricValue(b, name)
 		if err != nil {
-			return 0, err
+			return liveMemory{}, err
 		}
-		total += int64(v)
+		*v = int64(f)
 	}
-	return total, nil
+	return m, nil
+}
+
+// liveMemory is a process's memory as its runtime sees it.
+type liveMemory struct {
+	heapInuse int64 // spans holding at least one live object
+	heapLive  int64 // the live objects themselves
+	stacks    int64
+}
+
+// total is what the figures count: the heap's spans in use and stacks.
+func (m liveMemory) total() int64 { return m.heapInuse + m.stacks }
+
+// perEach is the kibibytes each of n added, from before to m: spans in
+// use, live objects and stacks.
+func (m liveMemory) perEach(before liveMemory, n int) (spans, objects, stacks float64) {
+	per := func(v int64) float64 { return round(float64(v)/1024/float64(n), 1) }
+	return per(m.heapInuse - before.heapInuse), per(m.heapLive - before.heapLive), per(m.stacks - before.stacks)
 }
 
 // metricValue reads an unlabelled metric from a Prometheus text exposition.

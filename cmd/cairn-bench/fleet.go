@@ -104,14 +104,14 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if err := d.enroll(ctx, n-have); err != nil {
 			return nil, fmt.Errorf("enroll %d agents: %w", n-have, err)
 		}
-		before, err := quietMemory(ctx, srv)
+		before, err := quietMemory(ctx, srv, fmt.Sprintf("fleet-%d-enrolled", n))
 		if err != nil {
 			return nil, err
 		}
 		if err := d.connect(runCtx, have, n); err != nil {
 			return nil, fmt.Errorf("connect %d agents: %w", n, err)
 		}
-		held, err := quietMemory(ctx, srv)
+		held, err := quietMemory(ctx, srv, fmt.Sprintf("fleet-%d-connected", n))
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +127,10 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 			last := series[len(series)-1]
 			prev = last.kibPerAgent * float64(last.agents)
 		}
-		p.kibPerAgent = (prev + float64(held-before)/1024) / float64(n)
+		p.kibPerAgent = (prev + float64(held.total()-before.total())/1024) / float64(n)
+		spans, objects, stacks := held.perEach(before, n-have)
+		e.log.Info().Int("agents", n).Float64("heap_spans_kib", spans).Float64("live_objects_kib", objects).
+			Float64("stacks_kib", stacks).Msg("memory of each agent connected in this step")
 		if p.cpuPercent, err = idleCPU(srv.pid, fleetIdleWindow); err != nil {
 			return nil, err
 		}
@@ -184,9 +187,9 @@ func raiseFileLimit() uint64 {
 }
 
 // quietMemory is the served cairnd's live memory after a moment's quiet.
-func quietMemory(ctx context.Context, srv *servedCairnd) (int64, error) {
+func quietMemory(ctx context.Context, srv *servedCairnd, label string) (liveMemory, error) {
 	time.Sleep(3 * time.Second)
-	return srv.liveMemory(ctx)
+	return srv.liveMemory(ctx, label)
 }
 
 // idleCPU is the CPU time a process spent over window, as a percentage of

@@ -51,7 +51,7 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	liveBefore, err := srv.liveMemory(ctx)
+	liveBefore, err := srv.liveMemory(ctx, "subscribers-before")
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	liveHeld, err := srv.liveMemory(ctx)
+	liveHeld, err := srv.liveMemory(ctx, "subscribers-held")
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	}
 	return result{
 		"rss_per_idle_subscriber_kib_server":    round(float64(held-before)/1024/serverSubscribers, 1),
-		"live_per_idle_subscriber_kib_server":   round(float64(liveHeld-liveBefore)/1024/serverSubscribers, 1),
+		"live_per_idle_subscriber_kib_server":   round(float64(liveHeld.total()-liveBefore.total())/1024/serverSubscribers, 1),
 		"server_rss_before_subscribers_mib":     round(float64(before)/(1<<20), 1),
 		"server_rss_with_subscribers_mib":       round(float64(held)/(1<<20), 1),
 		"server_rss_after_subscribers_left_mib": round(float64(after)/(1<<20), 1),
