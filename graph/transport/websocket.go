@@ -341,7 +341,11 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 func (c *wsConnection) start(ctx context.Context, id string, payload json.RawMessage, start time.Time) bool {
 	ctx = graphql.StartOperationTrace(ctx)
 	params := &graphql.RawParams{}
-	if err := json.Unmarshal(payload, params); err != nil {
+	// Numbers stay json.Number, as gqlgen's other transports decode them,
+	// so that an Int variable is not taken for a float.
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(params); err != nil {
 		c.sendError(id, &gqlerror.Error{Message: "invalid json: a subscribe payload is {query, operationName, variables}"})
 		return true
 	}
