@@ -171,6 +171,7 @@ var benchmarks = []benchmark{
 	{"dispatch", benchDispatch}, {"fanout", benchFanOut}, {"agent_connections", benchConnections},
 	{"graphql", benchGraphQL},
 	{"subscribers_server", benchServerSubscribers},
+	{"soak", benchSoak},
 	{"replicas", benchReplicas},
 	{"fleet", benchFleet},
 	{"placement", benchPlacement},

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"cairn/graph/client"
+)
+
+// The soak figures: what live subscribers cost a flood of mutations, and
+// whether the memory the flood took comes back once they left. cairnd runs
+// as its own process; the subscribers follow every event, half over
+// server-sent events and half over WebSocket, and read what they are sent.
+//
+//   - mutations_with_200_subscribers_ratio: mutations a second with the
+//     subscribers following ÷ without them, the same writers in the same run;
+//   - rss_after_soak_ratio: cairnd's resident set soakSettle after a
+//     soakFlood flood with the subscribers ended and they disconnected ÷ its
+//     resident set before the subscribers connected.
+const (
+	soakSubscribers = 200
+	soakWriters     = 16
+	soakFlood       = 60 * time.Second
+	soakSettle      = 30 * time.Second
+)
+
+func benchSoak(ctx context.Context, e *env) (result, error) {
+	work, err := os.MkdirTemp("", "cairn-bench-soak-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	srv, err := startCairnd(ctx, e, work, "bench_soak", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	status := fmt.Sprintf("/proc/%d/status", srv.pid)
+	admin := client.New(srv.url, srv.token, nil)
+	// Each writer and each group of subscribers has a token of its own, as
+	// separate users would: a token's request quota is not what is measured.
+	tokens := make([]string, soakWriters+soakSubscribers/100)
+	for i := range tokens {
+		var out struct{ CreateApiToken struct{ Token string } }
+		if err := admin.Do(ctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out); err != nil {
+			return nil, err
+		}
+		tokens[i] = out.CreateApiToken.Token
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakWriters * 2}}
+	writers := make([]*client.Client, soakWriters)
+	for i := range writers {
+		writers[i] = client.New(srv.url, tokens[i], hc)
+	}
+	flood := &soakFlooder{writers: writers}
+
+	// Warm up, then the rate without subscribers.
+	if _, err := flood.run(ctx, e.cfg.duration/2); err != nil {
+		return nil, err
+	}
+	without, err := flood.run(ctx, e.cfg.duration)
+	if err != nil {
+		return nil, err
+	}
+	before, err := quietRSS(status)
+	if err != nil {
+		return nil, err
+	}
+
+	subCtx, endSubs := context.WithCancel(ctx)
+	defer endSubs()
+	var received atomic.Int64
+	subs := make([]*client.Subscription, soakSubscribers)
+	subHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakSubscribers}}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range subs {
+		proto := client.SSE
+		if i%2 == 1 {
+			proto = client.TransportWS
+		}
+		c := client.New(srv.url, tokens[soakWriters+i/100], subHTTP)
+		g.Go(func() error {
+			sub, err := c.Subscribe(gctx, proto, client.Request{Query: `subscription { events { cursor type streamId } }`})
+			subs[i] = sub
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("open %d subscribers: %w", soakSubscribers, err)
+	}
+	var readers errgroup.Group
+	var lost atomic.Int64
+	for _, sub := range subs {
+		readers.Go(func() error {
+			defer sub.Close()
+			for {
+				resp, err := sub.Next(subCtx)
+				switch {
+				case subCtx.Err() != nil:
+					return nil
+				case err != nil:
+					lost.Add(1)
+					return nil
+				case len(resp.Errors) > 0:
+					// A slow subscriber is ended with a cursor to resume
+					// from: it counts as lost here.
+					lost.Add(1)
+					return nil
+				}
+				received.Add(1)
+			}
+		})
+	}
+	with, err := flood.run(ctx, soakFlood)
+	if err != nil {
+		return nil, err
+	}
+	during, err := rssOf(status)
+	if err != nil {
+		return nil, err
+	}
+	endSubs()
+	if err := readers.Wait(); err != nil {
+		return nil, err
+	}
+	time.Sleep(soakSettle)
+	after, err := rssOf(status)
+	if err != nil {
+		return nil, err
+	}
+	e.log.Info().Float64("mutations_per_s_without", round(without, 0)).Float64("mutations_per_s_with", round(with, 0)).
+		Int64("events_received", received.Load()).Int64("subscribers_ended_early", lost.Load()).
+		Msg("soak")
+	return result{
+		"mutations_with_200_subscribers_ratio": round(with/without, 2),
+		"rss_after_soak_ratio":                 round(float64(after)/float64(before), 2),
+		"soak_mutations_per_s_without":         round(without, 0),
+		"soak_mutations_per_s_with":            round(with, 0),
+		"soak_rss_before_mib":                  round(float64(before)/(1<<20), 1),
+		"soak_rss_during_mib":                  round(float64(during)/(1<<20), 1),
+		"soak_rss_after_mib":                   round(float64(after)/(1<<20), 1),
+		"soak_events_received":                 float64(received.Load()),
+		"soak_subscribers_ended_early":         float64(lost.Load()),
+	}, nil
+}
+
+// soakFlooder runs mutations from every writer, each creating a tenant.
+type soakFlooder struct {
+	writers []*client.Client
+	next    atomic.Int64
+}
+
+// run floods for d and returns the mutations a second.
+func (f *soakFlooder) run(ctx context.Context, d time.Duration) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var done atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	for _, c := range f.writers {
+		g.Go(func() error {
+			for gctx.Err() == nil {
+				name := fmt.Sprintf("soak-%d", f.next.Add(1))
+				err := c.Do(gctx, `mutation($name: String!) { createTenant(input: {name: $name}) { cursor } }`,
+					map[string]any{"name": name}, nil)
+				switch {
+				case gctx.Err() != nil:
+					return nil
+				case err != nil:
+					return fmt.Errorf("create tenant %s: %w", name, err)
+				}
+				done.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
