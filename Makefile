@@ -44,7 +44,7 @@ $(WEB_DIST): web/node_modules/.package-lock.json $(WEB_SRC)
 test: ## Run every test: Go packages sharing one private PostgreSQL cluster, the fuzzers for 10 s each, then the portal's (test-web)
 	$(MAKE) --no-print-directory check-tree
 	$(GO) run ./internal/testdb/withcluster $(GO) test -count=1 -timeout 20m ./...
-	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+	$(MAKE) --no-print-directory fuzz FUZZTIME=500x
 	$(MAKE) --no-print-directory test-web
 
 test-web: web ## The portal's unit tests, then its pages and its flows on a real cairnd and agent in headless Chromium
@@ -68,7 +68,7 @@ lint: ## Check formatting, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-fuzz: ## Fuzz the service descriptor parser and validator, then the GraphQL endpoint over HTTP (FUZZTIME each, default 20s; make test runs them for 10s)
+fuzz: ## Fuzz the service descriptor parser and validator, then the GraphQL endpoint over HTTP (FUZZTIME each, default 20s; make test runs 500 inputs each)
 	$(GO) test -run='^$$' -fuzz=FuzzParseValidate -fuzztime=$(FUZZTIME) ./domain/ocl/
 	$(GO) run ./internal/testdb/withcluster $(GO) test -run='^$$' -fuzz=FuzzGraphQLHTTP -fuzztime=$(FUZZTIME) ./graph/
 
