@@ -162,6 +162,36 @@ func (m liveMemory) perEach(before liveMemory, n int) (spans, objects, stacks fl
 	return per(m.heapInuse - before.heapInuse), per(m.heapLive - before.heapLive), per(m.stacks - before.stacks)
 }
 
+// cpuProfile records the served cairnd's CPU profile for d (or until wait
+// is called) into the profiles folder under label, when one is given;
+// wait returns once it is written.
+func (s *servedCairnd) cpuProfile(ctx context.Context, label string, d time.Duration) (wait func() error) {
+	if s.profiles == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.debug, int(d.Seconds()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(s.profiles, label+".pb.gz"), b, 0o644)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
+}
+
 // metricValue reads an unlabelled metric from a Prometheus text exposition.
 func metricValue(exposition []byte, name string) (float64, error) {
 	for line := range strings.SplitSeq(string(exposition), "\n") {

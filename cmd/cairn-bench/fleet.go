@@ -42,6 +42,8 @@ import (
 var fleetSteps = []int{1000, 2500, 5000, 10000}
 
 const (
+	// fleetFanOutProfile is how much of each fan-out -profiles records.
+	fleetFanOutProfile   = 15 * time.Second
 	fleetDispatchSamples = 100
 	fleetIdleWindow      = 5 * time.Second
 )
@@ -134,7 +136,12 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if p.cpuPercent, err = idleCPU(srv.pid, fleetIdleWindow); err != nil {
 			return nil, err
 		}
-		if p.fanout, err = d.fanOut(ctx, n); err != nil {
+		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
+		p.fanout, err = d.fanOut(ctx, n)
+		if perr := profiled(); perr != nil {
+			return nil, perr
+		}
+		if err != nil {
 			return nil, fmt.Errorf("fan-out to %d agents: %w", n, err)
 		}
 		if p.dispatchP99, err = d.dispatchP99(ctx); err != nil {

@@ -39,7 +39,7 @@ type config struct {
 	chart         string
 	fleet         []int  // fleet sizes; empty: fleetSteps
 	cairndDebug   string // --debug-listen for the cairnd the benchmarks start
-	heapProfiles  string // folder to keep the heap profiles of memory figures in
+	heapProfiles  string // folder to keep the served cairnd's profiles in
 }
 
 // env is what every benchmark gets: an owner pool, an app pool and a store.
@@ -69,7 +69,7 @@ func main() {
 		return nil
 	})
 	flag.StringVar(&cfg.cairndDebug, "cairnd-debug-listen", "", "serve the runtime profiles of the cairnd the benchmarks start on this address")
-	flag.StringVar(&cfg.heapProfiles, "heap-profiles", "", "keep the heap profiles taken where memory is measured in this folder (fleet-<agents>-idle.pb.gz, fleet-<agents>-connected.pb.gz, ...)")
+	flag.StringVar(&cfg.heapProfiles, "profiles", "", "keep in this folder the served cairnd's heap profiles where memory is measured (fleet-<agents>-enrolled.pb.gz, fleet-<agents>-connected.pb.gz, ...) and CPU profiles of the fleet's fan-outs (fleet-<agents>-fanout.cpu.pb.gz)")
 	flag.StringVar(&cfg.chart, "chart", "", "write the fleet benchmark's chart (SVG) to this file")
 	flag.BoolVar(&cfg.volatile, "volatile", false, "turn fsync off (measures CPU cost instead of disk flushes; not for reported figures)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
