@@ -12,10 +12,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
 	"cairn/graph"
+	"cairn/graph/client"
+	"cairn/graph/transport"
 )
 
 // graphql-transport-ws: what breaks the protocol closes the connection with
@@ -182,4 +185,31 @@ func maskedFrame(text string) string {
 		b = append(b, text[i]^mask[i%4])
 	}
 	return string(b)
+}
+
+// A subscription outlives the context it was started with: the client,
+// reading, answers the server's pings on the connection's own time, and the
+// server keeps a connection that answers.
+func TestWebSocketOutlivesItsStartAndKeepsAlive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{Transport: transport.Options{KeepAlive: 100 * time.Millisecond}})
+	admin := e.client("admin")
+	start, cancel := context.WithCancel(ctxT(t))
+	sub, err := admin.Subscribe(start, client.TransportWS, client.Request{Query: eventsSub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	cancel()
+	created := make(chan struct{})
+	go func() {
+		defer close(created)
+		time.Sleep(time.Second) // ten pings, each answered within two intervals
+		e.createTenant(admin, "after-pings")
+	}()
+	ev := next(t, sub)
+	<-created
+	if ev.Events.Type != "tenant.created" {
+		t.Fatalf("got %+v", ev.Events)
+	}
 }

@@ -151,7 +151,11 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		cancel()
 		_ = conn.Close(websocket.StatusNormalClosure, "done")
 	}
-	write := func(m wsMessage) error {
+	// Writes before the subscription starts are the caller's (ctx); later
+	// ones (pongs) belong to the connection, which outlives that ctx.
+	write := func(ctx context.Context, m wsMessage) error {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
 		b, _ := json.Marshal(m)
 		return conn.Write(ctx, websocket.MessageText, b)
 	}
@@ -183,7 +187,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		init["authorization"] = "Bearer " + c.token
 	}
 	ib, _ := json.Marshal(init)
-	if err := write(wsMessage{Type: "connection_init", Payload: ib}); err != nil {
+	if err := write(ctx, wsMessage{Type: "connection_init", Payload: ib}); err != nil {
 		closeAll()
 		return nil, err
 	}
@@ -206,7 +210,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		start = "start"
 	}
 	rb, _ := json.Marshal(req)
-	if err := write(wsMessage{ID: "1", Type: start, Payload: rb}); err != nil {
+	if err := write(ctx, wsMessage{ID: "1", Type: start, Payload: rb}); err != nil {
 		closeAll()
 		return nil, err
 	}
@@ -252,7 +256,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 				done = true
 				return nil, ErrComplete
 			case "ping":
-				_ = write(wsMessage{Type: "pong"})
+				_ = write(life, wsMessage{Type: "pong"})
 			case "ka", "pong":
 			case "connection_error":
 				return nil, fmt.Errorf("connection error: %s", m.Payload)
