@@ -98,7 +98,12 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	}
 	var readers errgroup.Group
 	var lost atomic.Int64
-	for _, sub := range subs {
+	var firstLoss atomic.Value
+	for i, sub := range subs {
+		how := "SSE"
+		if i%2 == 1 {
+			how = "WebSocket"
+		}
 		readers.Go(func() error {
 			defer sub.Close()
 			for {
@@ -108,11 +113,13 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 					return nil
 				case err != nil:
 					lost.Add(1)
+					firstLoss.CompareAndSwap(nil, how+": "+err.Error())
 					return nil
 				case len(resp.Errors) > 0:
 					// A slow subscriber is ended with a cursor to resume
 					// from: it counts as lost here.
 					lost.Add(1)
+					firstLoss.CompareAndSwap(nil, how+": "+resp.Errors.Error())
 					return nil
 				}
 				received.Add(1)
@@ -138,7 +145,7 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	}
 	e.log.Info().Float64("mutations_per_s_without", round(without, 0)).Float64("mutations_per_s_with", round(with, 0)).
 		Int64("events_received", received.Load()).Int64("subscribers_ended_early", lost.Load()).
-		Msg("soak")
+		Interface("first_ended_early", firstLoss.Load()).Msg("soak")
 	return result{
 		"mutations_with_200_subscribers_ratio": round(with/without, 2),
 		"rss_after_soak_ratio":                 round(float64(after)/float64(before), 2),
