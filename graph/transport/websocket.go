@@ -227,13 +227,7 @@ func (c *wsConnection) handle(m wsMessage, start time.Time) bool {
 		}
 		c.subscribe(m.ID, m.Payload, start)
 	case "complete":
-		c.mu.Lock()
-		op := c.ops[m.ID]
-		delete(c.ops, m.ID)
-		c.mu.Unlock()
-		if op != nil {
-			op.cancel()
-		}
+		c.finish(m.ID, nil)
 	default:
 		c.WriteClose(closeBadRequest, "unexpected message "+truncate(m.Type, 60))
 		return false
