@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"sync"
 
 	"cairn/eventstore"
 	"cairn/graph/live"
@@ -160,57 +161,130 @@ func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *m
 	if err != nil {
 		return nil, err
 	}
-	// One goroutine per subscription: the session's end cancels it through
-	// a callback, and the transport, told when a value is ready (push),
-	// has nothing wait on the channel either. The buffer of one lets the
-	// value be ready before the transport is told.
+	// Nothing waits per subscription: the hub tells when an event (or the
+	// end) may be ready, and a short-lived goroutine delivers what is; the
+	// session's end cancels through a callback; and the transport, told when
+	// a value is ready (push), has nothing wait on the channel either. The
+	// buffer of one lets the value be ready before the transport is told.
 	out := make(chan *T, 1)
-	sess := transport.SessionOf(ctx)
-	push := transport.Pushed(ctx)
-	go func() {
-		defer push.Closed()
-		defer close(out)
-		defer sub.Close()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if sess != nil {
-			stop := sess.AfterEnd(cancel)
-			defer stop()
-		}
-		for {
-			e, err := sub.Next(ctx)
-			if err != nil {
-				if sess != nil && sess.Err() != nil {
-					transport.EndWith(ctx, sess.Err())
-				} else if !errors.Is(err, context.Canceled) {
-					transport.EndWith(ctx, err)
-				}
-				return
-			}
-			v, err := render(ctx, e)
-			if err != nil {
-				switch {
-				case sess != nil && sess.Err() != nil:
-					transport.EndWith(ctx, sess.Err())
-				case ctx.Err() == nil:
-					transport.EndWith(ctx, err)
-				}
-				// Otherwise the subscriber went away: nobody to tell.
-				return
-			}
-			if v == nil {
-				continue
-			}
-			select {
-			case out <- v:
-				push.Sent()
-			case <-ctx.Done():
-				if sess != nil && sess.Err() != nil {
-					transport.EndWith(ctx, sess.Err())
-				}
-				return
-			}
-		}
-	}()
+	d := &delivery[T]{sub: sub, out: out, render: render, sess: transport.SessionOf(ctx), push: transport.Pushed(ctx)}
+	d.ctx, d.cancel = context.WithCancel(ctx)
+	if d.sess != nil {
+		d.stopEnd = d.sess.AfterEnd(d.cancel)
+	}
+	context.AfterFunc(d.ctx, d.wake)
+	sub.Notify(d.wake)
 	return out, nil
+}
+
+// delivery hands a hub subscription's events to a subscription's channel,
+// one goroutine at a time and only while there is something to hand over.
+type delivery[T any] struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	sub     *live.Sub
+	out     chan *T
+	render  func(context.Context, live.Event) (*T, error)
+	sess    *transport.Session
+	push    *transport.Push
+	stopEnd func() bool
+
+	mu      sync.Mutex
+	running bool // a goroutine is delivering
+	again   bool // woken since the running goroutine last looked
+	ended   bool
+}
+
+// wake starts a delivering goroutine unless one runs; one that runs looks
+// again before it stops.
+func (d *delivery[T]) wake() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.again = true
+	if d.running || d.ended {
+		return
+	}
+	d.running = true
+	go d.run()
+}
+
+func (d *delivery[T]) run() {
+	for {
+		d.mu.Lock()
+		d.again = false
+		d.mu.Unlock()
+		if !d.deliverReady() {
+			return // ended
+		}
+		d.mu.Lock()
+		if !d.again {
+			d.running = false
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+	}
+}
+
+// deliverReady delivers the events ready now; false once the subscription
+// ended.
+func (d *delivery[T]) deliverReady() bool {
+	for {
+		if d.ctx.Err() != nil {
+			d.end(nil)
+			return false
+		}
+		e, err := d.sub.TryNext(d.ctx)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				d.end(err)
+			} else {
+				d.end(nil)
+			}
+			return false
+		}
+		if e == nil {
+			return true
+		}
+		v, err := d.render(d.ctx, e)
+		if err != nil {
+			if d.ctx.Err() == nil {
+				d.end(err)
+			} else {
+				d.end(nil) // the subscriber went away: nobody to tell
+			}
+			return false
+		}
+		if v == nil {
+			continue
+		}
+		select {
+		case d.out <- v:
+			d.push.Sent()
+		case <-d.ctx.Done():
+			d.end(nil)
+			return false
+		}
+	}
+}
+
+// end closes the subscription, telling the client why: the session's end
+// when that is the cause, else err when there is one.
+func (d *delivery[T]) end(err error) {
+	d.mu.Lock()
+	d.ended = true
+	d.mu.Unlock()
+	switch {
+	case d.sess != nil && d.sess.Err() != nil:
+		transport.EndWith(d.ctx, d.sess.Err())
+	case err != nil:
+		transport.EndWith(d.ctx, err)
+	}
+	if d.stopEnd != nil {
+		d.stopEnd()
+	}
+	d.cancel()
+	d.sub.Close()
+	close(d.out)
+	d.push.Closed()
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cairn/eventstore"
@@ -258,7 +259,7 @@ func (h *Hub) detach(s *Sub) {
 	h.mu.Unlock()
 }
 
-// Sub is one subscription. Only one goroutine calls Next.
+// Sub is one subscription. One goroutine at a time calls Next or TryNext.
 type Sub struct {
 	hub   *Hub
 	match Match
@@ -274,6 +275,8 @@ type Sub struct {
 	mu    sync.Mutex
 	queue []Event
 	err   error
+
+	notify atomic.Pointer[func()] // called with each wake, when set
 }
 
 // offer queues the events s matches. It reports false when s can take no
@@ -321,6 +324,18 @@ func (s *Sub) signal() {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	if f := s.notify.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// Notify calls f whenever an event or the end may be waiting, and once at
+// once: a subscriber that reads with TryNext when told needs no goroutine
+// waiting in Next. f runs under the hub's locks: it must be quick and must
+// not block.
+func (s *Sub) Notify(f func()) {
+	s.notify.Store(&f)
+	f()
 }
 
 // Last is the cursor of the last event Next returned or passed over.
@@ -329,7 +344,13 @@ func (s *Sub) Last() eventstore.Cursor { return s.last }
 // Next returns the next matching event in global order. It returns a
 // *SlowConsumerError when the subscriber fell behind, ErrHubClosed when the
 // server stops, or ctx's error.
-func (s *Sub) Next(ctx context.Context) (Event, error) {
+func (s *Sub) Next(ctx context.Context) (Event, error) { return s.next(ctx, true) }
+
+// TryNext is Next without the wait: (nil, nil) when no event is ready. It
+// may still read the log (a subscriber catching up) and wait for that.
+func (s *Sub) TryNext(ctx context.Context) (Event, error) { return s.next(ctx, false) }
+
+func (s *Sub) next(ctx context.Context, wait bool) (Event, error) {
 	for {
 		if s.catchingUp {
 			e, err := s.nextCaughtUp(ctx)
@@ -358,6 +379,9 @@ func (s *Sub) Next(ctx context.Context) (Event, error) {
 				return nil, &SlowConsumerError{Resume: s.last, Queue: slow.Queue}
 			}
 			return nil, err
+		}
+		if !wait {
+			return nil, nil
 		}
 		select {
 		case <-s.wake:
