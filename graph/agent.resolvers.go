@@ -222,9 +222,8 @@ func (r *subscriptionResolver) AgentJobs(ctx context.Context, nodeID string, aft
 	// per agent connection, which keeps a connection's cost low. The
 	// channel's buffer bounds how far the agent may fall behind; beyond it
 	// the subscription ends as a slow consumer and the agent resumes from
-	// its cursor.
-	// The transport, told when a value is ready (push), has nothing wait
-	// on the channel either.
+	// its cursor. The transport, told when a value is ready (push), needs
+	// nothing waiting on the channel either.
 	out := make(chan *model.AgentJob, agentFeedBuffer)
 	sess := transport.SessionOf(ctx)
 	push := transport.Pushed(ctx)

@@ -164,8 +164,8 @@ func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *m
 	// Nothing waits per subscription: the hub tells when an event (or the
 	// end) may be ready, and a short-lived goroutine delivers what is; the
 	// session's end cancels through a callback; and the transport, told when
-	// a value is ready (push), has nothing wait on the channel either. The
-	// buffer of one lets the value be ready before the transport is told.
+	// a value is ready (push), needs nothing waiting on the channel either.
+	// The buffer of one lets the value be ready before the transport is told.
 	out := make(chan *T, 1)
 	d := &delivery[T]{sub: sub, out: out, render: render, sess: transport.SessionOf(ctx), push: transport.Pushed(ctx)}
 	d.ctx, d.cancel = context.WithCancel(ctx)

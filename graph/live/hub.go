@@ -329,10 +329,10 @@ func (s *Sub) signal() {
 	}
 }
 
-// Notify calls f whenever an event or the end may be waiting, and once at
-// once: a subscriber that reads with TryNext when told needs no goroutine
-// waiting in Next. f runs under the hub's locks: it must be quick and must
-// not block.
+// Notify calls f now and whenever an event or the end may be waiting: a
+// subscriber that reads with TryNext when told needs no goroutine waiting
+// in Next. f runs under the hub's locks: it must be quick and must not
+// block.
 func (s *Sub) Notify(f func()) {
 	s.notify.Store(&f)
 	f()
