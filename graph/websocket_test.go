@@ -213,3 +213,39 @@ func TestWebSocketOutlivesItsStartAndKeepsAlive(t *testing.T) {
 		t.Fatalf("got %+v", ev.Events)
 	}
 }
+
+// An id the client completed may name its next operation at once: what
+// ends the first operation leaves the second alone.
+func TestWebSocketReusedOperationID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{})
+	ctx := ctxT(t)
+	conn := dialTransportWS(ctx, t, e.url)
+	sub := `{"id": "1", "type": "subscribe", "payload": {"query": "subscription { events { type } }"}}`
+	for _, m := range []string{
+		`{"type": "connection_init", "payload": {"token": "admin"}}`,
+		sub, `{"id": "1", "type": "complete"}`, sub,
+	} {
+		if err := conn.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the first operation has ended by now
+	e.createTenant(e.client("admin"), "reused-id")
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("the second operation under id 1 got no event: %v", err)
+		}
+		var m struct{ ID, Type string }
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m.ID == "1" && m.Type == "next" && strings.Contains(string(b), `"tenant.created"`) && !strings.Contains(string(b), `"errors"`):
+			return
+		case m.ID == "1":
+			t.Fatalf("operation 1 said something before its event: %s", b)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	gql.AddTransport(wsServer{h: h, legacy: gqltransport.Websocket{
 		Implementation:        websocketAccepter{inner: gqltransport.CoderWebsocketImplementation{}},
 		InitFunc:              h.websocketInit,
-		InitTimeout:           10 * time.Second,
+		InitTimeout:           initTimeout,
 		KeepAlivePingInterval: opts.KeepAlive,
 		PingPongInterval:      opts.KeepAlive,
 		PayloadReadLimit:      &opts.MaxBodyBytes,

@@ -28,9 +28,8 @@ const protoTransportWS = "graphql-transport-ws"
 // Close codes of graphql-transport-ws this server sends besides those in
 // session.go.
 const (
-	closeUnauthorizedSubscribe = 4401
-	closeDuplicateID           = 4409
-	closeTooManyInits          = 4429
+	closeDuplicateID  = 4409
+	closeTooManyInits = 4429
 	// closeNoPong ends a connection whose peer answered no ping within two
 	// keep-alive intervals (RFC 6455's policy violation).
 	closeNoPong = 1008
@@ -156,6 +155,8 @@ type wsConnection struct {
 	timer   *time.Timer // the init timeout, then the keep-alive
 }
 
+// wsOperation is one running operation. The peer may reuse an id once the
+// operation ended, so an operation is known by this record, not its id.
 type wsOperation struct {
 	id     string
 	cancel context.CancelFunc
@@ -216,7 +217,7 @@ func (c *wsConnection) handle(m wsMessage, start time.Time) bool {
 		c.mu.Unlock()
 		switch {
 		case !inited:
-			c.WriteClose(closeUnauthorizedSubscribe, "Unauthorized")
+			c.WriteClose(closeUnauthorized, "Unauthorized")
 			return false
 		case m.ID == "":
 			c.WriteClose(closeBadRequest, "a subscribe message needs an id")
@@ -227,7 +228,10 @@ func (c *wsConnection) handle(m wsMessage, start time.Time) bool {
 		}
 		c.subscribe(m.ID, m.Payload, start)
 	case "complete":
-		c.finish(m.ID, nil)
+		c.mu.Lock()
+		op := c.ops[m.ID]
+		c.mu.Unlock()
+		c.finish(op)
 	default:
 		c.WriteClose(closeBadRequest, "unexpected message "+truncate(m.Type, 60))
 		return false
@@ -313,26 +317,27 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	c.ops[id] = &wsOperation{id: id, cancel: cancel}
+	op := &wsOperation{id: id, cancel: cancel}
+	c.ops[id] = op
 	c.mu.Unlock()
 	go func() {
-		finished := true
+		finished := false
 		defer func() {
 			if r := recover(); r != nil {
-				c.sendError(id, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
+				c.sendError(op, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
 				finished = true
 			}
 			if finished {
-				c.finish(id, cancel)
+				c.finish(op)
 			}
 		}()
-		finished = c.start(ctx, id, payload, start)
+		finished = c.start(ctx, op, payload, start)
 	}()
 }
 
 // start runs an operation up to its first wait; it reports whether the
 // operation has finished.
-func (c *wsConnection) start(ctx context.Context, id string, payload json.RawMessage, start time.Time) bool {
+func (c *wsConnection) start(ctx context.Context, op *wsOperation, payload json.RawMessage, start time.Time) bool {
 	ctx = graphql.StartOperationTrace(ctx)
 	params := &graphql.RawParams{}
 	// Numbers stay json.Number, as gqlgen's other transports decode them,
@@ -340,7 +345,7 @@ func (c *wsConnection) start(ctx context.Context, id string, payload json.RawMes
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(params); err != nil {
-		c.sendError(id, &gqlerror.Error{Message: "invalid json: a subscribe payload is {query, operationName, variables}"})
+		c.sendError(op, &gqlerror.Error{Message: "invalid json: a subscribe payload is {query, operationName, variables}"})
 		return true
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
@@ -348,11 +353,11 @@ func (c *wsConnection) start(ctx context.Context, id string, payload json.RawMes
 	if errs != nil {
 		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
 		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
-			c.sendError(id, resp.Errors...)
+			c.sendError(op, resp.Errors...)
 			return true
 		}
-		c.sendNext(id, &graphql.Response{Errors: errs})
-		c.complete(id)
+		c.sendNext(op, &graphql.Response{Errors: errs})
+		c.complete(op)
 		return true
 	}
 	ctx = graphql.WithOperationContext(ctx, rc)
@@ -362,77 +367,86 @@ func (c *wsConnection) start(ctx context.Context, id string, payload json.RawMes
 		ctx = context.WithValue(ctx, pushKey{}, push)
 	}
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
-	if push != nil && push.arm(func() bool { return c.drain(ctx, id, responses) }) {
+	if push != nil && push.arm(func() bool { return c.drain(ctx, op, responses) }) {
 		return false
 	}
 	for {
 		resp := responses(ctx)
 		if resp == nil {
-			c.complete(id)
+			c.complete(op)
 			return true
 		}
-		c.sendNext(id, resp)
+		c.sendNext(op, resp)
 	}
 }
 
 // drain writes the results a pushing resolver has made ready; it reports
 // whether the operation has finished.
-func (c *wsConnection) drain(ctx context.Context, id string, responses graphql.ResponseHandler) (finished bool) {
+func (c *wsConnection) drain(ctx context.Context, op *wsOperation, responses graphql.ResponseHandler) (finished bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.sendError(id, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
-			c.finish(id, nil)
+			c.sendError(op, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
+			c.finish(op)
 			finished = true
 		}
 	}()
 	resp := responses(ctx)
 	if resp == nil {
-		c.complete(id)
-		c.finish(id, nil)
+		c.complete(op)
+		c.finish(op)
 		return true
 	}
-	c.sendNext(id, resp)
+	c.sendNext(op, resp)
 	return false
 }
 
-// finish forgets an operation that ended.
-func (c *wsConnection) finish(id string, cancel context.CancelFunc) {
-	c.mu.Lock()
-	op := c.ops[id]
-	delete(c.ops, id)
-	c.mu.Unlock()
-	if op != nil {
-		op.cancel()
-	}
-	if cancel != nil {
-		cancel()
-	}
-}
-
-func (c *wsConnection) sendNext(id string, resp *graphql.Response) {
-	b, err := json.Marshal(resp)
-	if err != nil {
-		c.sendError(id, gqlerror.Errorf("could not encode a result: %v", err))
+// finish ends an operation and forgets it (nil: nothing to end).
+func (c *wsConnection) finish(op *wsOperation) {
+	if op == nil {
 		return
 	}
-	c.write(wsMessage{ID: id, Type: "next", Payload: b})
+	c.mu.Lock()
+	if c.ops[op.id] == op {
+		delete(c.ops, op.id)
+	}
+	c.mu.Unlock()
+	op.cancel()
 }
 
-func (c *wsConnection) sendError(id string, errs ...*gqlerror.Error) {
+// live reports whether op still runs under its id.
+func (c *wsConnection) live(op *wsOperation) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ops[op.id] == op
+}
+
+func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		c.sendError(op, gqlerror.Errorf("could not encode a result: %v", err))
+		return
+	}
+	c.send(op, wsMessage{ID: op.id, Type: "next", Payload: b})
+}
+
+func (c *wsConnection) sendError(op *wsOperation, errs ...*gqlerror.Error) {
 	b, err := json.Marshal(errs)
 	if err != nil {
 		b = []byte(`[{"message":"could not encode an error"}]`)
 	}
-	c.write(wsMessage{ID: id, Type: "error", Payload: b})
+	c.send(op, wsMessage{ID: op.id, Type: "error", Payload: b})
 }
 
 // complete tells the peer an operation ended, unless the peer ended it.
-func (c *wsConnection) complete(id string) {
-	c.mu.Lock()
-	_, live := c.ops[id]
-	c.mu.Unlock()
-	if live {
-		c.write(wsMessage{ID: id, Type: "complete"})
+func (c *wsConnection) complete(op *wsOperation) {
+	c.send(op, wsMessage{ID: op.id, Type: "complete"})
+}
+
+// send writes an operation's message while it runs: once the peer ended
+// it, nothing more is said of it (its id may name another already).
+func (c *wsConnection) send(op *wsOperation, m wsMessage) {
+	if c.live(op) {
+		c.write(m)
 	}
 }
 
