@@ -1,32 +1,32 @@
 package eventstore
 
 import (
-	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
 // decodeMetadata decodes an event's metadata. Reading the log in order
 // decodes one per event, so the common shape — a flat object of plain
-// strings, as append writes it — is read directly; anything else (escapes,
-// extra fields, another layout) goes through encoding/json, whose result is
-// the same.
-func decodeMetadata(b []byte, m *Metadata) error {
-	if decodeFlatMetadata(b, m) {
+// strings, as append writes it — is read directly, its values sharing s's
+// memory; anything else (escapes, extra fields, another layout) goes through
+// encoding/json, whose result is the same.
+func decodeMetadata(s string, m *Metadata) error {
+	if decodeFlatMetadata(s, m) {
 		return nil
 	}
 	*m = Metadata{}
-	return json.Unmarshal(b, m)
+	return json.Unmarshal([]byte(s), m)
 }
 
 // decodeFlatMetadata reads {"k":"v",...} with known keys and values free of
-// escapes, and reports whether b had that shape.
-func decodeFlatMetadata(b []byte, m *Metadata) bool {
-	b = trimSpace(b)
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' || bytes.IndexByte(b, '\\') >= 0 {
+// escapes, and reports whether s had that shape.
+func decodeFlatMetadata(s string, m *Metadata) bool {
+	s = trimSpace(s)
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' || strings.IndexByte(s, '\\') >= 0 {
 		return false
 	}
-	rest := trimSpace(b[1 : len(b)-1])
+	rest := trimSpace(s[1 : len(s)-1])
 	var out Metadata
 	for len(rest) > 0 {
 		key, r, ok := quoted(rest)
@@ -42,7 +42,7 @@ func decodeFlatMetadata(b []byte, m *Metadata) bool {
 			return false
 		}
 		var field *string
-		switch string(key) {
+		switch key {
 		case "commandId":
 			field = &out.CommandID
 		case "correlationId":
@@ -58,7 +58,7 @@ func decodeFlatMetadata(b []byte, m *Metadata) bool {
 		default:
 			return false
 		}
-		*field = string(val)
+		*field = val
 		r = trimSpace(r)
 		switch {
 		case len(r) == 0:
@@ -76,30 +76,30 @@ func decodeFlatMetadata(b []byte, m *Metadata) bool {
 	return true
 }
 
-// quoted splits b after a leading JSON string without escapes (checked by
+// quoted splits s after a leading JSON string without escapes (checked by
 // the caller) and returns its contents. Control characters are refused, as
 // JSON refuses them, and so is what is not UTF-8.
-func quoted(b []byte) (s, rest []byte, ok bool) {
-	if len(b) == 0 || b[0] != '"' {
-		return nil, nil, false
+func quoted(s string) (val, rest string, ok bool) {
+	if len(s) == 0 || s[0] != '"' {
+		return "", "", false
 	}
-	end := bytes.IndexByte(b[1:], '"')
+	end := strings.IndexByte(s[1:], '"')
 	if end < 0 {
-		return nil, nil, false
+		return "", "", false
 	}
-	s = b[1 : 1+end]
-	for _, c := range s {
-		if c < 0x20 {
-			return nil, nil, false
+	val = s[1 : 1+end]
+	for i := 0; i < len(val); i++ {
+		if val[i] < 0x20 {
+			return "", "", false
 		}
 	}
-	if !utf8.Valid(s) {
-		return nil, nil, false // encoding/json replaces what is not UTF-8
+	if !utf8.ValidString(val) {
+		return "", "", false // encoding/json replaces what is not UTF-8
 	}
-	return s, b[2+end:], true
+	return val, s[2+end:], true
 }
 
-// trimSpace trims what JSON calls whitespace (bytes.TrimSpace trims more).
-func trimSpace(b []byte) []byte {
-	return bytes.Trim(b, " \t\n\r")
+// trimSpace trims what JSON calls whitespace (strings.TrimSpace trims more).
+func trimSpace(s string) string {
+	return strings.Trim(s, " \t\n\r")
 }

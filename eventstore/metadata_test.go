@@ -36,13 +36,13 @@ func TestDecodeMetadataMatchesEncodingJSON(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var direct Metadata
-			if got := decodeFlatMetadata([]byte(c.in), &direct); got != c.flat {
+			if got := decodeFlatMetadata(c.in, &direct); got != c.flat {
 				t.Fatalf("read directly: %v, want %v", got, c.flat)
 			}
 			var want Metadata
 			wantErr := json.Unmarshal([]byte(c.in), &want)
 			var got Metadata
-			gotErr := decodeMetadata([]byte(c.in), &got)
+			gotErr := decodeMetadata(c.in, &got)
 			if (gotErr == nil) != (wantErr == nil) {
 				t.Fatalf("error %v, encoding/json's %v", gotErr, wantErr)
 			}
@@ -64,7 +64,7 @@ func FuzzDecodeMetadata(f *testing.F) {
 	f.Add(`{"commandId":"c","extra":{"k":"v"}}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		var got, want Metadata
-		gotErr := decodeMetadata([]byte(in), &got)
+		gotErr := decodeMetadata(in, &got)
 		wantErr := json.Unmarshal([]byte(in), &want)
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("%q: error %v, encoding/json's %v", in, gotErr, wantErr)

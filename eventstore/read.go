@@ -8,36 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const eventColumns = `position, tx_id, stream_id, stream_type, version, event_type, schema_version,
-	payload, metadata, coalesce(command_id, ''), recorded_at, prev_hash, hash`
-
-func scanEvents(rows pgx.Rows, capacity int) ([]RecordedEvent, error) {
-	defer rows.Close()
-	// Sized for what comes, not for the limit asked: a small batch that is
-	// kept (the API's ring of recent events keeps thousands) must not hold
-	// a limit's worth of room.
-	out := make([]RecordedEvent, 0, min(capacity, 64))
-	for rows.Next() {
-		var e RecordedEvent
-		var sv int32
-		var payload, meta []byte
-		if err := rows.Scan(&e.Position, &e.TxID, &e.StreamID, &e.StreamType, &e.Version, &e.Type, &sv,
-			&payload, &meta, &e.CommandID, &e.RecordedAt, &e.PrevHash, &e.Hash); err != nil {
-			return nil, fmt.Errorf("read events: %w", err)
-		}
-		e.SchemaVersion = int(sv)
-		e.Payload, e.RawMetadata = payload, meta
-		if err := decodeMetadata(meta, &e.Metadata); err != nil {
-			return nil, fmt.Errorf("event %d: metadata does not decode: %w", e.Position, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	return out, nil
-}
-
 // ReadStreamOptions select part of a stream. The zero value reads it all.
 type ReadStreamOptions struct {
 	// FromVersion: first version to return (default 1).

@@ -1,0 +1,10 @@
+package eventstore
+
+// ScanEvents lets the external tests compare scanEvents' two paths.
+var ScanEvents = scanEvents
+
+// WireFormatsExpected says whether rows would take the direct path.
+var WireFormatsExpected = wireFormatsExpected
+
+// EventColumns is what the reads of whole events select.
+const EventColumns = eventColumns
