@@ -60,7 +60,7 @@ func appendTicks(t *testing.T, s store, from, to int, correlation string) {
 }
 
 // run starts a router with one handler and returns a stop function.
-func run(t *testing.T, s store, group string, h func(context.Context, eventstore.RecordedEvent) error) func() {
+func run(t *testing.T, s store, group string, h func(context.Context, *eventstore.RecordedEvent) error) func() {
 	t.Helper()
 	router, err := eventbus.NewRouter(zerolog.Nop(), s.pool, eventbus.RouterOptions{MaxRetries: 2, InitialInterval: time.Millisecond})
 	if err != nil {
@@ -98,8 +98,8 @@ func TestHandlersGetEventsInOrderAndResumeFromCheckpoint(t *testing.T) {
 	var mu sync.Mutex
 	var got []int
 	var correlations []string
-	handler := func(ctx context.Context, ev eventstore.RecordedEvent) error {
-		d, err := s.Decode(ev)
+	handler := func(ctx context.Context, ev *eventstore.RecordedEvent) error {
+		d, err := s.Decode(*ev)
 		if err != nil {
 			return err
 		}
@@ -108,11 +108,11 @@ func TestHandlersGetEventsInOrderAndResumeFromCheckpoint(t *testing.T) {
 		got = append(got, d.(ticked).N)
 		return nil
 	}
-	stop := run(t, s, "counter", func(ctx context.Context, ev eventstore.RecordedEvent) error {
+	stop := run(t, s, "counter", func(ctx context.Context, ev *eventstore.RecordedEvent) error {
 		return handler(ctx, ev)
 	})
 	// Watch correlation ids through a second router reading the same log.
-	stop2 := run(t, s, "correlations", func(ctx context.Context, ev eventstore.RecordedEvent) error {
+	stop2 := run(t, s, "correlations", func(ctx context.Context, ev *eventstore.RecordedEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
 		correlations = append(correlations, ev.Metadata.CorrelationID)
@@ -164,8 +164,8 @@ func TestPoisonEventIsParkedAndOthersContinue(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[int]int{}
 	var done []int
-	stop := run(t, s, "picky", func(ctx context.Context, ev eventstore.RecordedEvent) error {
-		d, _ := s.Decode(ev)
+	stop := run(t, s, "picky", func(ctx context.Context, ev *eventstore.RecordedEvent) error {
+		d, _ := s.Decode(*ev)
 		n := d.(ticked).N
 		mu.Lock()
 		defer mu.Unlock()

@@ -27,9 +27,10 @@ type RouterOptions struct {
 
 // NewRouter returns a watermill router with Cairn's middleware, outermost
 // first: the poison queue (parks a message whose retries are exhausted, so
-// one bad event never stops a handler), retry with exponential backoff,
-// correlation-id propagation, and panic recovery (a panic becomes an error
-// the retry sees).
+// one bad event never stops a handler), retry with exponential backoff, and
+// panic recovery (a panic becomes an error the retry sees). Handlers read
+// an event's correlation id from the event; they publish no messages, so
+// watermill's middleware that copies it onto published ones is not used.
 func NewRouter(log zerolog.Logger, pool *pgxpool.Pool, opts RouterOptions) (*message.Router, error) {
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = 5
@@ -55,20 +56,15 @@ func NewRouter(log zerolog.Logger, pool *pgxpool.Pool, opts RouterOptions) (*mes
 	}
 	r.AddMiddleware(
 		poison,
-		middleware.Retry{
-			MaxRetries:      opts.MaxRetries,
-			InitialInterval: opts.InitialInterval,
-			MaxInterval:     opts.MaxInterval,
-			Multiplier:      2,
-			Logger:          wlog,
-		}.Middleware,
-		middleware.CorrelationID,
+		retry(opts, wlog),
 		middleware.Recoverer,
 	)
 	return r, nil
 }
 
 // NewPoisonPublisher publishes to the poison table through watermill-sql.
+// A parked event's message is described first (see Describe): delivery
+// leaves that to the few messages that need it.
 func NewPoisonPublisher(pool *pgxpool.Pool, log watermill.LoggerAdapter) (message.Publisher, error) {
 	pub, err := wsql.NewPublisher(wsql.BeginnerFromPgx(pool), wsql.PublisherConfig{
 		SchemaAdapter: wsql.DefaultPostgreSQLSchema{},
@@ -76,7 +72,17 @@ func NewPoisonPublisher(pool *pgxpool.Pool, log watermill.LoggerAdapter) (messag
 	if err != nil {
 		return nil, fmt.Errorf("eventbus: poison publisher: %w", err)
 	}
-	return pub, nil
+	return describingPublisher{pub}, nil
+}
+
+// describingPublisher describes the event messages it publishes.
+type describingPublisher struct{ message.Publisher }
+
+func (p describingPublisher) Publish(topic string, msgs ...*message.Message) error {
+	for _, m := range msgs {
+		Describe(m)
+	}
+	return p.Publisher.Publish(topic, msgs...)
 }
 
 // Parked is a message a handler could not process.

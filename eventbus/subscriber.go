@@ -15,7 +15,7 @@ import (
 	"cairn/eventstore"
 )
 
-// Metadata keys set on every event message.
+// Metadata keys Describe sets on an event message.
 const (
 	MetaEventType  = "event_type"
 	MetaStreamID   = "stream_id"
@@ -122,11 +122,11 @@ type groupRun struct {
 }
 
 func (g *groupRun) deliver(ctx context.Context, b eventstore.Batch) error {
-	for _, ev := range b.Events {
-		if err := g.send(ctx, ev); err != nil {
+	for i := range b.Events {
+		if err := g.send(ctx, &b.Events[i]); err != nil {
 			return err
 		}
-		g.acked = ev.Cursor()
+		g.acked = b.Events[i].Cursor()
 	}
 	g.acked = b.Cursor // events filtered out are done too
 	if err := g.save(ctx, false); err != nil && ctx.Err() == nil {
@@ -150,7 +150,7 @@ func (g *groupRun) save(ctx context.Context, force bool) error {
 }
 
 // send delivers one event and waits for its ack, re-sending after a nack.
-func (g *groupRun) send(ctx context.Context, ev eventstore.RecordedEvent) error {
+func (g *groupRun) send(ctx context.Context, ev *eventstore.RecordedEvent) error {
 	for {
 		msg := ToMessage(ctx, ev)
 		select {
@@ -188,9 +188,22 @@ func (s *Subscriber) Close() error {
 type eventKey struct{}
 
 // ToMessage wraps a recorded event as a watermill message. The event itself
-// rides in the message's context; the payload is the stored JSON.
-func ToMessage(ctx context.Context, ev eventstore.RecordedEvent) *message.Message {
+// rides in the message's context; the payload is the stored JSON. No
+// metadata is set: it is for the rare message a person reads (Describe),
+// and building it for every delivery cost a third as much as the delivery.
+func ToMessage(ctx context.Context, ev *eventstore.RecordedEvent) *message.Message {
 	msg := message.NewMessage("event-"+strconv.FormatInt(ev.Position, 10), message.Payload(ev.Payload))
+	msg.SetContext(context.WithValue(ctx, eventKey{}, ev))
+	return msg
+}
+
+// Describe sets the metadata that says which event a message carries, for
+// messages that are kept or shown (a parked one). Others are left alone.
+func Describe(msg *message.Message) {
+	ev := EventOf(msg)
+	if ev == nil {
+		return
+	}
 	msg.Metadata.Set(MetaEventType, ev.Type)
 	msg.Metadata.Set(MetaStreamID, ev.StreamID)
 	msg.Metadata.Set(MetaStreamType, ev.StreamType)
@@ -205,21 +218,23 @@ func ToMessage(ctx context.Context, ev eventstore.RecordedEvent) *message.Messag
 	if ev.Metadata.CorrelationID != "" {
 		middleware.SetCorrelationID(ev.Metadata.CorrelationID, msg)
 	}
-	msg.SetContext(context.WithValue(ctx, eventKey{}, ev))
-	return msg
 }
 
-// EventOf returns the recorded event a message carries.
-func EventOf(msg *message.Message) (eventstore.RecordedEvent, bool) {
-	ev, ok := msg.Context().Value(eventKey{}).(eventstore.RecordedEvent)
-	return ev, ok
+// EventOf returns the recorded event a message carries, or nil. The event
+// is shared with the batch it was read in: read it, do not change it.
+func EventOf(msg *message.Message) *eventstore.RecordedEvent {
+	ev, _ := msg.Context().Value(eventKey{}).(*eventstore.RecordedEvent)
+	return ev
 }
 
-// Handler adapts a function of recorded events to a watermill handler.
-func Handler(fn func(ctx context.Context, ev eventstore.RecordedEvent) error) message.NoPublishHandlerFunc {
+// Handler adapts a function of recorded events to a watermill handler. The
+// event is passed by reference: each message runs on a goroutine of its own
+// that starts with a small stack, and copying the event down the call chain
+// made most of them grow it.
+func Handler(fn func(ctx context.Context, ev *eventstore.RecordedEvent) error) message.NoPublishHandlerFunc {
 	return func(msg *message.Message) error {
-		ev, ok := EventOf(msg)
-		if !ok {
+		ev := EventOf(msg)
+		if ev == nil {
 			return fmt.Errorf("eventbus: message %s carries no event", msg.UUID)
 		}
 		return fn(msg.Context(), ev)

@@ -17,7 +17,7 @@ import (
 	"cairn/eventstore"
 )
 
-func startRouter(ctx context.Context, e *env, group string, h func(context.Context, eventstore.RecordedEvent) error) (func(), error) {
+func startRouter(ctx context.Context, e *env, group string, h func(context.Context, *eventstore.RecordedEvent) error) (func(), error) {
 	router, err := eventbus.NewRouter(zerolog.Nop(), e.app, eventbus.RouterOptions{})
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 	reached := make(chan struct{})
 	var once sync.Once
 	start := time.Now()
-	stop, err := startRouter(ctx, e, "bench-backlog", func(_ context.Context, ev eventstore.RecordedEvent) error {
+	stop, err := startRouter(ctx, e, "bench-backlog", func(_ context.Context, ev *eventstore.RecordedEvent) error {
 		n.Add(1)
 		if !ev.Cursor().Less(head) {
 			once.Do(func() { close(reached) })
@@ -88,7 +88,7 @@ func benchCommitToHandler(ctx context.Context, e *env) (result, error) {
 	var mu sync.Mutex
 	committed := map[int64]time.Time{}
 	received := map[int64]time.Time{}
-	stop, err := startRouter(ctx, e, "bench-live", func(_ context.Context, ev eventstore.RecordedEvent) error {
+	stop, err := startRouter(ctx, e, "bench-live", func(_ context.Context, ev *eventstore.RecordedEvent) error {
 		now := time.Now()
 		mu.Lock()
 		received[ev.Position] = now

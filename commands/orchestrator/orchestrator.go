@@ -194,7 +194,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	// start-up scan below (not the checkpoint) is what guarantees that work
 	// interrupted by a crash is picked up again.
 	router.AddConsumerHandler("orchestrator", o.cfg.Group, sub, eventbus.Handler(
-		func(_ context.Context, ev eventstore.RecordedEvent) error {
+		func(_ context.Context, ev *eventstore.RecordedEvent) error {
 			id, ok := domain.EntityID(domain.ServiceStream, ev.StreamID)
 			if !ok {
 				return fmt.Errorf("orchestrator: event %d is on stream %q, not a service stream", ev.Position, ev.StreamID)
