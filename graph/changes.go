@@ -30,7 +30,7 @@ func entityID(e live.Event) string {
 }
 
 func (r *Resolver) nodeChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.NodeChange, error) {
-	return subscribe(ctx, r.deps.Store, r.projected, after, streamMatch(domain.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
+	return subscribe(ctx, r, r.projected, after, streamMatch(domain.NodeStream, id), func(ctx context.Context, e live.Event) (*model.NodeChange, error) {
 		nid := entityID(e)
 		if auth.Can(p, auth.NodeRead, auth.Resource{NodeID: nid}) != nil {
 			return nil, nil
@@ -63,7 +63,7 @@ func (r *Resolver) jobChanges(ctx context.Context, p Principal, id, nodeID *stri
 			return inner(e) && (e.Metadata.Tenant == "" || e.Metadata.Tenant == p.TenantID)
 		}
 	}
-	return subscribe(ctx, r.deps.Store, r.projected, after, match, func(ctx context.Context, e live.Event) (*model.JobChange, error) {
+	return subscribe(ctx, r, r.projected, after, match, func(ctx context.Context, e live.Event) (*model.JobChange, error) {
 		j, err := visibleOne(r.reader.Job(ctx, entityID(e)))
 		if err != nil || j == nil {
 			return nil, err
@@ -85,7 +85,7 @@ func (r *Resolver) jobChanges(ctx context.Context, p Principal, id, nodeID *stri
 func (r *Resolver) serviceChanges(ctx context.Context, p Principal, id *string, after *model.Cursor) (<-chan *model.ServiceChange, error) {
 	svcMatch := streamMatch(domain.ServiceStream, id)
 	match := func(e live.Event) bool { return svcMatch(e) || e.StreamType == domain.ResourceStream }
-	return subscribe(ctx, r.deps.Store, r.projected, after, match, func(ctx context.Context, e live.Event) (*model.ServiceChange, error) {
+	return subscribe(ctx, r, r.projected, after, match, func(ctx context.Context, e live.Event) (*model.ServiceChange, error) {
 		sid := entityID(e)
 		if e.StreamType == domain.ResourceStream {
 			res, err := visibleOne(r.reader.Resource(ctx, sid))

@@ -12,6 +12,7 @@ import (
 	"cairn/graph/model"
 	"cairn/graph/transport"
 	"cairn/internal/ptr"
+	"cairn/internal/workpool"
 )
 
 // toEvent renders a recorded event for the API, its payload upcast to the
@@ -141,7 +142,7 @@ func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Curso
 // skip an event by returning nil). It ends, with the reason delivered to the
 // client, when the subscriber falls behind, the session's token stops
 // working, or the server stops.
-func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *model.Cursor, match live.Match,
+func subscribe[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *model.Cursor, match live.Match,
 	render func(context.Context, live.Event) (*T, error)) (<-chan *T, error) {
 	var from eventstore.Cursor
 	if after != nil {
@@ -151,7 +152,7 @@ func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *m
 		// was made: at the log's head, not at the hub's position, which
 		// trails the log while the read models apply a change made just
 		// before.
-		head, err := log.Head(ctx)
+		head, err := r.deps.Store.Head(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +168,7 @@ func subscribe[T any](ctx context.Context, log live.Log, hub *live.Hub, after *m
 	// a value is ready (push), needs nothing waiting on the channel either.
 	// The buffer of one lets the value be ready before the transport is told.
 	out := make(chan *T, 1)
-	d := &delivery[T]{sub: sub, out: out, render: render, sess: transport.SessionOf(ctx), push: transport.Pushed(ctx)}
+	d := &delivery[T]{sub: sub, out: out, render: render, sess: transport.SessionOf(ctx), push: transport.Pushed(ctx), workers: r.workers}
 	d.ctx, d.cancel = context.WithCancel(ctx)
 	if d.sess != nil {
 		d.stopEnd = d.sess.AfterEnd(d.cancel)
@@ -187,6 +188,7 @@ type delivery[T any] struct {
 	render  func(context.Context, live.Event) (*T, error)
 	sess    *transport.Session
 	push    *transport.Push
+	workers *workpool.Pool
 	stopEnd func() bool
 
 	mu      sync.Mutex
@@ -195,7 +197,7 @@ type delivery[T any] struct {
 	ended   bool
 }
 
-// wake starts a delivering goroutine unless one runs; one that runs looks
+// wake has a worker deliver unless one is delivering; one that is looks
 // again before it stops.
 func (d *delivery[T]) wake() {
 	d.mu.Lock()
@@ -205,7 +207,7 @@ func (d *delivery[T]) wake() {
 		return
 	}
 	d.running = true
-	go d.run()
+	d.workers.Go(d.run)
 }
 
 func (d *delivery[T]) run() {

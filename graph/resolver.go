@@ -8,6 +8,7 @@ import (
 
 	"cairn/graph/live"
 	"cairn/graph/transport"
+	"cairn/internal/workpool"
 	"cairn/projections/readmodel"
 )
 
@@ -27,6 +28,9 @@ type Resolver struct {
 	// follows it, each batch published once the read models applied it.
 	events    *live.Hub
 	projected *live.Hub
+	// workers deliver subscriptions' events, keeping their grown stacks
+	// between deliveries.
+	workers *workpool.Pool
 }
 
 // readModels is the reader a resolver reads the read models with: the

@@ -18,6 +18,7 @@ import (
 	"cairn/graph/generated"
 	"cairn/graph/live"
 	"cairn/graph/transport"
+	"cairn/internal/workpool"
 )
 
 // Config tunes the API. The zero value of each field takes the default
@@ -60,6 +61,10 @@ func verifyChainCost(head eventstore.Cursor, streamID *string) int {
 	return 1 + int(min(head.Position/eventsPerCost, 1<<30))
 }
 
+// deliveryWorkerIdle is how long a worker that delivered subscriptions'
+// events waits for more before it ends.
+const deliveryWorkerIdle = 10 * time.Second
+
 // maxFirst bounds `first` on every connection.
 const maxFirst = 500
 
@@ -80,9 +85,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return deps.Store.ReadAll(ctx, after, limit, eventstore.Filter{})
 	}
 	res := &Resolver{cfg: cfg, deps: deps, log: deps.Log, reader: deps.Reader, standby: deps.Standby,
-		events: live.New(read, cfg.Live), projected: live.New(read, cfg.Live)}
+		events: live.New(read, cfg.Live), projected: live.New(read, cfg.Live), workers: workpool.New(deliveryWorkerIdle)}
 	td := transport.Deps{
-		Log: deps.Log, Auth: deps.Auth, RequestID: deps.RequestID,
+		Log: deps.Log, Auth: deps.Auth, RequestID: deps.RequestID, Workers: res.workers,
 		ReadModelsPosition: res.projected.Position,
 		Extensions:         []transport.Extension{withLoaders{res: res}},
 	}

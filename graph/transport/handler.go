@@ -22,6 +22,7 @@ import (
 	"cairn/auth"
 	"cairn/eventstore"
 	"cairn/graph/apierr"
+	"cairn/internal/workpool"
 )
 
 // Authenticator turns a bearer token into a principal (auth.Authenticator).
@@ -59,6 +60,9 @@ type Deps struct {
 	// Extensions are the resolvers' own (per-response loaders, say), run
 	// after the transport's.
 	Extensions []Extension
+	// Workers run the deliveries of WebSocket subscriptions whose resolver
+	// says when a value is ready (Pushed); nil: a goroutine each.
+	Workers *workpool.Pool
 }
 
 // Extension is a gqlgen handler extension (an interceptor of operations,

@@ -20,6 +20,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"cairn/internal/workpool"
 )
 
 // protoTransportWS is the subprotocol of the graphql-ws library.
@@ -363,7 +365,7 @@ func (c *wsConnection) start(ctx context.Context, op *wsOperation, payload json.
 	ctx = graphql.WithOperationContext(ctx, rc)
 	var push *Push
 	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
-		push = &Push{}
+		push = &Push{workers: c.h.deps.Workers}
 		ctx = context.WithValue(ctx, pushKey{}, push)
 	}
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
@@ -421,12 +423,43 @@ func (c *wsConnection) live(op *wsOperation) bool {
 }
 
 func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
-	b, err := json.Marshal(resp)
+	if !c.live(op) {
+		return
+	}
+	id, err := json.Marshal(op.id)
 	if err != nil {
+		c.h.log.Error().Err(err).Msg("could not encode an operation id")
+		return
+	}
+	// The message is put together here rather than marshalled whole: that
+	// would compact the result's data (the bulk of it) twice, a tenth of
+	// what a subscription's event cost to deliver.
+	b := make([]byte, 0, len(resp.Data)+len(id)+48)
+	b = append(b, `{"id":`...)
+	b = append(b, id...)
+	b = append(b, `,"type":"next","payload":`...)
+	if b, err = appendResponse(b, resp); err != nil {
 		c.sendError(op, gqlerror.Errorf("could not encode a result: %v", err))
 		return
 	}
-	c.send(op, wsMessage{ID: op.id, Type: "next", Payload: b})
+	c.writeFrame(append(b, '}'))
+}
+
+// appendResponse appends a response's JSON. A plain result (data alone,
+// as every event of a subscription is) is written as is: gqlgen wrote its
+// data, and it is valid JSON already.
+func appendResponse(b []byte, resp *graphql.Response) ([]byte, error) {
+	if len(resp.Errors) > 0 || resp.Extensions != nil || resp.Label != "" || resp.Path != nil || resp.HasNext != nil {
+		r, err := json.Marshal(resp)
+		return append(b, r...), err
+	}
+	b = append(b, `{"data":`...)
+	if len(resp.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, resp.Data...)
+	}
+	return append(b, '}'), nil
 }
 
 func (c *wsConnection) sendError(op *wsOperation, errs ...*gqlerror.Error) {
@@ -458,6 +491,11 @@ func (c *wsConnection) write(m wsMessage) {
 		c.h.log.Error().Err(err).Msg("could not encode a WebSocket message")
 		return
 	}
+	c.writeFrame(b)
+}
+
+// writeFrame sends one encoded message.
+func (c *wsConnection) writeFrame(b []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
@@ -528,6 +566,7 @@ type Push struct {
 	closed  bool // the channel is closed: take until the end
 	running bool // a goroutine is taking
 	take    func() bool
+	workers *workpool.Pool
 }
 
 type pushKey struct{}
@@ -578,7 +617,7 @@ func (p *Push) arm(take func() bool) bool {
 	return true
 }
 
-// kick starts a goroutine that takes what is ready, unless one runs.
+// kick has a worker take what is ready, unless one is taking.
 // Called with p.mu held; unlocks it.
 func (p *Push) kick() {
 	if p.take == nil || p.running || (p.ready == 0 && !p.closed) {
@@ -587,7 +626,7 @@ func (p *Push) kick() {
 	}
 	p.running = true
 	p.mu.Unlock()
-	go p.run()
+	p.workers.Go(p.run)
 }
 
 func (p *Push) run() {
