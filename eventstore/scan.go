@@ -91,9 +91,11 @@ func scanEvents(rows pgx.Rows, capacity int) ([]RecordedEvent, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
-	if cap(out) > smallRead && len(out) < cap(out)/2 {
-		// A batch that is kept (the API's ring of recent events keeps
-		// thousands) must not hold a limit's worth of room.
+	if unused := cap(out) - len(out); unused*4 > cap(out) {
+		// Batches are kept: the API's ring of recent events holds thousands
+		// of events, each pinning the array it was read into. Under a flood
+		// of small commits most reads find one or two events, and their
+		// unused room was most of the server's memory after the flood.
 		out = append([]RecordedEvent(nil), out...)
 	}
 	return out, nil

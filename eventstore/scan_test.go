@@ -86,7 +86,7 @@ func TestReadHoldsRoomForWhatCame(t *testing.T) {
 	if _, err := e.store.Append(c, one("w-room", eventstore.NoStream, evs...)); err != nil {
 		t.Fatal(err)
 	}
-	for _, limit := range []int{10, 100, 150, 10_000, 1_000_000} {
+	for _, limit := range []int{1, 10, 100, 150, 10_000, 1_000_000} {
 		got, err := e.store.ReadAll(c, eventstore.Start, limit, eventstore.Filter{})
 		if err != nil {
 			t.Fatal(err)
@@ -94,8 +94,20 @@ func TestReadHoldsRoomForWhatCame(t *testing.T) {
 		if want := min(limit, 100); len(got) != want {
 			t.Fatalf("limit %d: read %d events, want %d", limit, len(got), want)
 		}
-		if cap(got) > 2*len(got)+64 {
+		if cap(got) > len(got)+len(got)/4+8 {
 			t.Errorf("limit %d: %d events held in room for %d", limit, len(got), cap(got))
 		}
+	}
+	// A poll of the live log that finds one event keeps room for one.
+	all, err := e.store.ReadAll(c, eventstore.Start, 100, eventstore.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := e.store.ReadAll(c, all[98].Cursor(), 1000, eventstore.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(last) != 1 || cap(last) != 1 {
+		t.Errorf("a read of the last event returned %d in room for %d", len(last), cap(last))
 	}
 }
