@@ -60,8 +60,9 @@ type Deps struct {
 	// Extensions are the resolvers' own (per-response loaders, say), run
 	// after the transport's.
 	Extensions []Extension
-	// Workers run the deliveries of WebSocket subscriptions whose resolver
-	// says when a value is ready (Pushed); nil: a goroutine each.
+	// Workers start WebSocket operations and run the deliveries of
+	// subscriptions whose resolver says when a value is ready (Pushed);
+	// nil: a goroutine each.
 	Workers *workpool.Pool
 }
 

@@ -322,7 +322,7 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 	op := &wsOperation{id: id, cancel: cancel}
 	c.ops[id] = op
 	c.mu.Unlock()
-	go func() {
+	c.h.deps.Workers.Go(func() {
 		finished := false
 		defer func() {
 			if r := recover(); r != nil {
@@ -334,7 +334,7 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 			}
 		}()
 		finished = c.start(ctx, op, payload, start)
-	}()
+	})
 }
 
 // start runs an operation up to its first wait; it reports whether the
