@@ -1,10 +1,9 @@
 // Package eventbus carries events from the event store to handlers through a
 // watermill router: the store is the message source (one watermill
-// Subscriber reading the log in batches, woken by NOTIFY), watermill's
-// middleware gives handlers retries with backoff, a poison queue, panic
-// recovery and correlation ids, and watermill-sql parks poisoned messages in
-// PostgreSQL. ARCHITECTURE.md explains why the stock watermill-sql
-// subscriber is not used for events.
+// Subscriber reading the log in batches, woken by NOTIFY), middleware gives
+// handlers retries with backoff, a poison queue and panic recovery, and
+// watermill-sql parks poisoned messages in PostgreSQL. ARCHITECTURE.md
+// explains why the stock watermill-sql subscriber is not used for events.
 package eventbus
 
 import (
