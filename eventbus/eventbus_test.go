@@ -203,3 +203,53 @@ func TestPoisonEventIsParkedAndOthersContinue(t *testing.T) {
 }
 
 var _ message.Subscriber = (*eventbus.Subscriber)(nil)
+
+// TestShutdownDuringRetriesParksNothing: a router stopped while a failed
+// event waits for its retry does not park it; the next run delivers it.
+func TestShutdownDuringRetriesParksNothing(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	appendTicks(t, s, 0, 1, "")
+	router, err := eventbus.NewRouter(zerolog.Nop(), s.pool, eventbus.RouterOptions{MaxRetries: 1, InitialInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := eventbus.NewSubscriber(s, eventbus.SubscriberOptions{})
+	failed := make(chan struct{}, 1)
+	router.AddConsumerHandler("stopping", "stopping", sub, eventbus.Handler(func(context.Context, *eventstore.RecordedEvent) error {
+		select {
+		case failed <- struct{}{}:
+		default:
+		}
+		return errors.New("not now")
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = router.Run(ctx) }()
+	<-router.Running()
+	<-failed // the first attempt failed; the retry waits
+	cancel()
+	<-done
+	_ = sub.Close()
+	// Past the retry's wait: a retry that went on would have failed and
+	// parked the event by now.
+	time.Sleep(time.Second)
+	parked, err := eventbus.ListParked(context.Background(), s.pool, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parked) != 0 {
+		t.Fatalf("a shutdown parked %+v", parked)
+	}
+	var mu sync.Mutex
+	var got []int
+	stop := run(t, s, "stopping", func(_ context.Context, ev *eventstore.RecordedEvent) error {
+		d, _ := s.Decode(*ev)
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d.(ticked).N)
+		return nil
+	})
+	defer stop()
+	waitFor(t, "the event again", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+}

@@ -1,6 +1,7 @@
 package eventbus
 
 import (
+	"errors"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -44,10 +45,27 @@ func retryFailed(opts RouterOptions, log watermill.LoggerAdapter, h message.Hand
 		case <-t.C:
 		case <-msg.Context().Done():
 			t.Stop()
-			return produced, err
+			return produced, &stoppedError{err: err}
 		}
 		produced, err = h(msg)
 		wait = min(2*wait, opts.MaxInterval)
 	}
 	return produced, err
+}
+
+// stoppedError is a failure whose retries were cut short because delivery
+// stopped (the router or the subscription is closing): the message is not
+// poison and must not be parked; it is delivered again from the checkpoint.
+type stoppedError struct{ err error }
+
+func (e *stoppedError) Error() string {
+	return e.err.Error() + " (retries stopped: delivery is closing)"
+}
+
+func (e *stoppedError) Unwrap() error { return e.err }
+
+// poisonous reports whether a handler's failure parks its message.
+func poisonous(err error) bool {
+	var stopped *stoppedError
+	return !errors.As(err, &stopped)
 }

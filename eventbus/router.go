@@ -27,7 +27,8 @@ type RouterOptions struct {
 
 // NewRouter returns a watermill router with Cairn's middleware, outermost
 // first: the poison queue (parks a message whose retries are exhausted, so
-// one bad event never stops a handler), retry with exponential backoff, and
+// one bad event never stops a handler; not one whose retries were cut short
+// by a shutdown: that one is delivered again), retry with exponential backoff, and
 // panic recovery (a panic becomes an error the retry sees). Handlers read
 // an event's correlation id from the event; they publish no messages, so
 // watermill's middleware that copies it onto published ones is not used.
@@ -50,7 +51,7 @@ func NewRouter(log zerolog.Logger, pool *pgxpool.Pool, opts RouterOptions) (*mes
 	if err != nil {
 		return nil, err
 	}
-	poison, err := middleware.PoisonQueue(pub, PoisonTopic)
+	poison, err := middleware.PoisonQueueWithFilter(pub, PoisonTopic, poisonous)
 	if err != nil {
 		return nil, fmt.Errorf("eventbus: poison queue: %w", err)
 	}
