@@ -389,8 +389,12 @@ func (a *appender) attempt(ctx context.Context, ops []*appendOp, refresh bool) (
 			res.Cursor = c
 		}
 	}
-	for stream, h := range heads {
-		a.heads.put(stream, h)
+	// Only the streams this batch wrote: a stream of an op set aside as
+	// stale still has its cached head here, which was just forgotten so
+	// that the op's next attempt reads it from the database; putting it
+	// back would refuse that attempt with the same stale version.
+	for _, r := range rows {
+		a.heads.put(r.stream, heads[r.stream])
 	}
 	for i, op := range live {
 		op.respond(*opResults[i], nil)

@@ -254,3 +254,50 @@ func TestAnotherProcessSeesConflicts(t *testing.T) {
 		t.Fatalf("chain after two writers: %+v %v", rep, err)
 	}
 }
+
+// An append whose stream this store has cached behind (another process
+// appended since) lands even when it shares a batch with others that
+// commit first: the batch must not put the stale head back in the cache.
+func TestStaleHeadInABusyBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{AppendWorkers: 1})
+	c := ctx(t)
+	other := eventstore.New(e.app, testRegistry(), eventstore.Options{})
+	t.Cleanup(other.Close)
+	for round := range 10 {
+		stream := fmt.Sprintf("w-busy-%d", round)
+		if _, err := e.store.Append(c, one(stream, eventstore.NoStream, widgetCounted{N: 1})); err != nil {
+			t.Fatal(err)
+		}
+		// e.store caches version 1; the other process moves it to 2.
+		if _, err := other.Append(c, one(stream, eventstore.Exactly(1), widgetCounted{N: 2})); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for i := range 12 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.store.Append(c, one(fmt.Sprintf("%s-neighbour-%d", stream, i), eventstore.NoStream, widgetCounted{N: i}))
+				errs <- err
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.store.Append(c, one(stream, eventstore.Exactly(2), widgetCounted{N: 3}))
+			if err != nil {
+				err = fmt.Errorf("round %d: the append that read version 2: %w", round, err)
+			}
+			errs <- err
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
