@@ -191,8 +191,9 @@ func (a *Agent) drive(ctx context.Context, j *localJob) error {
 	return a.supervise(ctx, j, rec)
 }
 
-// start acknowledges the lease and asks to start the job; it runs only once
-// the control plane accepted, so a cancelled or re-leased job never runs.
+// start asks to start the job (acknowledging the lease first only when an
+// earlier attempt must end before it); the job runs only once the control
+// plane accepted, so a cancelled or re-leased job never runs.
 func (a *Agent) start(ctx context.Context, j *localJob, rec record) (record, error) {
 	in := map[string]any{"nodeId": a.nodeID, "jobId": j.jobID}
 	acked := false
@@ -211,11 +212,8 @@ func (a *Agent) start(ctx context.Context, j *localJob, rec record) (record, err
 	if rec.Stop || j.stopping() {
 		return a.refuse(j, rec, errStopBeforeStart)
 	}
-	if !acked {
-		if err := a.call(ctx, j, "Acknowledge", withCommand(in, a.commandID(j, "ack"))); err != nil {
-			return a.refuse(j, rec, err)
-		}
-	}
+	// Start implies the acknowledgement: a job that can start at once is
+	// not acknowledged first, which would cost a command of its own.
 	if err := a.call(ctx, j, "Start", withCommand(in, a.commandID(j, "start"))); err != nil {
 		return a.refuse(j, rec, err)
 	}

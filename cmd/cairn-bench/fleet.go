@@ -325,19 +325,17 @@ func (d *fleetDriver) received(nodeID string, l agent.Lease) {
 	}
 }
 
-// complete reports a lease's job acknowledged, started and succeeded, with
-// the command ids cairn-agent would use.
+// complete reports a lease's job started (which acknowledges it) and
+// succeeded, with the command ids cairn-agent would use.
 func (d *fleetDriver) complete(ctx context.Context, s *agent.Session, l agent.Lease) {
 	if l.CancelRequested {
 		return
 	}
 	in := map[string]any{"nodeId": s.NodeID(), "jobId": l.Job.ID}
-	for _, op := range []struct{ name, what string }{{"Acknowledge", "ack"}, {"Start", "start"}} {
-		in["commandId"] = s.CommandID(l.Job.ID, l.Attempt, op.what)
-		if err := s.Report(ctx, op.name, in); err != nil {
-			d.fail(ctx, fmt.Errorf("%s job %s: %w", op.what, l.Job.ID, err))
-			return
-		}
+	in["commandId"] = s.CommandID(l.Job.ID, l.Attempt, "start")
+	if err := s.Report(ctx, "Start", in); err != nil {
+		d.fail(ctx, fmt.Errorf("start job %s: %w", l.Job.ID, err))
+		return
 	}
 	in["commandId"] = s.CommandID(l.Job.ID, l.Attempt, "finish")
 	in["result"] = agent.Result{Outcome: agent.OutcomeSucceeded}
