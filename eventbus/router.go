@@ -27,8 +27,8 @@ type RouterOptions struct {
 
 // NewRouter returns a watermill router with Cairn's middleware, outermost
 // first: the poison queue (parks a message whose retries are exhausted, so
-// one bad event never stops a handler; not one whose retries were cut short
-// by a shutdown: that one is delivered again), retry with exponential backoff, and
+// one bad event never stops a handler; one whose retries a shutdown cut
+// short is delivered again instead), retry with exponential backoff, and
 // panic recovery (a panic becomes an error the retry sees). Handlers read
 // an event's correlation id from the event; they publish no messages, so
 // watermill's middleware that copies it onto published ones is not used.

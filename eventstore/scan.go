@@ -3,6 +3,7 @@ package eventstore
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,7 +97,7 @@ func scanEvents(rows pgx.Rows, capacity int) ([]RecordedEvent, error) {
 		// of events, each pinning the array it was read into. Under a flood
 		// of small commits most reads find one or two events, and their
 		// unused room was most of the server's memory after the flood.
-		out = append([]RecordedEvent(nil), out...)
+		out = append(make([]RecordedEvent, 0, len(out)), out...)
 	}
 	return out, nil
 }
@@ -182,7 +183,12 @@ func decodeEventRow(v [][]byte, e *RecordedEvent, names map[string]string) error
 	}
 
 	streamID, commandID := v[2], v[9]
-	s := string(append(append(append(make([]byte, 0, len(streamID)+len(commandID)+len(meta)), streamID...), commandID...), meta...))
+	var sb strings.Builder
+	sb.Grow(len(streamID) + len(commandID) + len(meta))
+	sb.Write(streamID)
+	sb.Write(commandID)
+	sb.Write(meta)
+	s := sb.String()
 	e.StreamID = s[:len(streamID)]
 	e.CommandID = s[len(streamID) : len(streamID)+len(commandID)]
 	if err := decodeMetadata(s[len(streamID)+len(commandID):], &e.Metadata); err != nil {
