@@ -6157,12 +6157,12 @@ extend type Mutation {
     "The command's input."
     input: EnrollAgentInput!
   ): EnrollAgentPayload!
-  "Confirm receipt of a leased job."
+  "Confirm receipt of a leased job, so that its lease does not expire while the job waits to start (startJob acknowledges it too)."
   acknowledgeJob(
     "The command's input."
     input: AgentJobInput!
   ): JobPayload!
-  "Report that the job began. Run it only once this succeeded: a cancelled or re-leased job is refused with CONFLICT."
+  "Report that the job began; this acknowledges its lease. Run it only once this succeeded: a cancelled or re-leased job is refused with CONFLICT."
   startJob(
     "The command's input."
     input: AgentJobInput!
