@@ -22,8 +22,10 @@ func TestPoolReusesWorkersAndLetsThemGo(t *testing.T) {
 		// Let the worker get back to waiting before the next task.
 		time.Sleep(time.Millisecond)
 	}
-	if n := runtime.NumGoroutine() - before; n > 2 {
-		t.Errorf("100 tasks one after another left %d goroutines, want 1", n)
+	// A pool that did not reuse its workers would hold about a hundred
+	// idle ones now; one that does holds one (a few on a busy machine).
+	if n := runtime.NumGoroutine() - before; n < 1 || n > 10 {
+		t.Errorf("100 tasks one after another left %d idle workers, want 1", n)
 	}
 
 	block := make(chan struct{})
