@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -53,6 +54,13 @@ type fleetDriver struct {
 	url   string
 	admin *client.Client
 	hc    *http.Client
+	// issuers create join tokens, and enrollHC carries the enrollments,
+	// each from a loopback address of its own: a real fleet's nodes enroll
+	// from many addresses, and the server's request quotas (per token, and
+	// per address for requests without one) would otherwise make one
+	// driver's 10,000 enrollments wait on them.
+	issuers  []*client.Client
+	enrollHC *http.Client
 
 	connected atomic.Int64
 	finished  atomic.Int64
@@ -76,13 +84,21 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 	}
 	defer srv.stop()
 	d := &fleetDriver{
-		url:   srv.url,
-		admin: client.New(srv.url, srv.token, nil),
+		url:      srv.url,
+		admin:    client.New(srv.url, srv.token, nil),
+		enrollHC: fromManyAddresses(),
 		// Requests (heartbeats, reports) share connections; each feed's
 		// WebSocket is a connection of its own, as on real nodes.
 		hc:      &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}},
 		errs:    make(chan error, 1),
 		waiting: map[string]chan time.Time{},
+	}
+	for range fleetIssuers {
+		var out struct{ CreateApiToken struct{ Token string } }
+		if err := d.admin.Do(ctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out); err != nil {
+			return nil, err
+		}
+		d.issuers = append(d.issuers, client.New(srv.url, out.CreateApiToken.Token, nil))
 	}
 	runCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
@@ -178,6 +194,25 @@ type fleetPoint struct {
 	dispatchP99 time.Duration
 }
 
+// fleetIssuers is how many API tokens create the fleet's join tokens.
+const fleetIssuers = 8
+
+// fromManyAddresses is an HTTP client whose connections come from loopback
+// addresses 127.0.0.2 to 127.0.1.251 in turn (Linux routes all of
+// 127.0.0.0/8 to the loopback device).
+func fromManyAddresses() *http.Client {
+	var next atomic.Uint32
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		n := next.Add(1) % 500
+		d := *dialer
+		d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, byte(n/250), byte(2+n%250))}
+		return d.DialContext(ctx, network, addr)
+	}
+	return &http.Client{Timeout: 90 * time.Second, Transport: tr}
+}
+
 // raiseFileLimit lifts the soft limit on open files to the hard one and
 // returns it: each agent holds a connection.
 func raiseFileLimit() uint64 {
@@ -243,10 +278,11 @@ func (d *fleetDriver) enroll(ctx context.Context, n int) error {
 	for i := range n {
 		g.Go(func() error {
 			var out struct{ CreateJoinToken struct{ Token string } }
-			if err := d.admin.Do(gctx, `mutation { createJoinToken(input: {ttlSeconds: 3600}) { token } }`, nil, &out); err != nil {
+			issuer := d.issuers[i%len(d.issuers)]
+			if err := issuer.Do(gctx, `mutation { createJoinToken(input: {ttlSeconds: 3600}) { token } }`, nil, &out); err != nil {
 				return err
 			}
-			cred, err := agent.Enroll(gctx, d.url, d.hc, agent.EnrollInput{
+			cred, err := agent.Enroll(gctx, d.url, d.enrollHC, agent.EnrollInput{
 				JoinToken: out.CreateJoinToken.Token, Hostname: fmt.Sprintf("fleet-%05d", base+i),
 			}, zerolog.Nop())
 			creds[i] = cred
