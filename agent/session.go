@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -268,12 +269,12 @@ func (s *Session) chooseFeed() feed {
 // away). It returns when ctx ends, or with the error when the credential
 // is refused.
 func (s *Session) Heartbeats(ctx context.Context, running func() []string, cancel func(jobID string)) error {
-	for first := true; ; first = false {
-		if !first {
+	for beat := 0; ; beat++ {
+		if beat > 0 {
 			s.mu.Lock()
 			every := s.heartbeat
 			s.mu.Unlock()
-			if err := sleep(ctx, every); err != nil {
+			if err := sleep(ctx, heartbeatWait(every, beat == 1)); err != nil {
 				return nil
 			}
 		}
@@ -298,6 +299,22 @@ func (s *Session) Heartbeats(ctx context.Context, running func() []string, cance
 			cancel(id)
 		}
 	}
+}
+
+// heartbeatWait is the pause before a heartbeat. Agents that connected
+// together (a fleet enrolled at once, or back after the server restarted)
+// would otherwise beat together for ever, every one of them in the same
+// second of each interval: the second heartbeat comes at a random point of
+// the first interval, and the others within a tenth of the interval either
+// side of it, so the fleet's heartbeats spread out and stay spread.
+func heartbeatWait(every time.Duration, second bool) time.Duration {
+	if every <= 0 {
+		return every
+	}
+	if second {
+		return time.Duration(rand.Int64N(int64(every))) + 1
+	}
+	return every*9/10 + time.Duration(rand.Int64N(int64(every/5)+1))
 }
 
 // Report sends one of the node's reports about a job (Acknowledge, Start,
