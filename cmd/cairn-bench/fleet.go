@@ -93,12 +93,12 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		errs:    make(chan error, 1),
 		waiting: map[string]chan time.Time{},
 	}
-	for range fleetIssuers {
-		var out struct{ CreateApiToken struct{ Token string } }
-		if err := d.admin.Do(ctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out); err != nil {
-			return nil, err
-		}
-		d.issuers = append(d.issuers, client.New(srv.url, out.CreateApiToken.Token, nil))
+	issuers, err := apiTokens(ctx, d.admin, fleetIssuers)
+	if err != nil {
+		return nil, err
+	}
+	for _, token := range issuers {
+		d.issuers = append(d.issuers, client.New(srv.url, token, nil))
 	}
 	runCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()

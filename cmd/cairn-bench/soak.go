@@ -46,13 +46,9 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	admin := client.New(srv.url, srv.token, nil)
 	// Each writer and each group of subscribers has a token of its own, as
 	// separate users would: a token's request quota is not what is measured.
-	tokens := make([]string, soakWriters+soakSubscribers/100)
-	for i := range tokens {
-		var out struct{ CreateApiToken struct{ Token string } }
-		if err := admin.Do(ctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out); err != nil {
-			return nil, err
-		}
-		tokens[i] = out.CreateApiToken.Token
+	tokens, err := apiTokens(ctx, admin, soakWriters+soakSubscribers/100)
+	if err != nil {
+		return nil, err
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakWriters * 2}}
 	writers := make([]*client.Client, soakWriters)

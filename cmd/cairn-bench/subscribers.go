@@ -36,16 +36,9 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	// A caller may hold 500 subscriptions: the subscribers are spread over
 	// tokens, as many users' would be.
 	perToken := 400
-	var tokens []string
-	for range serverSubscribers / perToken {
-		var out struct{ CreateApiToken struct{ Token string } }
-		qctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := admin.Do(qctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		tokens = append(tokens, out.CreateApiToken.Token)
+	tokens, err := apiTokens(ctx, admin, serverSubscribers/perToken)
+	if err != nil {
+		return nil, err
 	}
 	before, err := quietRSS(status)
 	if err != nil {
@@ -101,6 +94,23 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 		"server_rss_after_subscribers_left_mib": round(float64(after)/(1<<20), 1),
 		"server_idle_subscribers_measured":      serverSubscribers,
 	}, nil
+}
+
+// apiTokens creates n API tokens with admin's rights: callers that stand
+// for separate users, each with a request quota of its own.
+func apiTokens(ctx context.Context, admin *client.Client, n int) ([]string, error) {
+	tokens := make([]string, n)
+	for i := range tokens {
+		var out struct{ CreateApiToken struct{ Token string } }
+		qctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := admin.Do(qctx, `mutation { createApiToken(input: {}) { token } }`, nil, &out)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("create an API token: %w", err)
+		}
+		tokens[i] = out.CreateApiToken.Token
+	}
+	return tokens, nil
 }
 
 // quietRSS is the resident set of a process after a moment's quiet.
