@@ -162,6 +162,9 @@ type wsConnection struct {
 type wsOperation struct {
 	id     string
 	cancel context.CancelFunc
+	// quotedID is id as JSON, made once: every result of a subscription
+	// is framed with it.
+	quotedID []byte
 }
 
 // wsMessage is one graphql-transport-ws message.
@@ -319,7 +322,8 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	op := &wsOperation{id: id, cancel: cancel}
+	quoted, _ := json.Marshal(id) // a Go string always encodes
+	op := &wsOperation{id: id, cancel: cancel, quotedID: quoted}
 	c.ops[id] = op
 	c.mu.Unlock()
 	c.h.deps.Workers.Go(func() {
@@ -426,19 +430,15 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 	if !c.live(op) {
 		return
 	}
-	id, err := json.Marshal(op.id)
-	if err != nil {
-		c.h.log.Error().Err(err).Msg("could not encode an operation id")
-		return
-	}
 	// The message is put together here rather than marshalled whole: that
 	// would compact the result's data (the bulk of it) twice, a tenth of
 	// what a subscription's event cost to deliver.
-	b := make([]byte, 0, len(resp.Data)+len(id)+48)
+	b := make([]byte, 0, len(resp.Data)+len(op.quotedID)+48)
 	b = append(b, `{"id":`...)
-	b = append(b, id...)
+	b = append(b, op.quotedID...)
 	b = append(b, `,"type":"next","payload":`...)
-	if b, err = appendResponse(b, resp); err != nil {
+	b, err := appendResponse(b, resp)
+	if err != nil {
 		c.sendError(op, gqlerror.Errorf("could not encode a result: %v", err))
 		return
 	}
