@@ -8,3 +8,8 @@ var WireFormatsExpected = wireFormatsExpected
 
 // EventColumns is what the reads of whole events select.
 const EventColumns = eventColumns
+
+// ReadAllQuery is ReadAll's statement and its arguments.
+func (s *Store) ReadAllQuery(after Cursor, limit int, f Filter) (string, []any) {
+	return s.readAllQuery(after, limit, f)
+}
