@@ -42,8 +42,18 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 	defer unregister()
 	cursor := opts.From
 	backoff := 10 * time.Millisecond
+	// While a full batch is handled the next one is read: a backlog is then
+	// paced by the slower of reading and handling, not by their sum.
+	var ahead <-chan readResult
 	for {
-		evs, err := s.ReadAll(ctx, cursor, size, Filter{})
+		var evs []RecordedEvent
+		var err error
+		if ahead != nil {
+			r := <-ahead
+			evs, err, ahead = r.events, r.err, nil
+		} else {
+			evs, err = s.ReadAll(ctx, cursor, size, Filter{})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -60,6 +70,9 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 		backoff = 10 * time.Millisecond
 		if len(evs) > 0 {
 			b := Batch{Cursor: evs[len(evs)-1].Cursor(), Events: evs}
+			if len(evs) == size {
+				ahead = s.readAhead(ctx, b.Cursor, size)
+			}
 			if !opts.Filter.IsZero() {
 				b.Events = slices.DeleteFunc(evs, func(e RecordedEvent) bool { return !opts.Filter.Match(&e) })
 			}
@@ -88,6 +101,22 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 }
 
 const heldBackRetry = 10 * time.Millisecond
+
+type readResult struct {
+	events []RecordedEvent
+	err    error
+}
+
+// readAhead reads the batch after cursor on a goroutine of its own. The
+// result waits in the channel, so the goroutine ends even if no one takes it.
+func (s *Store) readAhead(ctx context.Context, cursor Cursor, size int) <-chan readResult {
+	out := make(chan readResult, 1)
+	go func() {
+		evs, err := s.ReadAll(ctx, cursor, size, Filter{})
+		out <- readResult{evs, err}
+	}()
+	return out
+}
 
 // heldBack reports whether committed events after cursor exist that readers
 // may not see yet.
