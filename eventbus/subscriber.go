@@ -3,9 +3,9 @@ package eventbus
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -15,7 +15,7 @@ import (
 	"cairn/eventstore"
 )
 
-// Metadata keys Describe sets on an event message.
+// Metadata keys set on a parked event's message.
 const (
 	MetaEventType  = "event_type"
 	MetaStreamID   = "stream_id"
@@ -76,8 +76,9 @@ func NewSubscriber(store Log, opts SubscriberOptions) *Subscriber {
 // CheckpointName is where a consumer group's cursor is kept.
 func CheckpointName(group string) string { return "bus:" + group }
 
-// Subscribe starts delivering from the group's checkpoint. Each message must
-// be acked before the next is sent, which keeps global order.
+// Subscribe starts delivering from the group's checkpoint. A message carries
+// the events of one read of the log that pass the filter (see Router); it
+// must be acked before the next is sent, which keeps global order.
 func (s *Subscriber) Subscribe(ctx context.Context, group string) (<-chan *message.Message, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -122,11 +123,10 @@ type groupRun struct {
 }
 
 func (g *groupRun) deliver(ctx context.Context, b eventstore.Batch) error {
-	for i := range b.Events {
-		if err := g.send(ctx, &b.Events[i]); err != nil {
+	if len(b.Events) > 0 {
+		if err := g.send(ctx, &delivery{events: b.Events}); err != nil {
 			return err
 		}
-		g.acked = b.Events[i].Cursor()
 	}
 	g.acked = b.Cursor // events filtered out are done too
 	if err := g.save(ctx, false); err != nil && ctx.Err() == nil {
@@ -149,10 +149,13 @@ func (g *groupRun) save(ctx context.Context, force bool) error {
 	return nil
 }
 
-// send delivers one event and waits for its ack, re-sending after a nack.
-func (g *groupRun) send(ctx context.Context, ev *eventstore.RecordedEvent) error {
+// send delivers a batch of events in one message and waits for its ack.
+// After a nack it sends the events the handler had not finished, once
+// NackDelay has passed. When delivery stops, the events the handler
+// finished count as acked, so the checkpoint saved on the way out keeps them.
+func (g *groupRun) send(ctx context.Context, d *delivery) error {
 	for {
-		msg := ToMessage(ctx, ev)
+		msg := d.message(ctx)
 		select {
 		case g.out <- msg:
 		case <-ctx.Done():
@@ -162,12 +165,20 @@ func (g *groupRun) send(ctx context.Context, ev *eventstore.RecordedEvent) error
 		case <-msg.Acked():
 			return nil
 		case <-msg.Nacked():
+			if done := int(d.done.Load()); done > 0 {
+				g.acked = d.events[done-1].Cursor()
+				d.events = d.events[done:]
+				d.done.Store(0)
+			}
 			select {
 			case <-time.After(g.s.opts.NackDelay):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		case <-ctx.Done():
+			if done := d.done.Load(); done > 0 {
+				g.acked = d.events[done-1].Cursor()
+			}
 			return ctx.Err()
 		}
 	}
@@ -185,25 +196,34 @@ func (s *Subscriber) Close() error {
 	return nil
 }
 
-type eventKey struct{}
+// delivery is the events one message carries, in global order, and how
+// many of them its handler is done with. The handler counts done up; the
+// subscriber reads it after a nack, or while the handler may still run when
+// delivery stops.
+type delivery struct {
+	events []eventstore.RecordedEvent
+	done   atomic.Int32
+}
 
-// ToMessage wraps a recorded event as a watermill message. The event itself
-// rides in the message's context; the payload is the stored JSON. No
-// metadata is set: it is for the rare message a person reads (Describe),
-// and building it for every delivery cost a third as much as the delivery.
-func ToMessage(ctx context.Context, ev *eventstore.RecordedEvent) *message.Message {
-	msg := message.NewMessage("event-"+strconv.FormatInt(ev.Position, 10), message.Payload(ev.Payload))
-	msg.SetContext(context.WithValue(ctx, eventKey{}, ev))
+type deliveryKey struct{}
+
+// message wraps the events not yet handled as a watermill message. They
+// ride in the message's context, shared with the batch they were read in;
+// the message has no payload or metadata. Its id names its first event.
+func (d *delivery) message(ctx context.Context) *message.Message {
+	msg := message.NewMessage("events-from-"+strconv.FormatInt(d.events[0].Position, 10), nil)
+	msg.SetContext(context.WithValue(ctx, deliveryKey{}, d))
 	return msg
 }
 
-// Describe sets the metadata that says which event a message carries, for
-// messages that are kept or shown (a parked one). Others are left alone.
-func Describe(msg *message.Message) {
-	ev := EventOf(msg)
-	if ev == nil {
-		return
-	}
+func deliveryOf(msg *message.Message) *delivery {
+	d, _ := msg.Context().Value(deliveryKey{}).(*delivery)
+	return d
+}
+
+// describe sets the metadata that says which event a message carries, for
+// a message that is kept and read by a person (a parked one).
+func describe(msg *message.Message, ev *eventstore.RecordedEvent) {
 	msg.Metadata.Set(MetaEventType, ev.Type)
 	msg.Metadata.Set(MetaStreamID, ev.StreamID)
 	msg.Metadata.Set(MetaStreamType, ev.StreamType)
@@ -217,26 +237,5 @@ func Describe(msg *message.Message) {
 	}
 	if ev.Metadata.CorrelationID != "" {
 		middleware.SetCorrelationID(ev.Metadata.CorrelationID, msg)
-	}
-}
-
-// EventOf returns the recorded event a message carries, or nil. The event
-// is shared with the batch it was read in: read it, do not change it.
-func EventOf(msg *message.Message) *eventstore.RecordedEvent {
-	ev, _ := msg.Context().Value(eventKey{}).(*eventstore.RecordedEvent)
-	return ev
-}
-
-// Handler adapts a function of recorded events to a watermill handler. The
-// event is passed by reference: each message runs on a goroutine of its own
-// that starts with a small stack, and copying the event down the call chain
-// made most of them grow it.
-func Handler(fn func(ctx context.Context, ev *eventstore.RecordedEvent) error) message.NoPublishHandlerFunc {
-	return func(msg *message.Message) error {
-		ev := EventOf(msg)
-		if ev == nil {
-			return fmt.Errorf("eventbus: message %s carries no event", msg.UUID)
-		}
-		return fn(msg.Context(), ev)
 	}
 }

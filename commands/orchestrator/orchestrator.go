@@ -193,7 +193,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	// deployment can take minutes and must not hold up the others, and the
 	// start-up scan below (not the checkpoint) is what guarantees that work
 	// interrupted by a crash is picked up again.
-	router.AddConsumerHandler("orchestrator", o.cfg.Group, sub, eventbus.Handler(
+	router.AddConsumer("orchestrator", o.cfg.Group, sub,
 		func(_ context.Context, ev *eventstore.RecordedEvent) error {
 			id, ok := domain.EntityID(domain.ServiceStream, ev.StreamID)
 			if !ok {
@@ -201,7 +201,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			}
 			o.kick(ctx, id)
 			return nil
-		}))
+		})
 
 	pending, err := o.inFlight(ctx)
 	if err != nil {
