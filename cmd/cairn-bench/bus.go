@@ -23,7 +23,7 @@ func startRouter(ctx context.Context, e *env, group string, h func(context.Conte
 		return nil, err
 	}
 	sub := eventbus.NewSubscriber(e.store, eventbus.SubscriberOptions{})
-	router.AddConsumerHandler(group, group, sub, eventbus.Handler(h))
+	router.AddConsumer(group, group, sub, h)
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = router.Run(rctx) }()
@@ -33,19 +33,50 @@ func startRouter(ctx context.Context, e *env, group string, h func(context.Conte
 
 var _ message.Subscriber = (*eventbus.Subscriber)(nil)
 
-// benchConsumerGroup delivers the whole backlog to one new consumer group
-// through the watermill router, and compares it with the stock watermill-sql
-// subscriber delivering a backlog to one consumer group (watermillSQLRate).
+// benchConsumerGroup delivers the whole backlog to a new consumer group
+// through the watermill router, three times with three groups, and compares
+// the median rate with the stock watermill-sql subscriber delivering a
+// backlog to one consumer group (watermillSQLRate). A pass takes about a
+// second, where a pause of the machine's would move one figure by half.
 func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 	head, err := e.store.Head(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if head == eventstore.Start {
+		return nil, fmt.Errorf("the log is empty: run the append benchmark before this one")
+	}
+	var rates []float64
+	var events int64
+	for pass := range 3 {
+		rate, n, err := deliverBacklog(ctx, e, "bench-backlog-"+strconv.Itoa(pass), head)
+		if err != nil {
+			return nil, err
+		}
+		rates, events = append(rates, rate), n
+	}
+	slices.Sort(rates)
+	rate := rates[1]
+	peer, err := watermillSQLRate(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return result{
+		"consumer_group_events_per_s":           round(rate, 0),
+		"consumer_group_events":                 events,
+		"watermill_sql_consumer_group_per_s":    round(peer, 0),
+		"consumer_group_vs_watermill_sql_ratio": round(rate/peer, 1),
+	}, nil
+}
+
+// deliverBacklog has a new consumer group read the log up to head and
+// returns its rate and how many events it handled.
+func deliverBacklog(ctx context.Context, e *env, group string, head eventstore.Cursor) (float64, int64, error) {
 	var n atomic.Int64
 	reached := make(chan struct{})
 	var once sync.Once
 	start := time.Now()
-	stop, err := startRouter(ctx, e, "bench-backlog", func(_ context.Context, ev *eventstore.RecordedEvent) error {
+	stop, err := startRouter(ctx, e, group, func(_ context.Context, ev *eventstore.RecordedEvent) error {
 		n.Add(1)
 		if !ev.Cursor().Less(head) {
 			once.Do(func() { close(reached) })
@@ -53,26 +84,15 @@ func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
+	defer stop()
 	select {
 	case <-reached:
 	case <-time.After(5 * time.Minute):
-		stop()
-		return nil, fmt.Errorf("consumer group did not reach the head in 5 minutes (%d events)", n.Load())
+		return 0, 0, fmt.Errorf("consumer group did not reach the head in 5 minutes (%d events)", n.Load())
 	}
-	rate := float64(n.Load()) / time.Since(start).Seconds()
-	stop()
-	peer, err := watermillSQLRate(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	return result{
-		"consumer_group_events_per_s":           round(rate, 0),
-		"consumer_group_events":                 n.Load(),
-		"watermill_sql_consumer_group_per_s":    round(peer, 0),
-		"consumer_group_vs_watermill_sql_ratio": round(rate/peer, 1),
-	}, nil
+	return float64(n.Load()) / time.Since(start).Seconds(), n.Load(), nil
 }
 
 // benchCommitToHandler appends 2,000 events/s and measures, per event, the
