@@ -1,8 +1,9 @@
 // Package eventbus carries events from the event store to handlers through a
 // watermill router: the store is the message source (one watermill
-// Subscriber reading the log in batches, woken by NOTIFY), middleware gives
-// handlers retries with backoff, a poison queue and panic recovery, and
-// watermill-sql parks poisoned messages in PostgreSQL. ARCHITECTURE.md
+// Subscriber reading the log in batches, woken by NOTIFY, one message per
+// batch), each consumer handles the events of a message one by one with
+// retries, panic recovery and a poison queue per event, and watermill-sql
+// parks poisoned events in PostgreSQL. ARCHITECTURE.md
 // explains why the stock watermill-sql subscriber is not used for events.
 package eventbus
 
