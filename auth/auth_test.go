@@ -13,6 +13,7 @@ import (
 	"cairn/commands/access"
 	"cairn/commands/commandstest"
 	"cairn/commands/nodes"
+	"cairn/domain"
 	"cairn/domain/tenant"
 	"cairn/eventstore"
 	"cairn/internal/bearer"
@@ -239,5 +240,64 @@ func TestBootstrapAdmin(t *testing.T) {
 	}
 	if n := commandstest.CountContaining(t, f.s, printed[0][strings.LastIndexByte(printed[0], '_')+1:]); n != 0 {
 		t.Fatalf("the bootstrap secret is in %d events", n)
+	}
+}
+
+// gatedLoader holds the first read of one stream, after reading it, until
+// released: a verification caught between reading a token and caching it.
+type gatedLoader struct {
+	commands.Loader
+	stream  string
+	once    sync.Once
+	read    chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedLoader) ReadStream(ctx context.Context, id string, o eventstore.ReadStreamOptions) ([]eventstore.RecordedEvent, error) {
+	evs, err := g.Loader.ReadStream(ctx, id, o)
+	if id == g.stream {
+		g.once.Do(func() {
+			close(g.read)
+			<-g.release
+		})
+	}
+	return evs, err
+}
+
+// A token revoked while a verification of it is under way (its stream
+// read, its answer not yet cached) is not cached as valid: the next use is
+// refused at once, not when the cache window ends.
+func TestRevocationDuringAVerification(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tok := f.user(t, "u", tenant.RoleOperator, "", 0)
+	gate := &gatedLoader{Loader: f.s, stream: domain.StreamID(domain.TokenStream, tok.ID),
+		read: make(chan struct{}), release: make(chan struct{})}
+	authn := auth.NewAuthenticator(gate, auth.AuthenticatorOptions{Clock: f.clock.Now, CacheTTL: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	followed := make(chan error, 1)
+	go func() { followed <- authn.Follow(ctx, f.s) }()
+	<-authn.Following()
+	revoked := make(chan struct{}, 1)
+	authn.OnRevoke(func(auth.Revocation) { revoked <- struct{}{} })
+
+	answered := make(chan error, 1)
+	go func() { _, err := authn.Authenticate(ctx, tok.Token); answered <- err }()
+	<-gate.read
+	_, err := f.access.RevokeToken(ctx, commands.Meta{}, access.RevokeToken{TokenID: tok.ID})
+	f.do(t, err)
+	select {
+	case <-revoked:
+	case err := <-followed:
+		t.Fatalf("follow ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the revocation was not seen in 10 s")
+	}
+	close(gate.release)
+	<-answered // it began before the revocation: either answer is fair
+	p, err := authn.Authenticate(ctx, tok.Token)
+	if !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("a token revoked during its verification still authenticates: %+v %v", p, err)
 	}
 }

@@ -40,8 +40,12 @@ type Authenticator struct {
 	store commands.Loader
 	opts  AuthenticatorOptions
 
-	mu        sync.Mutex
-	cache     map[string]verified // by token id
+	mu    sync.Mutex
+	cache map[string]verified // by token id
+	// dropped counts what left the cache by revocation or Forget: a
+	// verification that read its streams before one of them does not
+	// cache its answer, which the revocation may already have outdated.
+	dropped   uint64
 	listeners []func(Revocation)
 	following chan struct{} // closed once Follow has its starting point
 	started   sync.Once
@@ -88,14 +92,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Princip
 	}
 	hash := bearer.Hash(secret)
 	now := a.opts.Clock()
-	if v, ok := a.cached(id, now); ok {
+	v, ok, dropped := a.cached(id, now)
+	if ok {
 		return check(v, hash, now)
 	}
-	v, err := a.load(ctx, id, now)
+	v, err = a.load(ctx, id, now)
 	if err != nil {
 		return Principal{}, err
 	}
-	a.remember(id, v)
+	a.remember(id, v, dropped)
 	return check(v, hash, now)
 }
 
@@ -169,22 +174,28 @@ func orMissing(status string) string {
 	return status
 }
 
-func (a *Authenticator) cached(id string, now time.Time) (verified, bool) {
+// cached returns the token's verification if it is fresh, and how many
+// drops the cache had seen, for remember.
+func (a *Authenticator) cached(id string, now time.Time) (verified, bool, uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	v, ok := a.cache[id]
 	if !ok || now.Sub(v.at) >= a.opts.CacheTTL || now.Before(v.at) {
-		return verified{}, false
+		return verified{}, false, a.dropped
 	}
-	return v, true
+	return v, true, a.dropped
 }
 
-// remember keeps a verified token; when the cache is full it first drops
-// the stale entries and, if none are, an arbitrary one, so memory stays
-// bounded whatever the clients do.
-func (a *Authenticator) remember(id string, v verified) {
+// remember keeps a verified token, unless something was dropped from the
+// cache since the verification began (dropped is the count then); when the
+// cache is full it first drops the stale entries and, if none are, an
+// arbitrary one, so memory stays bounded whatever the clients do.
+func (a *Authenticator) remember(id string, v verified, dropped uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dropped != dropped {
+		return
+	}
 	if _, ok := a.cache[id]; !ok && len(a.cache) >= a.opts.CacheSize {
 		for k, old := range a.cache {
 			if v.at.Sub(old.at) >= a.opts.CacheTTL {
@@ -207,6 +218,7 @@ func (a *Authenticator) Forget(tokenID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.cache, tokenID)
+	a.dropped++
 }
 
 // nodeCredentialID is the token id of a node's credential.

@@ -63,6 +63,7 @@ func (a *Authenticator) Follow(ctx context.Context, log Changes) error {
 		// before it too: only what is verified from here on is kept.
 		a.mu.Lock()
 		clear(a.cache)
+		a.dropped++
 		a.mu.Unlock()
 		a.started.Do(func() { close(a.following) })
 		err = log.Subscribe(ctx, eventstore.SubscribeOptions{From: head, Filter: eventstore.Filter{EventTypes: revokingEvents}},
@@ -94,6 +95,7 @@ func (a *Authenticator) OnRevoke(f func(Revocation)) {
 
 func (a *Authenticator) revoke(rev Revocation) {
 	a.mu.Lock()
+	a.dropped++
 	for id, v := range a.cache {
 		if rev.Matches(v.principal) || id == rev.TokenID {
 			delete(a.cache, id)
