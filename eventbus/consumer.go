@@ -55,10 +55,7 @@ func (c *consumer) call(ctx context.Context, ev *eventstore.RecordedEvent) (err 
 
 // retry runs a failed handler again up to opts.MaxRetries times, waiting
 // opts.InitialInterval and then twice as long each time, up to
-// opts.MaxInterval, and parks the event if it still fails. It is kept out
-// of handle so the path every event takes stays one call.
-//
-//go:noinline
+// opts.MaxInterval, and parks the event if it still fails.
 func (c *consumer) retry(ctx context.Context, ev *eventstore.RecordedEvent, err error) error {
 	wait := c.opts.InitialInterval
 	for try := 1; try <= c.opts.MaxRetries; try++ {

@@ -261,3 +261,54 @@ func TestShutdownDuringRetriesParksNothing(t *testing.T) {
 		t.Fatalf("after the restart got %v, want ticks 5 to 9: the first five were done", got)
 	}
 }
+
+// TestEventThatCannotBeParkedIsDeliveredAgain: when parking fails (the
+// poison table refuses the insert), the message is nacked and the events
+// from the unparked one on come again; those before it are not repeated.
+func TestEventThatCannotBeParkedIsDeliveredAgain(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t)
+	appendTicks(t, s, 0, 10, "")
+	admin := db.AdminPool(t)
+	if _, err := admin.Exec(context.Background(), `REVOKE INSERT ON watermill_cairn_poison FROM cairn_app`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[int]int{}
+	granted := false
+	stop := run(t, s, "stubborn", func(_ context.Context, ev *eventstore.RecordedEvent) error {
+		d, _ := s.Decode(*ev)
+		n := d.(ticked).N
+		mu.Lock()
+		defer mu.Unlock()
+		seen[n]++
+		if n == 3 {
+			// 1 try and 2 retries, then parking fails; on the second
+			// delivery, parking is allowed again.
+			if seen[3] == 4 && !granted {
+				granted = true
+				if _, err := admin.Exec(context.Background(), `GRANT INSERT ON watermill_cairn_poison TO cairn_app`); err != nil {
+					t.Error(err)
+				}
+			}
+			return errors.New("tick 3 cannot be handled")
+		}
+		return nil
+	})
+	defer stop()
+	waitFor(t, "the events after the stubborn one", func() bool { mu.Lock(); defer mu.Unlock(); return seen[9] > 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	for n := range 3 {
+		if seen[n] != 1 {
+			t.Errorf("tick %d handled %d times, want once: a failed park sent it again", n, seen[n])
+		}
+	}
+	if seen[3] != 6 {
+		t.Errorf("tick 3 tried %d times, want 6 (two deliveries of 1 try and 2 retries)", seen[3])
+	}
+	parked, err := eventbus.ListParked(context.Background(), s.pool, 10)
+	if err != nil || len(parked) != 1 {
+		t.Fatalf("want tick 3 parked once, got %+v %v", parked, err)
+	}
+}
