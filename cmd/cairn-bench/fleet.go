@@ -149,7 +149,11 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		spans, objects, stacks := held.perEach(before, n-have)
 		e.log.Info().Int("agents", n).Float64("heap_spans_kib", spans).Float64("live_objects_kib", objects).
 			Float64("stacks_kib", stacks).Msg("memory of each agent connected in this step")
+		idleProfiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), fleetIdleWindow)
 		if p.cpuPercent, err = idleCPU(srv.pid, fleetIdleWindow); err != nil {
+			return nil, err
+		}
+		if err := idleProfiled(); err != nil {
 			return nil, err
 		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)

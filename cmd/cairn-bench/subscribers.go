@@ -40,11 +40,11 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, err := quietRSS(status)
+	liveBefore, err := srv.liveMemory(ctx, "subscribers-before")
 	if err != nil {
 		return nil, err
 	}
-	liveBefore, err := srv.liveMemory(ctx, "subscribers-before")
+	before, err := quietRSS(status)
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +72,17 @@ func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("open %d subscribers: %w", serverSubscribers, err)
 	}
-	held, err := quietRSS(status)
-	if err != nil {
-		return nil, err
-	}
 	liveHeld, err := srv.liveMemory(ctx, "subscribers-held")
 	if err != nil {
 		return nil, err
 	}
+	held, err := quietRSS(status)
+	if err != nil {
+		return nil, err
+	}
+	spans, objects, stacks := liveHeld.perEach(liveBefore, serverSubscribers)
+	e.log.Info().Float64("heap_spans_kib", spans).Float64("live_objects_kib", objects).
+		Float64("stacks_kib", stacks).Msg("memory of each idle subscriber")
 	closeAll()
 	time.Sleep(5 * time.Second)
 	after, err := quietRSS(status)
