@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -71,7 +70,7 @@ func (ec *executionContext) _ApiToken_id(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "ID")
 }
 
 func (ec *executionContext) _ApiToken_userId(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -94,7 +93,7 @@ func (ec *executionContext) _ApiToken_userId(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "ID")
 }
 
 func (ec *executionContext) _ApiToken_user(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -149,7 +148,7 @@ func (ec *executionContext) _ApiToken_role(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type Role does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "Role")
 }
 
 func (ec *executionContext) _ApiToken_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -172,7 +171,7 @@ func (ec *executionContext) _ApiToken_tenantId(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "ID")
 }
 
 func (ec *executionContext) _ApiToken_tenant(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -227,7 +226,7 @@ func (ec *executionContext) _ApiToken_status(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type TokenStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "TokenStatus")
 }
 
 func (ec *executionContext) _ApiToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -250,7 +249,7 @@ func (ec *executionContext) _ApiToken_expiresAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ApiToken_issuedAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -273,7 +272,7 @@ func (ec *executionContext) _ApiToken_issuedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_issuedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ApiToken_revokedAt(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -296,7 +295,7 @@ func (ec *executionContext) _ApiToken_revokedAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ApiToken_revokeReason(ctx context.Context, field graphql.CollectedField, obj *model.APIToken) (ret graphql.Marshaler) {
@@ -319,7 +318,7 @@ func (ec *executionContext) _ApiToken_revokeReason(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ApiToken_revokeReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiToken", field, false, false, "String")
 }
 
 func (ec *executionContext) _ApiTokenConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.APITokenConnection) (ret graphql.Marshaler) {
@@ -406,7 +405,7 @@ func (ec *executionContext) _ApiTokenEdge_cursor(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ApiTokenEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiTokenEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiTokenEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _ApiTokenEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.APITokenEdge) (ret graphql.Marshaler) {
@@ -493,7 +492,7 @@ func (ec *executionContext) _ApiTokenPayload_cursor(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ApiTokenPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiTokenPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiTokenPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ApiTokenPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.APITokenPayload) (ret graphql.Marshaler) {
@@ -516,7 +515,7 @@ func (ec *executionContext) _ApiTokenPayload_duplicate(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ApiTokenPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApiTokenPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ApiTokenPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _CreateApiTokenPayload_apiToken(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPITokenPayload) (ret graphql.Marshaler) {
@@ -571,7 +570,7 @@ func (ec *executionContext) _CreateApiTokenPayload_token(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_CreateApiTokenPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateApiTokenPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateApiTokenPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _CreateApiTokenPayload_cursor(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPITokenPayload) (ret graphql.Marshaler) {
@@ -594,7 +593,7 @@ func (ec *executionContext) _CreateApiTokenPayload_cursor(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_CreateApiTokenPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateApiTokenPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateApiTokenPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _CreateApiTokenPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.CreateAPITokenPayload) (ret graphql.Marshaler) {
@@ -617,7 +616,7 @@ func (ec *executionContext) _CreateApiTokenPayload_duplicate(ctx context.Context
 	)
 }
 func (ec *executionContext) fieldContext_CreateApiTokenPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateApiTokenPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateApiTokenPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Location_id(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -640,7 +639,7 @@ func (ec *executionContext) _Location_id(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Location_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Location_name(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -663,7 +662,7 @@ func (ec *executionContext) _Location_name(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Location_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "String")
 }
 
 func (ec *executionContext) _Location_description(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -686,7 +685,7 @@ func (ec *executionContext) _Location_description(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Location_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "String")
 }
 
 func (ec *executionContext) _Location_status(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -709,7 +708,7 @@ func (ec *executionContext) _Location_status(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Location_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type LocationStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "LocationStatus")
 }
 
 func (ec *executionContext) _Location_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -732,7 +731,7 @@ func (ec *executionContext) _Location_createdAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Location_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Location_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -755,7 +754,7 @@ func (ec *executionContext) _Location_updatedAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Location_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Location_version(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -778,7 +777,7 @@ func (ec *executionContext) _Location_version(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Location_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Location", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Location", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Location_capacity(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
@@ -909,7 +908,7 @@ func (ec *executionContext) _LocationEdge_cursor(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_LocationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LocationEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("LocationEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _LocationEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.LocationEdge) (ret graphql.Marshaler) {
@@ -996,7 +995,7 @@ func (ec *executionContext) _LocationPayload_cursor(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_LocationPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LocationPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("LocationPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _LocationPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.LocationPayload) (ret graphql.Marshaler) {
@@ -1019,7 +1018,7 @@ func (ec *executionContext) _LocationPayload_duplicate(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_LocationPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LocationPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("LocationPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1042,7 +1041,7 @@ func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Tenant_name(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1065,7 +1064,7 @@ func (ec *executionContext) _Tenant_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "String")
 }
 
 func (ec *executionContext) _Tenant_status(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1088,7 +1087,7 @@ func (ec *executionContext) _Tenant_status(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type TenantStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "TenantStatus")
 }
 
 func (ec *executionContext) _Tenant_suspendReason(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1111,7 +1110,7 @@ func (ec *executionContext) _Tenant_suspendReason(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_suspendReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "String")
 }
 
 func (ec *executionContext) _Tenant_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1134,7 +1133,7 @@ func (ec *executionContext) _Tenant_createdAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Tenant_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1157,7 +1156,7 @@ func (ec *executionContext) _Tenant_updatedAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Tenant_version(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1180,7 +1179,7 @@ func (ec *executionContext) _Tenant_version(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Tenant_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.Tenant) (ret graphql.Marshaler) {
@@ -1203,7 +1202,7 @@ func (ec *executionContext) _Tenant_allowedActions(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Tenant_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Tenant", field, false, false, "String")
 }
 
 func (ec *executionContext) _TenantConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.TenantConnection) (ret graphql.Marshaler) {
@@ -1290,7 +1289,7 @@ func (ec *executionContext) _TenantEdge_cursor(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_TenantEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TenantEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TenantEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _TenantEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.TenantEdge) (ret graphql.Marshaler) {
@@ -1377,7 +1376,7 @@ func (ec *executionContext) _TenantPayload_cursor(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_TenantPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TenantPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("TenantPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _TenantPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.TenantPayload) (ret graphql.Marshaler) {
@@ -1400,7 +1399,7 @@ func (ec *executionContext) _TenantPayload_duplicate(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_TenantPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TenantPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("TenantPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1423,7 +1422,7 @@ func (ec *executionContext) _User_id(ctx context.Context, field graphql.Collecte
 	)
 }
 func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "ID")
 }
 
 func (ec *executionContext) _User_name(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1446,7 +1445,7 @@ func (ec *executionContext) _User_name(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_User_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_role(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1469,7 +1468,7 @@ func (ec *executionContext) _User_role(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_User_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Role does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "Role")
 }
 
 func (ec *executionContext) _User_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1492,7 +1491,7 @@ func (ec *executionContext) _User_tenantId(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_User_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "ID")
 }
 
 func (ec *executionContext) _User_tenant(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1547,7 +1546,7 @@ func (ec *executionContext) _User_status(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_User_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type UserStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "UserStatus")
 }
 
 func (ec *executionContext) _User_disableReason(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1570,7 +1569,7 @@ func (ec *executionContext) _User_disableReason(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_User_disableReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1593,7 +1592,7 @@ func (ec *executionContext) _User_createdAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_User_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "Time")
 }
 
 func (ec *executionContext) _User_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1616,7 +1615,7 @@ func (ec *executionContext) _User_updatedAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_User_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "Time")
 }
 
 func (ec *executionContext) _User_version(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1639,7 +1638,7 @@ func (ec *executionContext) _User_version(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_User_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "Int")
 }
 
 func (ec *executionContext) _User_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.User) (ret graphql.Marshaler) {
@@ -1662,7 +1661,7 @@ func (ec *executionContext) _User_allowedActions(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_User_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _UserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.UserConnection) (ret graphql.Marshaler) {
@@ -1749,7 +1748,7 @@ func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_UserEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UserEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _UserEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.UserEdge) (ret graphql.Marshaler) {
@@ -1836,7 +1835,7 @@ func (ec *executionContext) _UserPayload_cursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_UserPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("UserPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _UserPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.UserPayload) (ret graphql.Marshaler) {
@@ -1859,7 +1858,7 @@ func (ec *executionContext) _UserPayload_duplicate(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_UserPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("UserPayload", field, false, false, "Boolean")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -1914,6 +1913,18 @@ func (ec *executionContext) unmarshalInputApiTokenFilter(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalApiTokenFilter unmarshals raw into the ApiTokenFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalApiTokenFilter(ctx context.Context, raw any) (model.APITokenFilter, error) {
+	var out model.APITokenFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ApiTokenFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateApiTokenInput(ctx context.Context, obj any) (model.CreateAPITokenInput, error) {
 	var it model.CreateAPITokenInput
 	if obj == nil {
@@ -1956,6 +1967,18 @@ func (ec *executionContext) unmarshalInputCreateApiTokenInput(ctx context.Contex
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalCreateApiTokenInput unmarshals raw into the CreateApiTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateApiTokenInput(ctx context.Context, raw any) (model.CreateAPITokenInput, error) {
+	var out model.CreateAPITokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateApiTokenInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputCreateLocationInput(ctx context.Context, obj any) (model.CreateLocationInput, error) {
@@ -2009,6 +2032,18 @@ func (ec *executionContext) unmarshalInputCreateLocationInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalCreateLocationInput unmarshals raw into the CreateLocationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateLocationInput(ctx context.Context, raw any) (model.CreateLocationInput, error) {
+	var out model.CreateLocationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateLocationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateTenantInput(ctx context.Context, obj any) (model.CreateTenantInput, error) {
 	var it model.CreateTenantInput
 	if obj == nil {
@@ -2051,6 +2086,18 @@ func (ec *executionContext) unmarshalInputCreateTenantInput(ctx context.Context,
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalCreateTenantInput unmarshals raw into the CreateTenantInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateTenantInput(ctx context.Context, raw any) (model.CreateTenantInput, error) {
+	var out model.CreateTenantInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateTenantInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, obj any) (model.CreateUserInput, error) {
@@ -2111,6 +2158,18 @@ func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, o
 	return it, nil
 }
 
+// UnmarshalCreateUserInput unmarshals raw into the CreateUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateUserInput(ctx context.Context, raw any) (model.CreateUserInput, error) {
+	var out model.CreateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateUserInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDisableUserInput(ctx context.Context, obj any) (model.DisableUserInput, error) {
 	var it model.DisableUserInput
 	if obj == nil {
@@ -2155,6 +2214,18 @@ func (ec *executionContext) unmarshalInputDisableUserInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalDisableUserInput unmarshals raw into the DisableUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDisableUserInput(ctx context.Context, raw any) (model.DisableUserInput, error) {
+	var out model.DisableUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DisableUserInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputEnableUserInput(ctx context.Context, obj any) (model.EnableUserInput, error) {
 	var it model.EnableUserInput
 	if obj == nil {
@@ -2192,6 +2263,18 @@ func (ec *executionContext) unmarshalInputEnableUserInput(ctx context.Context, o
 	return it, nil
 }
 
+// UnmarshalEnableUserInput unmarshals raw into the EnableUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEnableUserInput(ctx context.Context, raw any) (model.EnableUserInput, error) {
+	var out model.EnableUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnableUserInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputLocationFilter(ctx context.Context, obj any) (model.LocationFilter, error) {
 	var it model.LocationFilter
 	if obj == nil {
@@ -2220,6 +2303,18 @@ func (ec *executionContext) unmarshalInputLocationFilter(ctx context.Context, ob
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalLocationFilter unmarshals raw into the LocationFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalLocationFilter(ctx context.Context, raw any) (model.LocationFilter, error) {
+	var out model.LocationFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "LocationFilter", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputRenameTenantInput(ctx context.Context, obj any) (model.RenameTenantInput, error) {
@@ -2266,6 +2361,18 @@ func (ec *executionContext) unmarshalInputRenameTenantInput(ctx context.Context,
 	return it, nil
 }
 
+// UnmarshalRenameTenantInput unmarshals raw into the RenameTenantInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRenameTenantInput(ctx context.Context, raw any) (model.RenameTenantInput, error) {
+	var out model.RenameTenantInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RenameTenantInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputResumeTenantInput(ctx context.Context, obj any) (model.ResumeTenantInput, error) {
 	var it model.ResumeTenantInput
 	if obj == nil {
@@ -2303,6 +2410,18 @@ func (ec *executionContext) unmarshalInputResumeTenantInput(ctx context.Context,
 	return it, nil
 }
 
+// UnmarshalResumeTenantInput unmarshals raw into the ResumeTenantInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalResumeTenantInput(ctx context.Context, raw any) (model.ResumeTenantInput, error) {
+	var out model.ResumeTenantInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResumeTenantInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRetireLocationInput(ctx context.Context, obj any) (model.RetireLocationInput, error) {
 	var it model.RetireLocationInput
 	if obj == nil {
@@ -2338,6 +2457,18 @@ func (ec *executionContext) unmarshalInputRetireLocationInput(ctx context.Contex
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalRetireLocationInput unmarshals raw into the RetireLocationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRetireLocationInput(ctx context.Context, raw any) (model.RetireLocationInput, error) {
+	var out model.RetireLocationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RetireLocationInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputRevokeApiTokenInput(ctx context.Context, obj any) (model.RevokeAPITokenInput, error) {
@@ -2384,6 +2515,18 @@ func (ec *executionContext) unmarshalInputRevokeApiTokenInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalRevokeApiTokenInput unmarshals raw into the RevokeApiTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRevokeApiTokenInput(ctx context.Context, raw any) (model.RevokeAPITokenInput, error) {
+	var out model.RevokeAPITokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeApiTokenInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSuspendTenantInput(ctx context.Context, obj any) (model.SuspendTenantInput, error) {
 	var it model.SuspendTenantInput
 	if obj == nil {
@@ -2428,6 +2571,18 @@ func (ec *executionContext) unmarshalInputSuspendTenantInput(ctx context.Context
 	return it, nil
 }
 
+// UnmarshalSuspendTenantInput unmarshals raw into the SuspendTenantInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSuspendTenantInput(ctx context.Context, raw any) (model.SuspendTenantInput, error) {
+	var out model.SuspendTenantInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SuspendTenantInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputTenantFilter(ctx context.Context, obj any) (model.TenantFilter, error) {
 	var it model.TenantFilter
 	if obj == nil {
@@ -2463,6 +2618,18 @@ func (ec *executionContext) unmarshalInputTenantFilter(ctx context.Context, obj 
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalTenantFilter unmarshals raw into the TenantFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTenantFilter(ctx context.Context, raw any) (model.TenantFilter, error) {
+	var out model.TenantFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TenantFilter", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputUpdateLocationInput(ctx context.Context, obj any) (model.UpdateLocationInput, error) {
@@ -2516,6 +2683,18 @@ func (ec *executionContext) unmarshalInputUpdateLocationInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalUpdateLocationInput unmarshals raw into the UpdateLocationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateLocationInput(ctx context.Context, raw any) (model.UpdateLocationInput, error) {
+	var out model.UpdateLocationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateLocationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUserFilter(ctx context.Context, obj any) (model.UserFilter, error) {
 	var it model.UserFilter
 	if obj == nil {
@@ -2560,6 +2739,18 @@ func (ec *executionContext) unmarshalInputUserFilter(ctx context.Context, obj an
 	return it, nil
 }
 
+// UnmarshalUserFilter unmarshals raw into the UserFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUserFilter(ctx context.Context, raw any) (model.UserFilter, error) {
+	var out model.UserFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UserFilter", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -2574,8 +2765,7 @@ func (ec *executionContext) _ApiToken(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2591,43 +2781,11 @@ func (ec *executionContext) _ApiToken(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "user":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ApiToken_user(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ApiToken_user(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "role":
 			out.Values[i] = ec._ApiToken_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -2639,43 +2797,11 @@ func (ec *executionContext) _ApiToken(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "tenant":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ApiToken_tenant(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ApiToken_tenant(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "status":
 			out.Values[i] = ec._ApiToken_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -2710,14 +2836,10 @@ func (ec *executionContext) _ApiToken(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2728,8 +2850,7 @@ func (ec *executionContext) _ApiTokenConnection(ctx context.Context, sel ast.Sel
 	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2753,14 +2874,10 @@ func (ec *executionContext) _ApiTokenConnection(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2771,8 +2888,7 @@ func (ec *executionContext) _ApiTokenEdge(ctx context.Context, sel ast.Selection
 	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2796,14 +2912,10 @@ func (ec *executionContext) _ApiTokenEdge(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2814,8 +2926,7 @@ func (ec *executionContext) _ApiTokenPayload(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2844,14 +2955,10 @@ func (ec *executionContext) _ApiTokenPayload(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2862,8 +2969,7 @@ func (ec *executionContext) _CreateApiTokenPayload(ctx context.Context, sel ast.
 	fields := graphql.CollectFields(ec.OperationContext, sel, createApiTokenPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2897,14 +3003,10 @@ func (ec *executionContext) _CreateApiTokenPayload(ctx context.Context, sel ast.
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2915,8 +3017,7 @@ func (ec *executionContext) _Location(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, locationImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2957,43 +3058,11 @@ func (ec *executionContext) _Location(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "capacity":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Location_capacity(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Location_capacity(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -3003,14 +3072,10 @@ func (ec *executionContext) _Location(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3021,8 +3086,7 @@ func (ec *executionContext) _LocationConnection(ctx context.Context, sel ast.Sel
 	fields := graphql.CollectFields(ec.OperationContext, sel, locationConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3046,14 +3110,10 @@ func (ec *executionContext) _LocationConnection(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3064,8 +3124,7 @@ func (ec *executionContext) _LocationEdge(ctx context.Context, sel ast.Selection
 	fields := graphql.CollectFields(ec.OperationContext, sel, locationEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3089,14 +3148,10 @@ func (ec *executionContext) _LocationEdge(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3107,8 +3162,7 @@ func (ec *executionContext) _LocationPayload(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, locationPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3137,14 +3191,10 @@ func (ec *executionContext) _LocationPayload(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3155,8 +3205,7 @@ func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, o
 	fields := graphql.CollectFields(ec.OperationContext, sel, tenantImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3210,14 +3259,10 @@ func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, o
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3228,8 +3273,7 @@ func (ec *executionContext) _TenantConnection(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, tenantConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3253,14 +3297,10 @@ func (ec *executionContext) _TenantConnection(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3271,8 +3311,7 @@ func (ec *executionContext) _TenantEdge(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, tenantEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3296,14 +3335,10 @@ func (ec *executionContext) _TenantEdge(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3314,8 +3349,7 @@ func (ec *executionContext) _TenantPayload(ctx context.Context, sel ast.Selectio
 	fields := graphql.CollectFields(ec.OperationContext, sel, tenantPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3344,14 +3378,10 @@ func (ec *executionContext) _TenantPayload(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3362,8 +3392,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3389,43 +3418,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "tenant":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._User_tenant(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._User_tenant(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "status":
 			out.Values[i] = ec._User_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -3465,14 +3462,10 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3483,8 +3476,7 @@ func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, userConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3508,14 +3500,10 @@ func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3526,8 +3514,7 @@ func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, userEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3551,14 +3538,10 @@ func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3569,8 +3552,7 @@ func (ec *executionContext) _UserPayload(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, userPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3599,14 +3581,10 @@ func (ec *executionContext) _UserPayload(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3617,9 +3595,7 @@ func (ec *executionContext) _UserPayload(ctx context.Context, sel ast.SelectionS
 
 func (ec *executionContext) marshalNApiToken2ᚖcairnᚋgraphᚋmodelᚐAPIToken(ctx context.Context, sel ast.SelectionSet, v *model.APIToken) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ApiToken!")
 		return graphql.Null
 	}
 	return ec._ApiToken(ctx, sel, v)
@@ -3627,9 +3603,7 @@ func (ec *executionContext) marshalNApiToken2ᚖcairnᚋgraphᚋmodelᚐAPIToken
 
 func (ec *executionContext) marshalNApiTokenConnection2ᚖcairnᚋgraphᚋmodelᚐAPITokenConnection(ctx context.Context, sel ast.SelectionSet, v *model.APITokenConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ApiTokenConnection!")
 		return graphql.Null
 	}
 	return ec._ApiTokenConnection(ctx, sel, v)
@@ -3657,9 +3631,7 @@ func (ec *executionContext) marshalNApiTokenEdge2ᚕcairnᚋgraphᚋmodelᚐAPIT
 
 func (ec *executionContext) marshalNApiTokenPayload2ᚖcairnᚋgraphᚋmodelᚐAPITokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.APITokenPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ApiTokenPayload!")
 		return graphql.Null
 	}
 	return ec._ApiTokenPayload(ctx, sel, v)
@@ -3672,9 +3644,7 @@ func (ec *executionContext) unmarshalNCreateApiTokenInput2cairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNCreateApiTokenPayload2ᚖcairnᚋgraphᚋmodelᚐCreateAPITokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateAPITokenPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "CreateApiTokenPayload!")
 		return graphql.Null
 	}
 	return ec._CreateApiTokenPayload(ctx, sel, v)
@@ -3707,9 +3677,7 @@ func (ec *executionContext) unmarshalNEnableUserInput2cairnᚋgraphᚋmodelᚐEn
 
 func (ec *executionContext) marshalNLocation2ᚖcairnᚋgraphᚋmodelᚐLocation(ctx context.Context, sel ast.SelectionSet, v *model.Location) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Location!")
 		return graphql.Null
 	}
 	return ec._Location(ctx, sel, v)
@@ -3717,9 +3685,7 @@ func (ec *executionContext) marshalNLocation2ᚖcairnᚋgraphᚋmodelᚐLocation
 
 func (ec *executionContext) marshalNLocationConnection2ᚖcairnᚋgraphᚋmodelᚐLocationConnection(ctx context.Context, sel ast.SelectionSet, v *model.LocationConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "LocationConnection!")
 		return graphql.Null
 	}
 	return ec._LocationConnection(ctx, sel, v)
@@ -3747,9 +3713,7 @@ func (ec *executionContext) marshalNLocationEdge2ᚕcairnᚋgraphᚋmodelᚐLoca
 
 func (ec *executionContext) marshalNLocationPayload2ᚖcairnᚋgraphᚋmodelᚐLocationPayload(ctx context.Context, sel ast.SelectionSet, v *model.LocationPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "LocationPayload!")
 		return graphql.Null
 	}
 	return ec._LocationPayload(ctx, sel, v)
@@ -3792,9 +3756,7 @@ func (ec *executionContext) unmarshalNSuspendTenantInput2cairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNTenant2ᚖcairnᚋgraphᚋmodelᚐTenant(ctx context.Context, sel ast.SelectionSet, v *model.Tenant) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Tenant!")
 		return graphql.Null
 	}
 	return ec._Tenant(ctx, sel, v)
@@ -3802,9 +3764,7 @@ func (ec *executionContext) marshalNTenant2ᚖcairnᚋgraphᚋmodelᚐTenant(ctx
 
 func (ec *executionContext) marshalNTenantConnection2ᚖcairnᚋgraphᚋmodelᚐTenantConnection(ctx context.Context, sel ast.SelectionSet, v *model.TenantConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "TenantConnection!")
 		return graphql.Null
 	}
 	return ec._TenantConnection(ctx, sel, v)
@@ -3832,9 +3792,7 @@ func (ec *executionContext) marshalNTenantEdge2ᚕcairnᚋgraphᚋmodelᚐTenant
 
 func (ec *executionContext) marshalNTenantPayload2ᚖcairnᚋgraphᚋmodelᚐTenantPayload(ctx context.Context, sel ast.SelectionSet, v *model.TenantPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "TenantPayload!")
 		return graphql.Null
 	}
 	return ec._TenantPayload(ctx, sel, v)
@@ -3867,9 +3825,7 @@ func (ec *executionContext) unmarshalNUpdateLocationInput2cairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNUser2ᚖcairnᚋgraphᚋmodelᚐUser(ctx context.Context, sel ast.SelectionSet, v *model.User) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "User!")
 		return graphql.Null
 	}
 	return ec._User(ctx, sel, v)
@@ -3877,9 +3833,7 @@ func (ec *executionContext) marshalNUser2ᚖcairnᚋgraphᚋmodelᚐUser(ctx con
 
 func (ec *executionContext) marshalNUserConnection2ᚖcairnᚋgraphᚋmodelᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *model.UserConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "UserConnection!")
 		return graphql.Null
 	}
 	return ec._UserConnection(ctx, sel, v)
@@ -3907,9 +3861,7 @@ func (ec *executionContext) marshalNUserEdge2ᚕcairnᚋgraphᚋmodelᚐUserEdge
 
 func (ec *executionContext) marshalNUserPayload2ᚖcairnᚋgraphᚋmodelᚐUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.UserPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "UserPayload!")
 		return graphql.Null
 	}
 	return ec._UserPayload(ctx, sel, v)

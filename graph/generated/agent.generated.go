@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -45,7 +44,7 @@ func (ec *executionContext) _AgentJob_cursor(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_AgentJob_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AgentJob", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("AgentJob", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _AgentJob_job(ctx context.Context, field graphql.CollectedField, obj *model.AgentJob) (ret graphql.Marshaler) {
@@ -100,7 +99,7 @@ func (ec *executionContext) _AgentJob_attempt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_AgentJob_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AgentJob", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("AgentJob", field, false, false, "Int")
 }
 
 func (ec *executionContext) _AgentJob_leaseUntil(ctx context.Context, field graphql.CollectedField, obj *model.AgentJob) (ret graphql.Marshaler) {
@@ -123,7 +122,7 @@ func (ec *executionContext) _AgentJob_leaseUntil(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_AgentJob_leaseUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AgentJob", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("AgentJob", field, false, false, "Time")
 }
 
 func (ec *executionContext) _AgentJob_cancelRequested(ctx context.Context, field graphql.CollectedField, obj *model.AgentJob) (ret graphql.Marshaler) {
@@ -146,7 +145,7 @@ func (ec *executionContext) _AgentJob_cancelRequested(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_AgentJob_cancelRequested(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AgentJob", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("AgentJob", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _AppendJobLogPayload_accepted(ctx context.Context, field graphql.CollectedField, obj *model.AppendJobLogPayload) (ret graphql.Marshaler) {
@@ -169,7 +168,7 @@ func (ec *executionContext) _AppendJobLogPayload_accepted(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_AppendJobLogPayload_accepted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AppendJobLogPayload", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("AppendJobLogPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _AppendJobLogPayload_lastSeq(ctx context.Context, field graphql.CollectedField, obj *model.AppendJobLogPayload) (ret graphql.Marshaler) {
@@ -192,7 +191,7 @@ func (ec *executionContext) _AppendJobLogPayload_lastSeq(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_AppendJobLogPayload_lastSeq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AppendJobLogPayload", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("AppendJobLogPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _DiskUsage_mountpoint(ctx context.Context, field graphql.CollectedField, obj *model.DiskUsage) (ret graphql.Marshaler) {
@@ -215,7 +214,7 @@ func (ec *executionContext) _DiskUsage_mountpoint(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_DiskUsage_mountpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskUsage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskUsage", field, false, false, "String")
 }
 
 func (ec *executionContext) _DiskUsage_usedBytes(ctx context.Context, field graphql.CollectedField, obj *model.DiskUsage) (ret graphql.Marshaler) {
@@ -238,7 +237,7 @@ func (ec *executionContext) _DiskUsage_usedBytes(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_DiskUsage_usedBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskUsage", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskUsage", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _DiskUsage_freeBytes(ctx context.Context, field graphql.CollectedField, obj *model.DiskUsage) (ret graphql.Marshaler) {
@@ -261,7 +260,7 @@ func (ec *executionContext) _DiskUsage_freeBytes(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_DiskUsage_freeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskUsage", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskUsage", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _EnrollAgentPayload_node(ctx context.Context, field graphql.CollectedField, obj *model.EnrollAgentPayload) (ret graphql.Marshaler) {
@@ -316,7 +315,7 @@ func (ec *executionContext) _EnrollAgentPayload_credential(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_EnrollAgentPayload_credential(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EnrollAgentPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EnrollAgentPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _EnrollAgentPayload_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EnrollAgentPayload) (ret graphql.Marshaler) {
@@ -339,7 +338,7 @@ func (ec *executionContext) _EnrollAgentPayload_cursor(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_EnrollAgentPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EnrollAgentPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("EnrollAgentPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _HeartbeatPayload_node(ctx context.Context, field graphql.CollectedField, obj *model.HeartbeatPayload) (ret graphql.Marshaler) {
@@ -394,7 +393,7 @@ func (ec *executionContext) _HeartbeatPayload_serverTime(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_HeartbeatPayload_serverTime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HeartbeatPayload", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("HeartbeatPayload", field, false, false, "Time")
 }
 
 func (ec *executionContext) _HeartbeatPayload_intervalSeconds(ctx context.Context, field graphql.CollectedField, obj *model.HeartbeatPayload) (ret graphql.Marshaler) {
@@ -417,7 +416,7 @@ func (ec *executionContext) _HeartbeatPayload_intervalSeconds(ctx context.Contex
 	)
 }
 func (ec *executionContext) fieldContext_HeartbeatPayload_intervalSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HeartbeatPayload", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("HeartbeatPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _HeartbeatPayload_cancelJobIds(ctx context.Context, field graphql.CollectedField, obj *model.HeartbeatPayload) (ret graphql.Marshaler) {
@@ -440,7 +439,7 @@ func (ec *executionContext) _HeartbeatPayload_cancelJobIds(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_HeartbeatPayload_cancelJobIds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HeartbeatPayload", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("HeartbeatPayload", field, false, false, "ID")
 }
 
 func (ec *executionContext) _NetworkCounters_name(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -463,7 +462,7 @@ func (ec *executionContext) _NetworkCounters_name(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "String")
 }
 
 func (ec *executionContext) _NetworkCounters_bytesReceived(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -486,7 +485,7 @@ func (ec *executionContext) _NetworkCounters_bytesReceived(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_bytesReceived(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NetworkCounters_bytesSent(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -509,7 +508,7 @@ func (ec *executionContext) _NetworkCounters_bytesSent(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_bytesSent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NetworkCounters_packetsReceived(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -532,7 +531,7 @@ func (ec *executionContext) _NetworkCounters_packetsReceived(ctx context.Context
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_packetsReceived(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NetworkCounters_packetsSent(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -555,7 +554,7 @@ func (ec *executionContext) _NetworkCounters_packetsSent(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_packetsSent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NetworkCounters_errorsIn(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -578,7 +577,7 @@ func (ec *executionContext) _NetworkCounters_errorsIn(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_errorsIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NetworkCounters_errorsOut(ctx context.Context, field graphql.CollectedField, obj *model.NetworkCounters) (ret graphql.Marshaler) {
@@ -601,7 +600,7 @@ func (ec *executionContext) _NetworkCounters_errorsOut(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_NetworkCounters_errorsOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkCounters", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NodeStatSample_time(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -624,7 +623,7 @@ func (ec *executionContext) _NodeStatSample_time(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Time")
 }
 
 func (ec *executionContext) _NodeStatSample_cpuPercent(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -647,7 +646,7 @@ func (ec *executionContext) _NodeStatSample_cpuPercent(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_cpuPercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Float")
 }
 
 func (ec *executionContext) _NodeStatSample_memoryUsedBytes(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -670,7 +669,7 @@ func (ec *executionContext) _NodeStatSample_memoryUsedBytes(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_memoryUsedBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NodeStatSample_memoryAvailableBytes(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -693,7 +692,7 @@ func (ec *executionContext) _NodeStatSample_memoryAvailableBytes(ctx context.Con
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_memoryAvailableBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NodeStatSample_swapUsedBytes(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -716,7 +715,7 @@ func (ec *executionContext) _NodeStatSample_swapUsedBytes(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_swapUsedBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NodeStatSample_load1(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -739,7 +738,7 @@ func (ec *executionContext) _NodeStatSample_load1(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_load1(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Float")
 }
 
 func (ec *executionContext) _NodeStatSample_load5(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -762,7 +761,7 @@ func (ec *executionContext) _NodeStatSample_load5(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_load5(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Float")
 }
 
 func (ec *executionContext) _NodeStatSample_load15(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -785,7 +784,7 @@ func (ec *executionContext) _NodeStatSample_load15(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_NodeStatSample_load15(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeStatSample", field, false, false, "Float")
 }
 
 func (ec *executionContext) _NodeStatSample_disks(ctx context.Context, field graphql.CollectedField, obj *model.NodeStatSample) (ret graphql.Marshaler) {
@@ -904,7 +903,7 @@ func (ec *executionContext) _PollAgentJobsPayload_cursor(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_PollAgentJobsPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PollAgentJobsPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("PollAgentJobsPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ReportStatsPayload_accepted(ctx context.Context, field graphql.CollectedField, obj *model.ReportStatsPayload) (ret graphql.Marshaler) {
@@ -927,7 +926,7 @@ func (ec *executionContext) _ReportStatsPayload_accepted(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_ReportStatsPayload_accepted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ReportStatsPayload", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ReportStatsPayload", field, false, false, "Int")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -978,6 +977,18 @@ func (ec *executionContext) unmarshalInputAgentJobInput(ctx context.Context, obj
 	return it, nil
 }
 
+// UnmarshalAgentJobInput unmarshals raw into the AgentJobInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAgentJobInput(ctx context.Context, raw any) (model.AgentJobInput, error) {
+	var out model.AgentJobInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AgentJobInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputAppendJobLogInput(ctx context.Context, obj any) (model.AppendJobLogInput, error) {
 	var it model.AppendJobLogInput
 	if obj == nil {
@@ -1022,6 +1033,18 @@ func (ec *executionContext) unmarshalInputAppendJobLogInput(ctx context.Context,
 	return it, nil
 }
 
+// UnmarshalAppendJobLogInput unmarshals raw into the AppendJobLogInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAppendJobLogInput(ctx context.Context, raw any) (model.AppendJobLogInput, error) {
+	var out model.AppendJobLogInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AppendJobLogInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCPUFactsInput(ctx context.Context, obj any) (model.CPUFactsInput, error) {
 	var it model.CPUFactsInput
 	if obj == nil {
@@ -1064,6 +1087,18 @@ func (ec *executionContext) unmarshalInputCPUFactsInput(ctx context.Context, obj
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalCPUFactsInput unmarshals raw into the CPUFactsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCPUFactsInput(ctx context.Context, raw any) (model.CPUFactsInput, error) {
+	var out model.CPUFactsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CPUFactsInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputDiskFactsInput(ctx context.Context, obj any) (model.DiskFactsInput, error) {
@@ -1117,6 +1152,18 @@ func (ec *executionContext) unmarshalInputDiskFactsInput(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalDiskFactsInput unmarshals raw into the DiskFactsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDiskFactsInput(ctx context.Context, raw any) (model.DiskFactsInput, error) {
+	var out model.DiskFactsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DiskFactsInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDiskUsageInput(ctx context.Context, obj any) (model.DiskUsageInput, error) {
 	var it model.DiskUsageInput
 	if obj == nil {
@@ -1159,6 +1206,18 @@ func (ec *executionContext) unmarshalInputDiskUsageInput(ctx context.Context, ob
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalDiskUsageInput unmarshals raw into the DiskUsageInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDiskUsageInput(ctx context.Context, raw any) (model.DiskUsageInput, error) {
+	var out model.DiskUsageInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DiskUsageInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputEnrollAgentInput(ctx context.Context, obj any) (model.EnrollAgentInput, error) {
@@ -1212,6 +1271,18 @@ func (ec *executionContext) unmarshalInputEnrollAgentInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalEnrollAgentInput unmarshals raw into the EnrollAgentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEnrollAgentInput(ctx context.Context, raw any) (model.EnrollAgentInput, error) {
+	var out model.EnrollAgentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnrollAgentInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputFinishJobInput(ctx context.Context, obj any) (model.FinishJobInput, error) {
 	var it model.FinishJobInput
 	if obj == nil {
@@ -1263,6 +1334,18 @@ func (ec *executionContext) unmarshalInputFinishJobInput(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalFinishJobInput unmarshals raw into the FinishJobInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalFinishJobInput(ctx context.Context, raw any) (model.FinishJobInput, error) {
+	var out model.FinishJobInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "FinishJobInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputHeartbeatInput(ctx context.Context, obj any) (model.HeartbeatInput, error) {
 	var it model.HeartbeatInput
 	if obj == nil {
@@ -1298,6 +1381,18 @@ func (ec *executionContext) unmarshalInputHeartbeatInput(ctx context.Context, ob
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalHeartbeatInput unmarshals raw into the HeartbeatInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalHeartbeatInput(ctx context.Context, raw any) (model.HeartbeatInput, error) {
+	var out model.HeartbeatInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "HeartbeatInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputJobLogChunkInput(ctx context.Context, obj any) (model.JobLogChunkInput, error) {
@@ -1349,6 +1444,18 @@ func (ec *executionContext) unmarshalInputJobLogChunkInput(ctx context.Context, 
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalJobLogChunkInput unmarshals raw into the JobLogChunkInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalJobLogChunkInput(ctx context.Context, raw any) (model.JobLogChunkInput, error) {
+	var out model.JobLogChunkInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "JobLogChunkInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputJobResultInput(ctx context.Context, obj any) (model.JobResultInput, error) {
@@ -1414,6 +1521,18 @@ func (ec *executionContext) unmarshalInputJobResultInput(ctx context.Context, ob
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalJobResultInput unmarshals raw into the JobResultInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalJobResultInput(ctx context.Context, raw any) (model.JobResultInput, error) {
+	var out model.JobResultInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "JobResultInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputNetworkCountersInput(ctx context.Context, obj any) (model.NetworkCountersInput, error) {
@@ -1488,6 +1607,18 @@ func (ec *executionContext) unmarshalInputNetworkCountersInput(ctx context.Conte
 	return it, nil
 }
 
+// UnmarshalNetworkCountersInput unmarshals raw into the NetworkCountersInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNetworkCountersInput(ctx context.Context, raw any) (model.NetworkCountersInput, error) {
+	var out model.NetworkCountersInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NetworkCountersInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputNetworkInterfaceInput(ctx context.Context, obj any) (model.NetworkInterfaceInput, error) {
 	var it model.NetworkInterfaceInput
 	if obj == nil {
@@ -1537,6 +1668,18 @@ func (ec *executionContext) unmarshalInputNetworkInterfaceInput(ctx context.Cont
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalNetworkInterfaceInput unmarshals raw into the NetworkInterfaceInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNetworkInterfaceInput(ctx context.Context, raw any) (model.NetworkInterfaceInput, error) {
+	var out model.NetworkInterfaceInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NetworkInterfaceInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputNodeFactsInput(ctx context.Context, obj any) (model.NodeFactsInput, error) {
@@ -1595,6 +1738,18 @@ func (ec *executionContext) unmarshalInputNodeFactsInput(ctx context.Context, ob
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalNodeFactsInput unmarshals raw into the NodeFactsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNodeFactsInput(ctx context.Context, raw any) (model.NodeFactsInput, error) {
+	var out model.NodeFactsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NodeFactsInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputNodeStatSampleInput(ctx context.Context, obj any) (model.NodeStatSampleInput, error) {
@@ -1690,6 +1845,18 @@ func (ec *executionContext) unmarshalInputNodeStatSampleInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalNodeStatSampleInput unmarshals raw into the NodeStatSampleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNodeStatSampleInput(ctx context.Context, raw any) (model.NodeStatSampleInput, error) {
+	var out model.NodeStatSampleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NodeStatSampleInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputOSFactsInput(ctx context.Context, obj any) (model.OSFactsInput, error) {
 	var it model.OSFactsInput
 	if obj == nil {
@@ -1741,6 +1908,18 @@ func (ec *executionContext) unmarshalInputOSFactsInput(ctx context.Context, obj 
 	return it, nil
 }
 
+// UnmarshalOSFactsInput unmarshals raw into the OSFactsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalOSFactsInput(ctx context.Context, raw any) (model.OSFactsInput, error) {
+	var out model.OSFactsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "OSFactsInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputPollAgentJobsInput(ctx context.Context, obj any) (model.PollAgentJobsInput, error) {
 	var it model.PollAgentJobsInput
 	if obj == nil {
@@ -1783,6 +1962,18 @@ func (ec *executionContext) unmarshalInputPollAgentJobsInput(ctx context.Context
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalPollAgentJobsInput unmarshals raw into the PollAgentJobsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalPollAgentJobsInput(ctx context.Context, raw any) (model.PollAgentJobsInput, error) {
+	var out model.PollAgentJobsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "PollAgentJobsInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputReportFactsInput(ctx context.Context, obj any) (model.ReportFactsInput, error) {
@@ -1829,6 +2020,18 @@ func (ec *executionContext) unmarshalInputReportFactsInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalReportFactsInput unmarshals raw into the ReportFactsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReportFactsInput(ctx context.Context, raw any) (model.ReportFactsInput, error) {
+	var out model.ReportFactsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReportFactsInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputReportStatsInput(ctx context.Context, obj any) (model.ReportStatsInput, error) {
 	var it model.ReportStatsInput
 	if obj == nil {
@@ -1866,6 +2069,18 @@ func (ec *executionContext) unmarshalInputReportStatsInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalReportStatsInput unmarshals raw into the ReportStatsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReportStatsInput(ctx context.Context, raw any) (model.ReportStatsInput, error) {
+	var out model.ReportStatsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReportStatsInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -1880,8 +2095,7 @@ func (ec *executionContext) _AgentJob(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, agentJobImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1920,14 +2134,10 @@ func (ec *executionContext) _AgentJob(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1938,8 +2148,7 @@ func (ec *executionContext) _AppendJobLogPayload(ctx context.Context, sel ast.Se
 	fields := graphql.CollectFields(ec.OperationContext, sel, appendJobLogPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1963,14 +2172,10 @@ func (ec *executionContext) _AppendJobLogPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1981,8 +2186,7 @@ func (ec *executionContext) _DiskUsage(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, diskUsageImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2011,14 +2215,10 @@ func (ec *executionContext) _DiskUsage(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2029,8 +2229,7 @@ func (ec *executionContext) _EnrollAgentPayload(ctx context.Context, sel ast.Sel
 	fields := graphql.CollectFields(ec.OperationContext, sel, enrollAgentPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2059,14 +2258,10 @@ func (ec *executionContext) _EnrollAgentPayload(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2077,8 +2272,7 @@ func (ec *executionContext) _HeartbeatPayload(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, heartbeatPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2112,14 +2306,10 @@ func (ec *executionContext) _HeartbeatPayload(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2130,8 +2320,7 @@ func (ec *executionContext) _NetworkCounters(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, networkCountersImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2180,14 +2369,10 @@ func (ec *executionContext) _NetworkCounters(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2198,8 +2383,7 @@ func (ec *executionContext) _NodeStatSample(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, nodeStatSampleImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2263,14 +2447,10 @@ func (ec *executionContext) _NodeStatSample(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2281,8 +2461,7 @@ func (ec *executionContext) _PollAgentJobsPayload(ctx context.Context, sel ast.S
 	fields := graphql.CollectFields(ec.OperationContext, sel, pollAgentJobsPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2306,14 +2485,10 @@ func (ec *executionContext) _PollAgentJobsPayload(ctx context.Context, sel ast.S
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2324,8 +2499,7 @@ func (ec *executionContext) _ReportStatsPayload(ctx context.Context, sel ast.Sel
 	fields := graphql.CollectFields(ec.OperationContext, sel, reportStatsPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2344,14 +2518,10 @@ func (ec *executionContext) _ReportStatsPayload(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2382,9 +2552,7 @@ func (ec *executionContext) marshalNAgentJob2ᚕcairnᚋgraphᚋmodelᚐAgentJob
 
 func (ec *executionContext) marshalNAgentJob2ᚖcairnᚋgraphᚋmodelᚐAgentJob(ctx context.Context, sel ast.SelectionSet, v *model.AgentJob) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "AgentJob!")
 		return graphql.Null
 	}
 	return ec._AgentJob(ctx, sel, v)
@@ -2402,9 +2570,7 @@ func (ec *executionContext) unmarshalNAppendJobLogInput2cairnᚋgraphᚋmodelᚐ
 
 func (ec *executionContext) marshalNAppendJobLogPayload2ᚖcairnᚋgraphᚋmodelᚐAppendJobLogPayload(ctx context.Context, sel ast.SelectionSet, v *model.AppendJobLogPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "AppendJobLogPayload!")
 		return graphql.Null
 	}
 	return ec._AppendJobLogPayload(ctx, sel, v)
@@ -2466,9 +2632,7 @@ func (ec *executionContext) unmarshalNEnrollAgentInput2cairnᚋgraphᚋmodelᚐE
 
 func (ec *executionContext) marshalNEnrollAgentPayload2ᚖcairnᚋgraphᚋmodelᚐEnrollAgentPayload(ctx context.Context, sel ast.SelectionSet, v *model.EnrollAgentPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "EnrollAgentPayload!")
 		return graphql.Null
 	}
 	return ec._EnrollAgentPayload(ctx, sel, v)
@@ -2486,9 +2650,7 @@ func (ec *executionContext) unmarshalNHeartbeatInput2cairnᚋgraphᚋmodelᚐHea
 
 func (ec *executionContext) marshalNHeartbeatPayload2ᚖcairnᚋgraphᚋmodelᚐHeartbeatPayload(ctx context.Context, sel ast.SelectionSet, v *model.HeartbeatPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "HeartbeatPayload!")
 		return graphql.Null
 	}
 	return ec._HeartbeatPayload(ctx, sel, v)
@@ -2628,9 +2790,7 @@ func (ec *executionContext) unmarshalNPollAgentJobsInput2cairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNPollAgentJobsPayload2ᚖcairnᚋgraphᚋmodelᚐPollAgentJobsPayload(ctx context.Context, sel ast.SelectionSet, v *model.PollAgentJobsPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "PollAgentJobsPayload!")
 		return graphql.Null
 	}
 	return ec._PollAgentJobsPayload(ctx, sel, v)
@@ -2648,9 +2808,7 @@ func (ec *executionContext) unmarshalNReportStatsInput2cairnᚋgraphᚋmodelᚐR
 
 func (ec *executionContext) marshalNReportStatsPayload2ᚖcairnᚋgraphᚋmodelᚐReportStatsPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReportStatsPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ReportStatsPayload!")
 		return graphql.Null
 	}
 	return ec._ReportStatsPayload(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -45,7 +44,7 @@ func (ec *executionContext) _ChainBreak_streamId(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ChainBreak_streamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, "String")
 }
 
 func (ec *executionContext) _ChainBreak_version(ctx context.Context, field graphql.CollectedField, obj *model.ChainBreak) (ret graphql.Marshaler) {
@@ -68,7 +67,7 @@ func (ec *executionContext) _ChainBreak_version(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ChainBreak_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ChainBreak_position(ctx context.Context, field graphql.CollectedField, obj *model.ChainBreak) (ret graphql.Marshaler) {
@@ -91,7 +90,7 @@ func (ec *executionContext) _ChainBreak_position(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ChainBreak_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _ChainBreak_reason(ctx context.Context, field graphql.CollectedField, obj *model.ChainBreak) (ret graphql.Marshaler) {
@@ -114,7 +113,7 @@ func (ec *executionContext) _ChainBreak_reason(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ChainBreak_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainBreak", field, false, false, "String")
 }
 
 func (ec *executionContext) _ChainVerification_ok(ctx context.Context, field graphql.CollectedField, obj *model.ChainVerification) (ret graphql.Marshaler) {
@@ -137,7 +136,7 @@ func (ec *executionContext) _ChainVerification_ok(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_ChainVerification_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainVerification", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainVerification", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ChainVerification_streams(ctx context.Context, field graphql.CollectedField, obj *model.ChainVerification) (ret graphql.Marshaler) {
@@ -160,7 +159,7 @@ func (ec *executionContext) _ChainVerification_streams(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ChainVerification_streams(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainVerification", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainVerification", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _ChainVerification_events(ctx context.Context, field graphql.CollectedField, obj *model.ChainVerification) (ret graphql.Marshaler) {
@@ -183,7 +182,7 @@ func (ec *executionContext) _ChainVerification_events(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_ChainVerification_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChainVerification", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("ChainVerification", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _ChainVerification_firstBreak(ctx context.Context, field graphql.CollectedField, obj *model.ChainVerification) (ret graphql.Marshaler) {
@@ -398,7 +397,7 @@ func (ec *executionContext) _EntityState_type(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_EntityState_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EntityState", field, false, false, errors.New("field of type EntityType does not have child fields"))
+	return graphql.NewScalarFieldContext("EntityState", field, false, false, "EntityType")
 }
 
 func (ec *executionContext) _EntityState_id(ctx context.Context, field graphql.CollectedField, obj *model.EntityState) (ret graphql.Marshaler) {
@@ -421,7 +420,7 @@ func (ec *executionContext) _EntityState_id(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_EntityState_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EntityState", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("EntityState", field, false, false, "ID")
 }
 
 func (ec *executionContext) _EntityState_version(ctx context.Context, field graphql.CollectedField, obj *model.EntityState) (ret graphql.Marshaler) {
@@ -444,7 +443,7 @@ func (ec *executionContext) _EntityState_version(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_EntityState_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EntityState", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("EntityState", field, false, false, "Int")
 }
 
 func (ec *executionContext) _EntityState_cursor(ctx context.Context, field graphql.CollectedField, obj *model.EntityState) (ret graphql.Marshaler) {
@@ -467,7 +466,7 @@ func (ec *executionContext) _EntityState_cursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_EntityState_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EntityState", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("EntityState", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _EntityState_time(ctx context.Context, field graphql.CollectedField, obj *model.EntityState) (ret graphql.Marshaler) {
@@ -490,7 +489,7 @@ func (ec *executionContext) _EntityState_time(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_EntityState_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EntityState", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("EntityState", field, false, false, "Time")
 }
 
 func (ec *executionContext) _EntityState_state(ctx context.Context, field graphql.CollectedField, obj *model.EntityState) (ret graphql.Marshaler) {
@@ -513,7 +512,7 @@ func (ec *executionContext) _EntityState_state(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_EntityState_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EntityState", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("EntityState", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _FieldChange_path(ctx context.Context, field graphql.CollectedField, obj *model.FieldChange) (ret graphql.Marshaler) {
@@ -536,7 +535,7 @@ func (ec *executionContext) _FieldChange_path(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_FieldChange_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FieldChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("FieldChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _FieldChange_before(ctx context.Context, field graphql.CollectedField, obj *model.FieldChange) (ret graphql.Marshaler) {
@@ -559,7 +558,7 @@ func (ec *executionContext) _FieldChange_before(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_FieldChange_before(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FieldChange", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("FieldChange", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _FieldChange_after(ctx context.Context, field graphql.CollectedField, obj *model.FieldChange) (ret graphql.Marshaler) {
@@ -582,7 +581,7 @@ func (ec *executionContext) _FieldChange_after(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_FieldChange_after(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FieldChange", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("FieldChange", field, false, false, "JSON")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -626,6 +625,18 @@ func (ec *executionContext) unmarshalInputEntityRef(ctx context.Context, obj any
 	return it, nil
 }
 
+// UnmarshalEntityRef unmarshals raw into the EntityRef input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEntityRef(ctx context.Context, raw any) (model.EntityRef, error) {
+	var out model.EntityRef
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EntityRef", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -640,8 +651,7 @@ func (ec *executionContext) _ChainBreak(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, chainBreakImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -675,14 +685,10 @@ func (ec *executionContext) _ChainBreak(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -693,8 +699,7 @@ func (ec *executionContext) _ChainVerification(ctx context.Context, sel ast.Sele
 	fields := graphql.CollectFields(ec.OperationContext, sel, chainVerificationImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -733,14 +738,10 @@ func (ec *executionContext) _ChainVerification(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -751,8 +752,7 @@ func (ec *executionContext) _EntityDiff(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, entityDiffImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -786,14 +786,10 @@ func (ec *executionContext) _EntityDiff(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -804,8 +800,7 @@ func (ec *executionContext) _EntityState(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, entityStateImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -849,14 +844,10 @@ func (ec *executionContext) _EntityState(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -867,8 +858,7 @@ func (ec *executionContext) _FieldChange(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, fieldChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -897,14 +887,10 @@ func (ec *executionContext) _FieldChange(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -935,9 +921,7 @@ func (ec *executionContext) marshalNChainBreak2ᚕcairnᚋgraphᚋmodelᚐChainB
 
 func (ec *executionContext) marshalNChainVerification2ᚖcairnᚋgraphᚋmodelᚐChainVerification(ctx context.Context, sel ast.SelectionSet, v *model.ChainVerification) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ChainVerification!")
 		return graphql.Null
 	}
 	return ec._ChainVerification(ctx, sel, v)
@@ -945,9 +929,7 @@ func (ec *executionContext) marshalNChainVerification2ᚖcairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNEntityDiff2ᚖcairnᚋgraphᚋmodelᚐEntityDiff(ctx context.Context, sel ast.SelectionSet, v *model.EntityDiff) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "EntityDiff!")
 		return graphql.Null
 	}
 	return ec._EntityDiff(ctx, sel, v)
@@ -960,9 +942,7 @@ func (ec *executionContext) unmarshalNEntityRef2cairnᚋgraphᚋmodelᚐEntityRe
 
 func (ec *executionContext) marshalNEntityState2ᚖcairnᚋgraphᚋmodelᚐEntityState(ctx context.Context, sel ast.SelectionSet, v *model.EntityState) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "EntityState!")
 		return graphql.Null
 	}
 	return ec._EntityState(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -44,7 +43,7 @@ func (ec *executionContext) _BlueprintChange_service(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintChange_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _BlueprintChange_serviceId(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintChange) (ret graphql.Marshaler) {
@@ -67,7 +66,7 @@ func (ec *executionContext) _BlueprintChange_serviceId(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintChange_serviceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, "ID")
 }
 
 func (ec *executionContext) _BlueprintChange_path(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintChange) (ret graphql.Marshaler) {
@@ -90,7 +89,7 @@ func (ec *executionContext) _BlueprintChange_path(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintChange_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _BlueprintChange_steps(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintChange) (ret graphql.Marshaler) {
@@ -113,7 +112,7 @@ func (ec *executionContext) _BlueprintChange_steps(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintChange_steps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, errors.New("field of type BlueprintStep does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, "BlueprintStep")
 }
 
 func (ec *executionContext) _BlueprintChange_detail(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintChange) (ret graphql.Marshaler) {
@@ -136,7 +135,7 @@ func (ec *executionContext) _BlueprintChange_detail(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintChange_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _BlueprintResult_blueprint(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintResult) (ret graphql.Marshaler) {
@@ -159,7 +158,7 @@ func (ec *executionContext) _BlueprintResult_blueprint(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintResult_blueprint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _BlueprintResult_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintResult) (ret graphql.Marshaler) {
@@ -182,7 +181,7 @@ func (ec *executionContext) _BlueprintResult_tenantId(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintResult_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, "ID")
 }
 
 func (ec *executionContext) _BlueprintResult_changes(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintResult) (ret graphql.Marshaler) {
@@ -237,7 +236,7 @@ func (ec *executionContext) _BlueprintResult_changed(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintResult_changed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _BlueprintResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.BlueprintResult) (ret graphql.Marshaler) {
@@ -260,7 +259,7 @@ func (ec *executionContext) _BlueprintResult_cursor(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_BlueprintResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("BlueprintResult", field, false, false, "Cursor")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -311,6 +310,18 @@ func (ec *executionContext) unmarshalInputApplyBlueprintInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalApplyBlueprintInput unmarshals raw into the ApplyBlueprintInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalApplyBlueprintInput(ctx context.Context, raw any) (model.ApplyBlueprintInput, error) {
+	var out model.ApplyBlueprintInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ApplyBlueprintInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -325,8 +336,7 @@ func (ec *executionContext) _BlueprintChange(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, blueprintChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -365,14 +375,10 @@ func (ec *executionContext) _BlueprintChange(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -383,8 +389,7 @@ func (ec *executionContext) _BlueprintResult(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, blueprintResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -423,14 +428,10 @@ func (ec *executionContext) _BlueprintResult(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -466,9 +467,7 @@ func (ec *executionContext) marshalNBlueprintChange2ᚕcairnᚋgraphᚋmodelᚐB
 
 func (ec *executionContext) marshalNBlueprintResult2ᚖcairnᚋgraphᚋmodelᚐBlueprintResult(ctx context.Context, sel ast.SelectionSet, v *model.BlueprintResult) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "BlueprintResult!")
 		return graphql.Null
 	}
 	return ec._BlueprintResult(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -45,7 +44,7 @@ func (ec *executionContext) _Allocation_resourceId(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_resourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Allocation_resourceType(ctx context.Context, field graphql.CollectedField, obj *model.Allocation) (ret graphql.Marshaler) {
@@ -68,7 +67,7 @@ func (ec *executionContext) _Allocation_resourceType(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_resourceType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Allocation_serviceId(ctx context.Context, field graphql.CollectedField, obj *model.Allocation) (ret graphql.Marshaler) {
@@ -91,7 +90,7 @@ func (ec *executionContext) _Allocation_serviceId(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_serviceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Allocation_serviceName(ctx context.Context, field graphql.CollectedField, obj *model.Allocation) (ret graphql.Marshaler) {
@@ -114,7 +113,7 @@ func (ec *executionContext) _Allocation_serviceName(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_serviceName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Allocation_nodeId(ctx context.Context, field graphql.CollectedField, obj *model.Allocation) (ret graphql.Marshaler) {
@@ -137,7 +136,7 @@ func (ec *executionContext) _Allocation_nodeId(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_nodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Allocation_hostname(ctx context.Context, field graphql.CollectedField, obj *model.Allocation) (ret graphql.Marshaler) {
@@ -160,7 +159,7 @@ func (ec *executionContext) _Allocation_hostname(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_hostname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Allocation_request(ctx context.Context, field graphql.CollectedField, obj *model.Allocation) (ret graphql.Marshaler) {
@@ -215,7 +214,7 @@ func (ec *executionContext) _Allocation_allocatedAt(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Allocation_allocatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Allocation", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Allocation", field, false, false, "Time")
 }
 
 func (ec *executionContext) _LabelRequirement_key(ctx context.Context, field graphql.CollectedField, obj *model.LabelRequirement) (ret graphql.Marshaler) {
@@ -238,7 +237,7 @@ func (ec *executionContext) _LabelRequirement_key(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_LabelRequirement_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, "String")
 }
 
 func (ec *executionContext) _LabelRequirement_operator(ctx context.Context, field graphql.CollectedField, obj *model.LabelRequirement) (ret graphql.Marshaler) {
@@ -261,7 +260,7 @@ func (ec *executionContext) _LabelRequirement_operator(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_LabelRequirement_operator(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, errors.New("field of type LabelOperator does not have child fields"))
+	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, "LabelOperator")
 }
 
 func (ec *executionContext) _LabelRequirement_values(ctx context.Context, field graphql.CollectedField, obj *model.LabelRequirement) (ret graphql.Marshaler) {
@@ -284,7 +283,7 @@ func (ec *executionContext) _LabelRequirement_values(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_LabelRequirement_values(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("LabelRequirement", field, false, false, "String")
 }
 
 func (ec *executionContext) _LocationCapacity_allocatable(ctx context.Context, field graphql.CollectedField, obj *model.LocationCapacity) (ret graphql.Marshaler) {
@@ -403,7 +402,7 @@ func (ec *executionContext) _LocationCapacity_nodes(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_LocationCapacity_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LocationCapacity", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("LocationCapacity", field, false, false, "Int")
 }
 
 func (ec *executionContext) _LocationCapacity_schedulableNodes(ctx context.Context, field graphql.CollectedField, obj *model.LocationCapacity) (ret graphql.Marshaler) {
@@ -426,7 +425,7 @@ func (ec *executionContext) _LocationCapacity_schedulableNodes(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_LocationCapacity_schedulableNodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LocationCapacity", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("LocationCapacity", field, false, false, "Int")
 }
 
 func (ec *executionContext) _LocationCapacity_fullest(ctx context.Context, field graphql.CollectedField, obj *model.LocationCapacity) (ret graphql.Marshaler) {
@@ -513,7 +512,7 @@ func (ec *executionContext) _LocationCapacity_runningTotal(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_LocationCapacity_runningTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LocationCapacity", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("LocationCapacity", field, false, false, "Int")
 }
 
 func (ec *executionContext) _NodeCapacity_allocatable(ctx context.Context, field graphql.CollectedField, obj *model.NodeCapacity) (ret graphql.Marshaler) {
@@ -664,7 +663,7 @@ func (ec *executionContext) _NodeCapacity_allocations(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_NodeCapacity_allocations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeCapacity", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeCapacity", field, false, false, "Int")
 }
 
 func (ec *executionContext) _NodeCapacity_fill(ctx context.Context, field graphql.CollectedField, obj *model.NodeCapacity) (ret graphql.Marshaler) {
@@ -687,7 +686,7 @@ func (ec *executionContext) _NodeCapacity_fill(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_NodeCapacity_fill(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeCapacity", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeCapacity", field, false, false, "Float")
 }
 
 func (ec *executionContext) _NodeFill_nodeId(ctx context.Context, field graphql.CollectedField, obj *model.NodeFill) (ret graphql.Marshaler) {
@@ -710,7 +709,7 @@ func (ec *executionContext) _NodeFill_nodeId(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_NodeFill_nodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeFill", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeFill", field, false, false, "ID")
 }
 
 func (ec *executionContext) _NodeFill_hostname(ctx context.Context, field graphql.CollectedField, obj *model.NodeFill) (ret graphql.Marshaler) {
@@ -733,7 +732,7 @@ func (ec *executionContext) _NodeFill_hostname(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_NodeFill_hostname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeFill", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeFill", field, false, false, "String")
 }
 
 func (ec *executionContext) _NodeFill_status(ctx context.Context, field graphql.CollectedField, obj *model.NodeFill) (ret graphql.Marshaler) {
@@ -756,7 +755,7 @@ func (ec *executionContext) _NodeFill_status(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_NodeFill_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeFill", field, false, false, errors.New("field of type NodeStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeFill", field, false, false, "NodeStatus")
 }
 
 func (ec *executionContext) _NodeFill_capacity(ctx context.Context, field graphql.CollectedField, obj *model.NodeFill) (ret graphql.Marshaler) {
@@ -811,7 +810,7 @@ func (ec *executionContext) _Resources_cpu(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Resources_cpu(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resources", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Resources", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Resources_memoryBytes(ctx context.Context, field graphql.CollectedField, obj *model.Resources) (ret graphql.Marshaler) {
@@ -834,7 +833,7 @@ func (ec *executionContext) _Resources_memoryBytes(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Resources_memoryBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resources", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("Resources", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _Resources_diskBytes(ctx context.Context, field graphql.CollectedField, obj *model.Resources) (ret graphql.Marshaler) {
@@ -857,7 +856,7 @@ func (ec *executionContext) _Resources_diskBytes(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Resources_diskBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resources", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("Resources", field, false, false, "Int64")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -908,6 +907,18 @@ func (ec *executionContext) unmarshalInputLabelRequirementInput(ctx context.Cont
 	return it, nil
 }
 
+// UnmarshalLabelRequirementInput unmarshals raw into the LabelRequirementInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalLabelRequirementInput(ctx context.Context, raw any) (model.LabelRequirementInput, error) {
+	var out model.LabelRequirementInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "LabelRequirementInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputResourcesInput(ctx context.Context, obj any) (model.ResourcesInput, error) {
 	var it model.ResourcesInput
 	if obj == nil {
@@ -952,6 +963,18 @@ func (ec *executionContext) unmarshalInputResourcesInput(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalResourcesInput unmarshals raw into the ResourcesInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalResourcesInput(ctx context.Context, raw any) (model.ResourcesInput, error) {
+	var out model.ResourcesInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResourcesInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSetLocationReserveInput(ctx context.Context, obj any) (model.SetLocationReserveInput, error) {
 	var it model.SetLocationReserveInput
 	if obj == nil {
@@ -994,6 +1017,18 @@ func (ec *executionContext) unmarshalInputSetLocationReserveInput(ctx context.Co
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalSetLocationReserveInput unmarshals raw into the SetLocationReserveInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetLocationReserveInput(ctx context.Context, raw any) (model.SetLocationReserveInput, error) {
+	var out model.SetLocationReserveInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetLocationReserveInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputSetNodeReserveInput(ctx context.Context, obj any) (model.SetNodeReserveInput, error) {
@@ -1047,6 +1082,18 @@ func (ec *executionContext) unmarshalInputSetNodeReserveInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalSetNodeReserveInput unmarshals raw into the SetNodeReserveInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetNodeReserveInput(ctx context.Context, raw any) (model.SetNodeReserveInput, error) {
+	var out model.SetNodeReserveInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetNodeReserveInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -1061,8 +1108,7 @@ func (ec *executionContext) _Allocation(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, allocationImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1116,14 +1162,10 @@ func (ec *executionContext) _Allocation(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1134,8 +1176,7 @@ func (ec *executionContext) _LabelRequirement(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, labelRequirementImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1164,14 +1205,10 @@ func (ec *executionContext) _LabelRequirement(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1182,8 +1219,7 @@ func (ec *executionContext) _LocationCapacity(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, locationCapacityImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1237,14 +1273,10 @@ func (ec *executionContext) _LocationCapacity(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1255,8 +1287,7 @@ func (ec *executionContext) _NodeCapacity(ctx context.Context, sel ast.Selection
 	fields := graphql.CollectFields(ec.OperationContext, sel, nodeCapacityImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1300,14 +1331,10 @@ func (ec *executionContext) _NodeCapacity(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1318,8 +1345,7 @@ func (ec *executionContext) _NodeFill(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, nodeFillImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1353,14 +1379,10 @@ func (ec *executionContext) _NodeFill(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1371,8 +1393,7 @@ func (ec *executionContext) _Resources(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourcesImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1401,14 +1422,10 @@ func (ec *executionContext) _Resources(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1474,9 +1491,7 @@ func (ec *executionContext) unmarshalNLabelRequirementInput2cairnᚋgraphᚋmode
 
 func (ec *executionContext) marshalNLocationCapacity2ᚖcairnᚋgraphᚋmodelᚐLocationCapacity(ctx context.Context, sel ast.SelectionSet, v *model.LocationCapacity) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "LocationCapacity!")
 		return graphql.Null
 	}
 	return ec._LocationCapacity(ctx, sel, v)
@@ -1484,9 +1499,7 @@ func (ec *executionContext) marshalNLocationCapacity2ᚖcairnᚋgraphᚋmodelᚐ
 
 func (ec *executionContext) marshalNNodeCapacity2ᚖcairnᚋgraphᚋmodelᚐNodeCapacity(ctx context.Context, sel ast.SelectionSet, v *model.NodeCapacity) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "NodeCapacity!")
 		return graphql.Null
 	}
 	return ec._NodeCapacity(ctx, sel, v)
@@ -1514,9 +1527,7 @@ func (ec *executionContext) marshalNNodeFill2ᚕcairnᚋgraphᚋmodelᚐNodeFill
 
 func (ec *executionContext) marshalNResources2ᚖcairnᚋgraphᚋmodelᚐResources(ctx context.Context, sel ast.SelectionSet, v *model.Resources) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Resources!")
 		return graphql.Null
 	}
 	return ec._Resources(ctx, sel, v)

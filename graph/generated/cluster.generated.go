@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -77,7 +76,7 @@ func (ec *executionContext) _Replica_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Replica_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Replica_address(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -100,7 +99,7 @@ func (ec *executionContext) _Replica_address(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Replica_address(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "String")
 }
 
 func (ec *executionContext) _Replica_version(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -123,7 +122,7 @@ func (ec *executionContext) _Replica_version(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Replica_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "String")
 }
 
 func (ec *executionContext) _Replica_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -146,7 +145,7 @@ func (ec *executionContext) _Replica_startedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Replica_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Replica_lastSeen(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -169,7 +168,7 @@ func (ec *executionContext) _Replica_lastSeen(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Replica_lastSeen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Replica_gone(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -192,7 +191,7 @@ func (ec *executionContext) _Replica_gone(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Replica_gone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Replica_owns(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -215,7 +214,7 @@ func (ec *executionContext) _Replica_owns(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Replica_owns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "String")
 }
 
 func (ec *executionContext) _Replica_self(ctx context.Context, field graphql.CollectedField, obj *model.Replica) (ret graphql.Marshaler) {
@@ -238,7 +237,7 @@ func (ec *executionContext) _Replica_self(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Replica_self(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Replica", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("Replica", field, false, false, "Boolean")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -259,8 +258,7 @@ func (ec *executionContext) _Cluster(ctx context.Context, sel ast.SelectionSet, 
 	fields := graphql.CollectFields(ec.OperationContext, sel, clusterImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -279,14 +277,10 @@ func (ec *executionContext) _Cluster(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -297,8 +291,7 @@ func (ec *executionContext) _Replica(ctx context.Context, sel ast.SelectionSet, 
 	fields := graphql.CollectFields(ec.OperationContext, sel, replicaImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -352,14 +345,10 @@ func (ec *executionContext) _Replica(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -370,9 +359,7 @@ func (ec *executionContext) _Replica(ctx context.Context, sel ast.SelectionSet, 
 
 func (ec *executionContext) marshalNCluster2ᚖcairnᚋgraphᚋmodelᚐCluster(ctx context.Context, sel ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Cluster!")
 		return graphql.Null
 	}
 	return ec._Cluster(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -49,7 +48,7 @@ func (ec *executionContext) _Event_cursor(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Event_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _Event_position(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -72,7 +71,7 @@ func (ec *executionContext) _Event_position(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Event_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _Event_streamId(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -95,7 +94,7 @@ func (ec *executionContext) _Event_streamId(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Event_streamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "String")
 }
 
 func (ec *executionContext) _Event_streamType(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -118,7 +117,7 @@ func (ec *executionContext) _Event_streamType(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Event_streamType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "String")
 }
 
 func (ec *executionContext) _Event_version(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -141,7 +140,7 @@ func (ec *executionContext) _Event_version(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Event_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Event_type(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -164,7 +163,7 @@ func (ec *executionContext) _Event_type(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Event_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "String")
 }
 
 func (ec *executionContext) _Event_schemaVersion(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -187,7 +186,7 @@ func (ec *executionContext) _Event_schemaVersion(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Event_schemaVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Event_payload(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -210,7 +209,7 @@ func (ec *executionContext) _Event_payload(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Event_payload(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Event_metadata(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -265,7 +264,7 @@ func (ec *executionContext) _Event_time(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Event_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Event_prevHash(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -288,7 +287,7 @@ func (ec *executionContext) _Event_prevHash(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Event_prevHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "String")
 }
 
 func (ec *executionContext) _Event_hash(ctx context.Context, field graphql.CollectedField, obj *model.Event) (ret graphql.Marshaler) {
@@ -311,7 +310,7 @@ func (ec *executionContext) _Event_hash(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Event_hash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Event", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Event", field, false, false, "String")
 }
 
 func (ec *executionContext) _EventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.EventConnection) (ret graphql.Marshaler) {
@@ -398,7 +397,7 @@ func (ec *executionContext) _EventEdge_cursor(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_EventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EventEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _EventEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.EventEdge) (ret graphql.Marshaler) {
@@ -453,7 +452,7 @@ func (ec *executionContext) _EventMetadata_commandId(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_EventMetadata_commandId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, "String")
 }
 
 func (ec *executionContext) _EventMetadata_correlationId(ctx context.Context, field graphql.CollectedField, obj *model.EventMetadata) (ret graphql.Marshaler) {
@@ -476,7 +475,7 @@ func (ec *executionContext) _EventMetadata_correlationId(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_EventMetadata_correlationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, "String")
 }
 
 func (ec *executionContext) _EventMetadata_causationId(ctx context.Context, field graphql.CollectedField, obj *model.EventMetadata) (ret graphql.Marshaler) {
@@ -499,7 +498,7 @@ func (ec *executionContext) _EventMetadata_causationId(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_EventMetadata_causationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, "String")
 }
 
 func (ec *executionContext) _EventMetadata_actor(ctx context.Context, field graphql.CollectedField, obj *model.EventMetadata) (ret graphql.Marshaler) {
@@ -522,7 +521,7 @@ func (ec *executionContext) _EventMetadata_actor(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_EventMetadata_actor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, "String")
 }
 
 func (ec *executionContext) _EventMetadata_actorName(ctx context.Context, field graphql.CollectedField, obj *model.EventMetadata) (ret graphql.Marshaler) {
@@ -545,7 +544,7 @@ func (ec *executionContext) _EventMetadata_actorName(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_EventMetadata_actorName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMetadata", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EventMetadata", field, true, true, "String")
 }
 
 func (ec *executionContext) _EventMetadata_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.EventMetadata) (ret graphql.Marshaler) {
@@ -568,7 +567,7 @@ func (ec *executionContext) _EventMetadata_tenantId(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_EventMetadata_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("EventMetadata", field, false, false, "ID")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -647,6 +646,18 @@ func (ec *executionContext) unmarshalInputEventFilter(ctx context.Context, obj a
 	return it, nil
 }
 
+// UnmarshalEventFilter unmarshals raw into the EventFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEventFilter(ctx context.Context, raw any) (model.EventFilter, error) {
+	var out model.EventFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EventFilter", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -661,8 +672,7 @@ func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, ob
 	fields := graphql.CollectFields(ec.OperationContext, sel, eventImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -736,14 +746,10 @@ func (ec *executionContext) _Event(ctx context.Context, sel ast.SelectionSet, ob
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -754,8 +760,7 @@ func (ec *executionContext) _EventConnection(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, eventConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -779,14 +784,10 @@ func (ec *executionContext) _EventConnection(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -797,8 +798,7 @@ func (ec *executionContext) _EventEdge(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, eventEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -822,14 +822,10 @@ func (ec *executionContext) _EventEdge(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -840,8 +836,7 @@ func (ec *executionContext) _EventMetadata(ctx context.Context, sel ast.Selectio
 	fields := graphql.CollectFields(ec.OperationContext, sel, eventMetadataImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -867,43 +862,11 @@ func (ec *executionContext) _EventMetadata(ctx context.Context, sel ast.Selectio
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "actorName":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._EventMetadata_actorName(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._EventMetadata_actorName(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "tenantId":
 			out.Values[i] = ec._EventMetadata_tenantId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -918,14 +881,10 @@ func (ec *executionContext) _EventMetadata(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -956,9 +915,7 @@ func (ec *executionContext) marshalNEvent2ᚕcairnᚋgraphᚋmodelᚐEventᚄ(ct
 
 func (ec *executionContext) marshalNEvent2ᚖcairnᚋgraphᚋmodelᚐEvent(ctx context.Context, sel ast.SelectionSet, v *model.Event) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Event!")
 		return graphql.Null
 	}
 	return ec._Event(ctx, sel, v)
@@ -966,9 +923,7 @@ func (ec *executionContext) marshalNEvent2ᚖcairnᚋgraphᚋmodelᚐEvent(ctx c
 
 func (ec *executionContext) marshalNEventConnection2ᚖcairnᚋgraphᚋmodelᚐEventConnection(ctx context.Context, sel ast.SelectionSet, v *model.EventConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "EventConnection!")
 		return graphql.Null
 	}
 	return ec._EventConnection(ctx, sel, v)
@@ -996,9 +951,7 @@ func (ec *executionContext) marshalNEventEdge2ᚕcairnᚋgraphᚋmodelᚐEventEd
 
 func (ec *executionContext) marshalNEventMetadata2ᚖcairnᚋgraphᚋmodelᚐEventMetadata(ctx context.Context, sel ast.SelectionSet, v *model.EventMetadata) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "EventMetadata!")
 		return graphql.Null
 	}
 	return ec._EventMetadata(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -105,7 +104,7 @@ func (ec *executionContext) _EnvVar_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_EnvVar_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EnvVar", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EnvVar", field, false, false, "String")
 }
 
 func (ec *executionContext) _EnvVar_value(ctx context.Context, field graphql.CollectedField, obj *model.EnvVar) (ret graphql.Marshaler) {
@@ -128,7 +127,7 @@ func (ec *executionContext) _EnvVar_value(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_EnvVar_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EnvVar", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("EnvVar", field, false, false, "String")
 }
 
 func (ec *executionContext) _EnvVar_sealed(ctx context.Context, field graphql.CollectedField, obj *model.EnvVar) (ret graphql.Marshaler) {
@@ -151,7 +150,7 @@ func (ec *executionContext) _EnvVar_sealed(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_EnvVar_sealed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("EnvVar", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("EnvVar", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ExecSpec_argv(ctx context.Context, field graphql.CollectedField, obj *model.ExecSpec) (ret graphql.Marshaler) {
@@ -174,7 +173,7 @@ func (ec *executionContext) _ExecSpec_argv(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ExecSpec_argv(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExecSpec", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExecSpec", field, false, false, "String")
 }
 
 func (ec *executionContext) _ExecSpec_env(ctx context.Context, field graphql.CollectedField, obj *model.ExecSpec) (ret graphql.Marshaler) {
@@ -229,7 +228,7 @@ func (ec *executionContext) _ExecSpec_stdin(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_ExecSpec_stdin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExecSpec", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExecSpec", field, false, false, "String")
 }
 
 func (ec *executionContext) _ExecSpec_workdir(ctx context.Context, field graphql.CollectedField, obj *model.ExecSpec) (ret graphql.Marshaler) {
@@ -252,7 +251,7 @@ func (ec *executionContext) _ExecSpec_workdir(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_ExecSpec_workdir(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExecSpec", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExecSpec", field, false, false, "String")
 }
 
 func (ec *executionContext) _FanOutCounts_succeeded(ctx context.Context, field graphql.CollectedField, obj *model.FanOutCounts) (ret graphql.Marshaler) {
@@ -275,7 +274,7 @@ func (ec *executionContext) _FanOutCounts_succeeded(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_FanOutCounts_succeeded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _FanOutCounts_failed(ctx context.Context, field graphql.CollectedField, obj *model.FanOutCounts) (ret graphql.Marshaler) {
@@ -298,7 +297,7 @@ func (ec *executionContext) _FanOutCounts_failed(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_FanOutCounts_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _FanOutCounts_timedOut(ctx context.Context, field graphql.CollectedField, obj *model.FanOutCounts) (ret graphql.Marshaler) {
@@ -321,7 +320,7 @@ func (ec *executionContext) _FanOutCounts_timedOut(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_FanOutCounts_timedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _FanOutCounts_cancelled(ctx context.Context, field graphql.CollectedField, obj *model.FanOutCounts) (ret graphql.Marshaler) {
@@ -344,7 +343,7 @@ func (ec *executionContext) _FanOutCounts_cancelled(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_FanOutCounts_cancelled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _FanOutCounts_lost(ctx context.Context, field graphql.CollectedField, obj *model.FanOutCounts) (ret graphql.Marshaler) {
@@ -367,7 +366,7 @@ func (ec *executionContext) _FanOutCounts_lost(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_FanOutCounts_lost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("FanOutCounts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Job_id(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -390,7 +389,7 @@ func (ec *executionContext) _Job_id(ctx context.Context, field graphql.Collected
 	)
 }
 func (ec *executionContext) fieldContext_Job_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Job_parentId(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -413,7 +412,7 @@ func (ec *executionContext) _Job_parentId(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Job_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Job_parent(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -576,7 +575,7 @@ func (ec *executionContext) _Job_timeoutSeconds(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Job_timeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Job_graceSeconds(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -599,7 +598,7 @@ func (ec *executionContext) _Job_graceSeconds(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Job_graceSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Job_retry(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -654,7 +653,7 @@ func (ec *executionContext) _Job_queue(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Job_queue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "String")
 }
 
 func (ec *executionContext) _Job_submitter(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -677,7 +676,7 @@ func (ec *executionContext) _Job_submitter(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Job_submitter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "String")
 }
 
 func (ec *executionContext) _Job_submitterName(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -700,7 +699,7 @@ func (ec *executionContext) _Job_submitterName(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Job_submitterName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, true, true, "String")
 }
 
 func (ec *executionContext) _Job_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -723,7 +722,7 @@ func (ec *executionContext) _Job_tenantId(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Job_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Job_tenant(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -778,7 +777,7 @@ func (ec *executionContext) _Job_status(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Job_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type JobStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "JobStatus")
 }
 
 func (ec *executionContext) _Job_attempt(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -801,7 +800,7 @@ func (ec *executionContext) _Job_attempt(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Job_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Job_nodeId(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -824,7 +823,7 @@ func (ec *executionContext) _Job_nodeId(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Job_nodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Job_node(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -879,7 +878,7 @@ func (ec *executionContext) _Job_leaseUntil(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Job_leaseUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Job_acknowledged(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -902,7 +901,7 @@ func (ec *executionContext) _Job_acknowledged(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Job_acknowledged(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Job_result(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -957,7 +956,7 @@ func (ec *executionContext) _Job_cancelReason(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Job_cancelReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "String")
 }
 
 func (ec *executionContext) _Job_lostReason(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -980,7 +979,7 @@ func (ec *executionContext) _Job_lostReason(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Job_lostReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "String")
 }
 
 func (ec *executionContext) _Job_counts(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1035,7 +1034,7 @@ func (ec *executionContext) _Job_submittedAt(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Job_submittedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Job_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1058,7 +1057,7 @@ func (ec *executionContext) _Job_startedAt(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Job_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Job_finishedAt(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1081,7 +1080,7 @@ func (ec *executionContext) _Job_finishedAt(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Job_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Job_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1104,7 +1103,7 @@ func (ec *executionContext) _Job_updatedAt(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Job_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Job_version(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1127,7 +1126,7 @@ func (ec *executionContext) _Job_version(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Job_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Job_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1150,7 +1149,7 @@ func (ec *executionContext) _Job_allowedActions(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Job_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Job", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Job", field, false, false, "String")
 }
 
 func (ec *executionContext) _Job_log(ctx context.Context, field graphql.CollectedField, obj *model.Job) (ret graphql.Marshaler) {
@@ -1345,7 +1344,7 @@ func (ec *executionContext) _JobConnection_totalCount(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_JobConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("JobConnection", field, false, false, "Int")
 }
 
 func (ec *executionContext) _JobEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.JobEdge) (ret graphql.Marshaler) {
@@ -1368,7 +1367,7 @@ func (ec *executionContext) _JobEdge_cursor(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_JobEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("JobEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _JobEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.JobEdge) (ret graphql.Marshaler) {
@@ -1423,7 +1422,7 @@ func (ec *executionContext) _JobLogChunk_jobId(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_JobLogChunk_jobId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, "ID")
 }
 
 func (ec *executionContext) _JobLogChunk_seq(ctx context.Context, field graphql.CollectedField, obj *model.JobLogChunk) (ret graphql.Marshaler) {
@@ -1446,7 +1445,7 @@ func (ec *executionContext) _JobLogChunk_seq(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_JobLogChunk_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, "Int")
 }
 
 func (ec *executionContext) _JobLogChunk_stream(ctx context.Context, field graphql.CollectedField, obj *model.JobLogChunk) (ret graphql.Marshaler) {
@@ -1469,7 +1468,7 @@ func (ec *executionContext) _JobLogChunk_stream(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_JobLogChunk_stream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, errors.New("field of type LogStream does not have child fields"))
+	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, "LogStream")
 }
 
 func (ec *executionContext) _JobLogChunk_data(ctx context.Context, field graphql.CollectedField, obj *model.JobLogChunk) (ret graphql.Marshaler) {
@@ -1492,7 +1491,7 @@ func (ec *executionContext) _JobLogChunk_data(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_JobLogChunk_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, "String")
 }
 
 func (ec *executionContext) _JobLogChunk_time(ctx context.Context, field graphql.CollectedField, obj *model.JobLogChunk) (ret graphql.Marshaler) {
@@ -1515,7 +1514,7 @@ func (ec *executionContext) _JobLogChunk_time(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_JobLogChunk_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("JobLogChunk", field, false, false, "Time")
 }
 
 func (ec *executionContext) _JobLogConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.JobLogConnection) (ret graphql.Marshaler) {
@@ -1602,7 +1601,7 @@ func (ec *executionContext) _JobLogEdge_cursor(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_JobLogEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobLogEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("JobLogEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _JobLogEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.JobLogEdge) (ret graphql.Marshaler) {
@@ -1689,7 +1688,7 @@ func (ec *executionContext) _JobPayload_cursor(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_JobPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("JobPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _JobPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.JobPayload) (ret graphql.Marshaler) {
@@ -1712,7 +1711,7 @@ func (ec *executionContext) _JobPayload_duplicate(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_JobPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("JobPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _JobResult_exitCode(ctx context.Context, field graphql.CollectedField, obj *model.JobResult) (ret graphql.Marshaler) {
@@ -1735,7 +1734,7 @@ func (ec *executionContext) _JobResult_exitCode(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_JobResult_exitCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobResult", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("JobResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _JobResult_output(ctx context.Context, field graphql.CollectedField, obj *model.JobResult) (ret graphql.Marshaler) {
@@ -1758,7 +1757,7 @@ func (ec *executionContext) _JobResult_output(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_JobResult_output(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobResult", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("JobResult", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _JobResult_error(ctx context.Context, field graphql.CollectedField, obj *model.JobResult) (ret graphql.Marshaler) {
@@ -1781,7 +1780,7 @@ func (ec *executionContext) _JobResult_error(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_JobResult_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobResult", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("JobResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _JobResult_cpuTimeMs(ctx context.Context, field graphql.CollectedField, obj *model.JobResult) (ret graphql.Marshaler) {
@@ -1804,7 +1803,7 @@ func (ec *executionContext) _JobResult_cpuTimeMs(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_JobResult_cpuTimeMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobResult", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("JobResult", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _JobResult_peakMemoryBytes(ctx context.Context, field graphql.CollectedField, obj *model.JobResult) (ret graphql.Marshaler) {
@@ -1827,7 +1826,7 @@ func (ec *executionContext) _JobResult_peakMemoryBytes(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_JobResult_peakMemoryBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobResult", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("JobResult", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _JobSpec_kind(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
@@ -1850,7 +1849,7 @@ func (ec *executionContext) _JobSpec_kind(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_JobSpec_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobSpec", field, false, false, errors.New("field of type JobKind does not have child fields"))
+	return graphql.NewScalarFieldContext("JobSpec", field, false, false, "JobKind")
 }
 
 func (ec *executionContext) _JobSpec_action(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
@@ -1873,7 +1872,7 @@ func (ec *executionContext) _JobSpec_action(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_JobSpec_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobSpec", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("JobSpec", field, false, false, "String")
 }
 
 func (ec *executionContext) _JobSpec_args(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
@@ -1896,7 +1895,7 @@ func (ec *executionContext) _JobSpec_args(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_JobSpec_args(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobSpec", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("JobSpec", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _JobSpec_sealedArgs(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
@@ -1919,7 +1918,7 @@ func (ec *executionContext) _JobSpec_sealedArgs(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_JobSpec_sealedArgs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobSpec", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("JobSpec", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _JobSpec_exec(ctx context.Context, field graphql.CollectedField, obj *model.JobSpec) (ret graphql.Marshaler) {
@@ -2006,7 +2005,7 @@ func (ec *executionContext) _JobTarget_nodeId(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_JobTarget_nodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobTarget", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("JobTarget", field, false, false, "ID")
 }
 
 func (ec *executionContext) _JobTarget_node(ctx context.Context, field graphql.CollectedField, obj *model.JobTarget) (ret graphql.Marshaler) {
@@ -2125,7 +2124,7 @@ func (ec *executionContext) _JobTarget_location(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_JobTarget_location(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobTarget", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("JobTarget", field, false, false, "ID")
 }
 
 func (ec *executionContext) _JobTarget_every(ctx context.Context, field graphql.CollectedField, obj *model.JobTarget) (ret graphql.Marshaler) {
@@ -2148,7 +2147,7 @@ func (ec *executionContext) _JobTarget_every(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_JobTarget_every(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobTarget", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("JobTarget", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _JobTarget_mode(ctx context.Context, field graphql.CollectedField, obj *model.JobTarget) (ret graphql.Marshaler) {
@@ -2171,7 +2170,7 @@ func (ec *executionContext) _JobTarget_mode(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_JobTarget_mode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobTarget", field, false, false, errors.New("field of type TargetMode does not have child fields"))
+	return graphql.NewScalarFieldContext("JobTarget", field, false, false, "TargetMode")
 }
 
 func (ec *executionContext) _JobTarget_maxParallel(ctx context.Context, field graphql.CollectedField, obj *model.JobTarget) (ret graphql.Marshaler) {
@@ -2194,7 +2193,7 @@ func (ec *executionContext) _JobTarget_maxParallel(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_JobTarget_maxParallel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JobTarget", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("JobTarget", field, false, false, "Int")
 }
 
 func (ec *executionContext) _RetryPolicy_max(ctx context.Context, field graphql.CollectedField, obj *model.RetryPolicy) (ret graphql.Marshaler) {
@@ -2217,7 +2216,7 @@ func (ec *executionContext) _RetryPolicy_max(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_RetryPolicy_max(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetryPolicy", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("RetryPolicy", field, false, false, "Int")
 }
 
 func (ec *executionContext) _RetryPolicy_backoffSeconds(ctx context.Context, field graphql.CollectedField, obj *model.RetryPolicy) (ret graphql.Marshaler) {
@@ -2240,7 +2239,7 @@ func (ec *executionContext) _RetryPolicy_backoffSeconds(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_RetryPolicy_backoffSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RetryPolicy", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("RetryPolicy", field, false, false, "Float")
 }
 
 func (ec *executionContext) _ScriptSpec_interpreter(ctx context.Context, field graphql.CollectedField, obj *model.ScriptSpec) (ret graphql.Marshaler) {
@@ -2263,7 +2262,7 @@ func (ec *executionContext) _ScriptSpec_interpreter(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ScriptSpec_interpreter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScriptSpec", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScriptSpec", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScriptSpec_body(ctx context.Context, field graphql.CollectedField, obj *model.ScriptSpec) (ret graphql.Marshaler) {
@@ -2286,7 +2285,7 @@ func (ec *executionContext) _ScriptSpec_body(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_ScriptSpec_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScriptSpec", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScriptSpec", field, false, false, "String")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -2337,6 +2336,18 @@ func (ec *executionContext) unmarshalInputCancelJobInput(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalCancelJobInput unmarshals raw into the CancelJobInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCancelJobInput(ctx context.Context, raw any) (model.CancelJobInput, error) {
+	var out model.CancelJobInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CancelJobInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputEnvVarInput(ctx context.Context, obj any) (model.EnvVarInput, error) {
 	var it model.EnvVarInput
 	if obj == nil {
@@ -2379,6 +2390,18 @@ func (ec *executionContext) unmarshalInputEnvVarInput(ctx context.Context, obj a
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalEnvVarInput unmarshals raw into the EnvVarInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEnvVarInput(ctx context.Context, raw any) (model.EnvVarInput, error) {
+	var out model.EnvVarInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnvVarInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputExecSpecInput(ctx context.Context, obj any) (model.ExecSpecInput, error) {
@@ -2430,6 +2453,18 @@ func (ec *executionContext) unmarshalInputExecSpecInput(ctx context.Context, obj
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalExecSpecInput unmarshals raw into the ExecSpecInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExecSpecInput(ctx context.Context, raw any) (model.ExecSpecInput, error) {
+	var out model.ExecSpecInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExecSpecInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputJobFilter(ctx context.Context, obj any) (model.JobFilter, error) {
@@ -2497,6 +2532,18 @@ func (ec *executionContext) unmarshalInputJobFilter(ctx context.Context, obj any
 	return it, nil
 }
 
+// UnmarshalJobFilter unmarshals raw into the JobFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalJobFilter(ctx context.Context, raw any) (model.JobFilter, error) {
+	var out model.JobFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "JobFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputJobSpecInput(ctx context.Context, obj any) (model.JobSpecInput, error) {
 	var it model.JobSpecInput
 	if obj == nil {
@@ -2560,6 +2607,18 @@ func (ec *executionContext) unmarshalInputJobSpecInput(ctx context.Context, obj 
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalJobSpecInput unmarshals raw into the JobSpecInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalJobSpecInput(ctx context.Context, raw any) (model.JobSpecInput, error) {
+	var out model.JobSpecInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "JobSpecInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputJobTargetInput(ctx context.Context, obj any) (model.JobTargetInput, error) {
@@ -2641,6 +2700,18 @@ func (ec *executionContext) unmarshalInputJobTargetInput(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalJobTargetInput unmarshals raw into the JobTargetInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalJobTargetInput(ctx context.Context, raw any) (model.JobTargetInput, error) {
+	var out model.JobTargetInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "JobTargetInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRetryPolicyInput(ctx context.Context, obj any) (model.RetryPolicyInput, error) {
 	var it model.RetryPolicyInput
 	if obj == nil {
@@ -2678,6 +2749,18 @@ func (ec *executionContext) unmarshalInputRetryPolicyInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalRetryPolicyInput unmarshals raw into the RetryPolicyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRetryPolicyInput(ctx context.Context, raw any) (model.RetryPolicyInput, error) {
+	var out model.RetryPolicyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RetryPolicyInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputScriptSpecInput(ctx context.Context, obj any) (model.ScriptSpecInput, error) {
 	var it model.ScriptSpecInput
 	if obj == nil {
@@ -2713,6 +2796,18 @@ func (ec *executionContext) unmarshalInputScriptSpecInput(ctx context.Context, o
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalScriptSpecInput unmarshals raw into the ScriptSpecInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalScriptSpecInput(ctx context.Context, raw any) (model.ScriptSpecInput, error) {
+	var out model.ScriptSpecInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ScriptSpecInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputSubmitJobInput(ctx context.Context, obj any) (model.SubmitJobInput, error) {
@@ -2794,6 +2889,18 @@ func (ec *executionContext) unmarshalInputSubmitJobInput(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalSubmitJobInput unmarshals raw into the SubmitJobInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSubmitJobInput(ctx context.Context, raw any) (model.SubmitJobInput, error) {
+	var out model.SubmitJobInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SubmitJobInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -2808,8 +2915,7 @@ func (ec *executionContext) _EnvVar(ctx context.Context, sel ast.SelectionSet, o
 	fields := graphql.CollectFields(ec.OperationContext, sel, envVarImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2838,14 +2944,10 @@ func (ec *executionContext) _EnvVar(ctx context.Context, sel ast.SelectionSet, o
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2856,8 +2958,7 @@ func (ec *executionContext) _ExecSpec(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, execSpecImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2891,14 +2992,10 @@ func (ec *executionContext) _ExecSpec(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2909,8 +3006,7 @@ func (ec *executionContext) _FanOutCounts(ctx context.Context, sel ast.Selection
 	fields := graphql.CollectFields(ec.OperationContext, sel, fanOutCountsImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2949,14 +3045,10 @@ func (ec *executionContext) _FanOutCounts(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2967,8 +3059,7 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2984,81 +3075,17 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "parent":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Job_parent(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_parent(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "children":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Job_children(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_children(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "spec":
 			out.Values[i] = ec._Job_spec(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -3095,86 +3122,22 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "submitterName":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Job_submitterName(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_submitterName(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "tenantId":
 			out.Values[i] = ec._Job_tenantId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "tenant":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Job_tenant(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_tenant(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "status":
 			out.Values[i] = ec._Job_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -3191,43 +3154,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "node":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Job_node(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_node(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "leaseUntil":
 			out.Values[i] = ec._Job_leaseUntil(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -3289,43 +3220,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "log":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Job_log(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_log(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -3335,14 +3234,10 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3353,8 +3248,7 @@ func (ec *executionContext) _JobChange(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3378,14 +3272,10 @@ func (ec *executionContext) _JobChange(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3396,8 +3286,7 @@ func (ec *executionContext) _JobConnection(ctx context.Context, sel ast.Selectio
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3426,14 +3315,10 @@ func (ec *executionContext) _JobConnection(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3444,8 +3329,7 @@ func (ec *executionContext) _JobEdge(ctx context.Context, sel ast.SelectionSet, 
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3469,14 +3353,10 @@ func (ec *executionContext) _JobEdge(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3487,8 +3367,7 @@ func (ec *executionContext) _JobLogChunk(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobLogChunkImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3527,14 +3406,10 @@ func (ec *executionContext) _JobLogChunk(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3545,8 +3420,7 @@ func (ec *executionContext) _JobLogConnection(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobLogConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3570,14 +3444,10 @@ func (ec *executionContext) _JobLogConnection(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3588,8 +3458,7 @@ func (ec *executionContext) _JobLogEdge(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobLogEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3613,14 +3482,10 @@ func (ec *executionContext) _JobLogEdge(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3631,8 +3496,7 @@ func (ec *executionContext) _JobPayload(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3661,14 +3525,10 @@ func (ec *executionContext) _JobPayload(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3679,8 +3539,7 @@ func (ec *executionContext) _JobResult(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3719,14 +3578,10 @@ func (ec *executionContext) _JobResult(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3737,8 +3592,7 @@ func (ec *executionContext) _JobSpec(ctx context.Context, sel ast.SelectionSet, 
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobSpecImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3782,14 +3636,10 @@ func (ec *executionContext) _JobSpec(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3800,8 +3650,7 @@ func (ec *executionContext) _JobTarget(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, jobTargetImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3812,43 +3661,11 @@ func (ec *executionContext) _JobTarget(ctx context.Context, sel ast.SelectionSet
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "node":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._JobTarget_node(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._JobTarget_node(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "selector":
 			out.Values[i] = ec._JobTarget_selector(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -3888,14 +3705,10 @@ func (ec *executionContext) _JobTarget(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3906,8 +3719,7 @@ func (ec *executionContext) _RetryPolicy(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, retryPolicyImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3931,14 +3743,10 @@ func (ec *executionContext) _RetryPolicy(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -3949,8 +3757,7 @@ func (ec *executionContext) _ScriptSpec(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, scriptSpecImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -3974,14 +3781,10 @@ func (ec *executionContext) _ScriptSpec(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -4022,9 +3825,7 @@ func (ec *executionContext) unmarshalNEnvVarInput2cairnᚋgraphᚋmodelᚐEnvVar
 
 func (ec *executionContext) marshalNJob2ᚖcairnᚋgraphᚋmodelᚐJob(ctx context.Context, sel ast.SelectionSet, v *model.Job) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Job!")
 		return graphql.Null
 	}
 	return ec._Job(ctx, sel, v)
@@ -4032,9 +3833,7 @@ func (ec *executionContext) marshalNJob2ᚖcairnᚋgraphᚋmodelᚐJob(ctx conte
 
 func (ec *executionContext) marshalNJobChange2ᚖcairnᚋgraphᚋmodelᚐJobChange(ctx context.Context, sel ast.SelectionSet, v *model.JobChange) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobChange!")
 		return graphql.Null
 	}
 	return ec._JobChange(ctx, sel, v)
@@ -4042,9 +3841,7 @@ func (ec *executionContext) marshalNJobChange2ᚖcairnᚋgraphᚋmodelᚐJobChan
 
 func (ec *executionContext) marshalNJobConnection2ᚖcairnᚋgraphᚋmodelᚐJobConnection(ctx context.Context, sel ast.SelectionSet, v *model.JobConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobConnection!")
 		return graphql.Null
 	}
 	return ec._JobConnection(ctx, sel, v)
@@ -4082,9 +3879,7 @@ func (ec *executionContext) marshalNJobKind2cairnᚋgraphᚋmodelᚐJobKind(ctx 
 
 func (ec *executionContext) marshalNJobLogChunk2ᚖcairnᚋgraphᚋmodelᚐJobLogChunk(ctx context.Context, sel ast.SelectionSet, v *model.JobLogChunk) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobLogChunk!")
 		return graphql.Null
 	}
 	return ec._JobLogChunk(ctx, sel, v)
@@ -4092,9 +3887,7 @@ func (ec *executionContext) marshalNJobLogChunk2ᚖcairnᚋgraphᚋmodelᚐJobLo
 
 func (ec *executionContext) marshalNJobLogConnection2ᚖcairnᚋgraphᚋmodelᚐJobLogConnection(ctx context.Context, sel ast.SelectionSet, v *model.JobLogConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobLogConnection!")
 		return graphql.Null
 	}
 	return ec._JobLogConnection(ctx, sel, v)
@@ -4122,9 +3915,7 @@ func (ec *executionContext) marshalNJobLogEdge2ᚕcairnᚋgraphᚋmodelᚐJobLog
 
 func (ec *executionContext) marshalNJobPayload2ᚖcairnᚋgraphᚋmodelᚐJobPayload(ctx context.Context, sel ast.SelectionSet, v *model.JobPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobPayload!")
 		return graphql.Null
 	}
 	return ec._JobPayload(ctx, sel, v)
@@ -4132,9 +3923,7 @@ func (ec *executionContext) marshalNJobPayload2ᚖcairnᚋgraphᚋmodelᚐJobPay
 
 func (ec *executionContext) marshalNJobSpec2ᚖcairnᚋgraphᚋmodelᚐJobSpec(ctx context.Context, sel ast.SelectionSet, v *model.JobSpec) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobSpec!")
 		return graphql.Null
 	}
 	return ec._JobSpec(ctx, sel, v)
@@ -4157,9 +3946,7 @@ func (ec *executionContext) marshalNJobStatus2cairnᚋgraphᚋmodelᚐJobStatus(
 
 func (ec *executionContext) marshalNJobTarget2ᚖcairnᚋgraphᚋmodelᚐJobTarget(ctx context.Context, sel ast.SelectionSet, v *model.JobTarget) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JobTarget!")
 		return graphql.Null
 	}
 	return ec._JobTarget(ctx, sel, v)
@@ -4182,9 +3969,7 @@ func (ec *executionContext) marshalNLogStream2cairnᚋgraphᚋmodelᚐLogStream(
 
 func (ec *executionContext) marshalNRetryPolicy2ᚖcairnᚋgraphᚋmodelᚐRetryPolicy(ctx context.Context, sel ast.SelectionSet, v *model.RetryPolicy) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "RetryPolicy!")
 		return graphql.Null
 	}
 	return ec._RetryPolicy(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -77,7 +76,7 @@ func (ec *executionContext) _CPUFacts_model(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_CPUFacts_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CPUFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("CPUFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _CPUFacts_cores(ctx context.Context, field graphql.CollectedField, obj *model.CPUFacts) (ret graphql.Marshaler) {
@@ -100,7 +99,7 @@ func (ec *executionContext) _CPUFacts_cores(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_CPUFacts_cores(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CPUFacts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("CPUFacts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _CPUFacts_threads(ctx context.Context, field graphql.CollectedField, obj *model.CPUFacts) (ret graphql.Marshaler) {
@@ -123,7 +122,7 @@ func (ec *executionContext) _CPUFacts_threads(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_CPUFacts_threads(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CPUFacts", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("CPUFacts", field, false, false, "Int")
 }
 
 func (ec *executionContext) _CreateJoinTokenPayload_joinToken(ctx context.Context, field graphql.CollectedField, obj *model.CreateJoinTokenPayload) (ret graphql.Marshaler) {
@@ -178,7 +177,7 @@ func (ec *executionContext) _CreateJoinTokenPayload_token(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_CreateJoinTokenPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateJoinTokenPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateJoinTokenPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _CreateJoinTokenPayload_cursor(ctx context.Context, field graphql.CollectedField, obj *model.CreateJoinTokenPayload) (ret graphql.Marshaler) {
@@ -201,7 +200,7 @@ func (ec *executionContext) _CreateJoinTokenPayload_cursor(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_CreateJoinTokenPayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateJoinTokenPayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateJoinTokenPayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _CreateJoinTokenPayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.CreateJoinTokenPayload) (ret graphql.Marshaler) {
@@ -224,7 +223,7 @@ func (ec *executionContext) _CreateJoinTokenPayload_duplicate(ctx context.Contex
 	)
 }
 func (ec *executionContext) fieldContext_CreateJoinTokenPayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateJoinTokenPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateJoinTokenPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DiskFacts_device(ctx context.Context, field graphql.CollectedField, obj *model.DiskFacts) (ret graphql.Marshaler) {
@@ -247,7 +246,7 @@ func (ec *executionContext) _DiskFacts_device(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_DiskFacts_device(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _DiskFacts_mountpoint(ctx context.Context, field graphql.CollectedField, obj *model.DiskFacts) (ret graphql.Marshaler) {
@@ -270,7 +269,7 @@ func (ec *executionContext) _DiskFacts_mountpoint(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_DiskFacts_mountpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _DiskFacts_filesystem(ctx context.Context, field graphql.CollectedField, obj *model.DiskFacts) (ret graphql.Marshaler) {
@@ -293,7 +292,7 @@ func (ec *executionContext) _DiskFacts_filesystem(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_DiskFacts_filesystem(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _DiskFacts_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.DiskFacts) (ret graphql.Marshaler) {
@@ -316,7 +315,7 @@ func (ec *executionContext) _DiskFacts_sizeBytes(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_DiskFacts_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("DiskFacts", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _JoinToken_id(ctx context.Context, field graphql.CollectedField, obj *model.JoinToken) (ret graphql.Marshaler) {
@@ -339,7 +338,7 @@ func (ec *executionContext) _JoinToken_id(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_JoinToken_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JoinToken", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("JoinToken", field, false, false, "ID")
 }
 
 func (ec *executionContext) _JoinToken_locationId(ctx context.Context, field graphql.CollectedField, obj *model.JoinToken) (ret graphql.Marshaler) {
@@ -362,7 +361,7 @@ func (ec *executionContext) _JoinToken_locationId(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_JoinToken_locationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JoinToken", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("JoinToken", field, false, false, "ID")
 }
 
 func (ec *executionContext) _JoinToken_location(ctx context.Context, field graphql.CollectedField, obj *model.JoinToken) (ret graphql.Marshaler) {
@@ -449,7 +448,7 @@ func (ec *executionContext) _JoinToken_expiresAt(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_JoinToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JoinToken", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("JoinToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _JoinToken_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.JoinToken) (ret graphql.Marshaler) {
@@ -472,7 +471,7 @@ func (ec *executionContext) _JoinToken_createdAt(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_JoinToken_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JoinToken", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("JoinToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _JoinToken_usedAt(ctx context.Context, field graphql.CollectedField, obj *model.JoinToken) (ret graphql.Marshaler) {
@@ -495,7 +494,7 @@ func (ec *executionContext) _JoinToken_usedAt(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_JoinToken_usedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JoinToken", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("JoinToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _JoinToken_usedByNodeId(ctx context.Context, field graphql.CollectedField, obj *model.JoinToken) (ret graphql.Marshaler) {
@@ -518,7 +517,7 @@ func (ec *executionContext) _JoinToken_usedByNodeId(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_JoinToken_usedByNodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("JoinToken", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("JoinToken", field, false, false, "ID")
 }
 
 func (ec *executionContext) _NetworkInterface_name(ctx context.Context, field graphql.CollectedField, obj *model.NetworkInterface) (ret graphql.Marshaler) {
@@ -541,7 +540,7 @@ func (ec *executionContext) _NetworkInterface_name(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_NetworkInterface_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, "String")
 }
 
 func (ec *executionContext) _NetworkInterface_mac(ctx context.Context, field graphql.CollectedField, obj *model.NetworkInterface) (ret graphql.Marshaler) {
@@ -564,7 +563,7 @@ func (ec *executionContext) _NetworkInterface_mac(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_NetworkInterface_mac(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, "String")
 }
 
 func (ec *executionContext) _NetworkInterface_addresses(ctx context.Context, field graphql.CollectedField, obj *model.NetworkInterface) (ret graphql.Marshaler) {
@@ -587,7 +586,7 @@ func (ec *executionContext) _NetworkInterface_addresses(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_NetworkInterface_addresses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, "String")
 }
 
 func (ec *executionContext) _NetworkInterface_mtu(ctx context.Context, field graphql.CollectedField, obj *model.NetworkInterface) (ret graphql.Marshaler) {
@@ -610,7 +609,7 @@ func (ec *executionContext) _NetworkInterface_mtu(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_NetworkInterface_mtu(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("NetworkInterface", field, false, false, "Int")
 }
 
 func (ec *executionContext) _NodeChange_event(ctx context.Context, field graphql.CollectedField, obj *model.NodeChange) (ret graphql.Marshaler) {
@@ -729,7 +728,7 @@ func (ec *executionContext) _NodeFacts_memoryBytes(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_NodeFacts_memoryBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodeFacts", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("NodeFacts", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _NodeFacts_disks(ctx context.Context, field graphql.CollectedField, obj *model.NodeFacts) (ret graphql.Marshaler) {
@@ -880,7 +879,7 @@ func (ec *executionContext) _NodePayload_cursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_NodePayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodePayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("NodePayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _NodePayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.NodePayload) (ret graphql.Marshaler) {
@@ -903,7 +902,7 @@ func (ec *executionContext) _NodePayload_duplicate(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_NodePayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NodePayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("NodePayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _OSFacts_name(ctx context.Context, field graphql.CollectedField, obj *model.OSFacts) (ret graphql.Marshaler) {
@@ -926,7 +925,7 @@ func (ec *executionContext) _OSFacts_name(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_OSFacts_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OSFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("OSFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _OSFacts_version(ctx context.Context, field graphql.CollectedField, obj *model.OSFacts) (ret graphql.Marshaler) {
@@ -949,7 +948,7 @@ func (ec *executionContext) _OSFacts_version(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_OSFacts_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OSFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("OSFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _OSFacts_kernel(ctx context.Context, field graphql.CollectedField, obj *model.OSFacts) (ret graphql.Marshaler) {
@@ -972,7 +971,7 @@ func (ec *executionContext) _OSFacts_kernel(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_OSFacts_kernel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OSFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("OSFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _OSFacts_arch(ctx context.Context, field graphql.CollectedField, obj *model.OSFacts) (ret graphql.Marshaler) {
@@ -995,7 +994,7 @@ func (ec *executionContext) _OSFacts_arch(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_OSFacts_arch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("OSFacts", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("OSFacts", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServerNode_id(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1018,7 +1017,7 @@ func (ec *executionContext) _ServerNode_id(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "ID")
 }
 
 func (ec *executionContext) _ServerNode_hostname(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1041,7 +1040,7 @@ func (ec *executionContext) _ServerNode_hostname(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_hostname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServerNode_status(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1064,7 +1063,7 @@ func (ec *executionContext) _ServerNode_status(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type NodeStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "NodeStatus")
 }
 
 func (ec *executionContext) _ServerNode_cordoned(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1087,7 +1086,7 @@ func (ec *executionContext) _ServerNode_cordoned(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_cordoned(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ServerNode_drainReason(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1110,7 +1109,7 @@ func (ec *executionContext) _ServerNode_drainReason(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_drainReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServerNode_labels(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1165,7 +1164,7 @@ func (ec *executionContext) _ServerNode_locationId(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_locationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "ID")
 }
 
 func (ec *executionContext) _ServerNode_location(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1252,7 +1251,7 @@ func (ec *executionContext) _ServerNode_factsAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_factsAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ServerNode_enrolledAt(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1275,7 +1274,7 @@ func (ec *executionContext) _ServerNode_enrolledAt(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_enrolledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ServerNode_connectedAt(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1298,7 +1297,7 @@ func (ec *executionContext) _ServerNode_connectedAt(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_connectedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ServerNode_disconnectedAt(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1321,7 +1320,7 @@ func (ec *executionContext) _ServerNode_disconnectedAt(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_disconnectedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ServerNode_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1344,7 +1343,7 @@ func (ec *executionContext) _ServerNode_updatedAt(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ServerNode_version(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1367,7 +1366,7 @@ func (ec *executionContext) _ServerNode_version(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ServerNode_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1390,7 +1389,7 @@ func (ec *executionContext) _ServerNode_allowedActions(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ServerNode_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNode", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNode", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServerNode_statistics(ctx context.Context, field graphql.CollectedField, obj *model.ServerNode) (ret graphql.Marshaler) {
@@ -1553,7 +1552,7 @@ func (ec *executionContext) _ServerNodeEdge_cursor(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ServerNodeEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServerNodeEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServerNodeEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServerNodeEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ServerNodeEdge) (ret graphql.Marshaler) {
@@ -1643,6 +1642,18 @@ func (ec *executionContext) unmarshalInputCreateJoinTokenInput(ctx context.Conte
 	return it, nil
 }
 
+// UnmarshalCreateJoinTokenInput unmarshals raw into the CreateJoinTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateJoinTokenInput(ctx context.Context, raw any) (model.CreateJoinTokenInput, error) {
+	var out model.CreateJoinTokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateJoinTokenInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDecommissionNodeInput(ctx context.Context, obj any) (model.DecommissionNodeInput, error) {
 	var it model.DecommissionNodeInput
 	if obj == nil {
@@ -1687,6 +1698,18 @@ func (ec *executionContext) unmarshalInputDecommissionNodeInput(ctx context.Cont
 	return it, nil
 }
 
+// UnmarshalDecommissionNodeInput unmarshals raw into the DecommissionNodeInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDecommissionNodeInput(ctx context.Context, raw any) (model.DecommissionNodeInput, error) {
+	var out model.DecommissionNodeInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DecommissionNodeInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDrainNodeInput(ctx context.Context, obj any) (model.DrainNodeInput, error) {
 	var it model.DrainNodeInput
 	if obj == nil {
@@ -1729,6 +1752,18 @@ func (ec *executionContext) unmarshalInputDrainNodeInput(ctx context.Context, ob
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalDrainNodeInput unmarshals raw into the DrainNodeInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDrainNodeInput(ctx context.Context, raw any) (model.DrainNodeInput, error) {
+	var out model.DrainNodeInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DrainNodeInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputNodeFilter(ctx context.Context, obj any) (model.NodeFilter, error) {
@@ -1782,6 +1817,18 @@ func (ec *executionContext) unmarshalInputNodeFilter(ctx context.Context, obj an
 	return it, nil
 }
 
+// UnmarshalNodeFilter unmarshals raw into the NodeFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNodeFilter(ctx context.Context, raw any) (model.NodeFilter, error) {
+	var out model.NodeFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NodeFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSetNodeLabelsInput(ctx context.Context, obj any) (model.SetNodeLabelsInput, error) {
 	var it model.SetNodeLabelsInput
 	if obj == nil {
@@ -1824,6 +1871,18 @@ func (ec *executionContext) unmarshalInputSetNodeLabelsInput(ctx context.Context
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalSetNodeLabelsInput unmarshals raw into the SetNodeLabelsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetNodeLabelsInput(ctx context.Context, raw any) (model.SetNodeLabelsInput, error) {
+	var out model.SetNodeLabelsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetNodeLabelsInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputSetNodeLocationInput(ctx context.Context, obj any) (model.SetNodeLocationInput, error) {
@@ -1870,6 +1929,18 @@ func (ec *executionContext) unmarshalInputSetNodeLocationInput(ctx context.Conte
 	return it, nil
 }
 
+// UnmarshalSetNodeLocationInput unmarshals raw into the SetNodeLocationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetNodeLocationInput(ctx context.Context, raw any) (model.SetNodeLocationInput, error) {
+	var out model.SetNodeLocationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetNodeLocationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUndrainNodeInput(ctx context.Context, obj any) (model.UndrainNodeInput, error) {
 	var it model.UndrainNodeInput
 	if obj == nil {
@@ -1907,6 +1978,18 @@ func (ec *executionContext) unmarshalInputUndrainNodeInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalUndrainNodeInput unmarshals raw into the UndrainNodeInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUndrainNodeInput(ctx context.Context, raw any) (model.UndrainNodeInput, error) {
+	var out model.UndrainNodeInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UndrainNodeInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -1921,8 +2004,7 @@ func (ec *executionContext) _CPUFacts(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, cPUFactsImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1951,14 +2033,10 @@ func (ec *executionContext) _CPUFacts(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1969,8 +2047,7 @@ func (ec *executionContext) _CreateJoinTokenPayload(ctx context.Context, sel ast
 	fields := graphql.CollectFields(ec.OperationContext, sel, createJoinTokenPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2004,14 +2081,10 @@ func (ec *executionContext) _CreateJoinTokenPayload(ctx context.Context, sel ast
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2022,8 +2095,7 @@ func (ec *executionContext) _DiskFacts(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, diskFactsImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2057,14 +2129,10 @@ func (ec *executionContext) _DiskFacts(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2075,8 +2143,7 @@ func (ec *executionContext) _JoinToken(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, joinTokenImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2092,43 +2159,11 @@ func (ec *executionContext) _JoinToken(ctx context.Context, sel ast.SelectionSet
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "location":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._JoinToken_location(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._JoinToken_location(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "labels":
 			out.Values[i] = ec._JoinToken_labels(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -2163,14 +2198,10 @@ func (ec *executionContext) _JoinToken(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2181,8 +2212,7 @@ func (ec *executionContext) _NetworkInterface(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, networkInterfaceImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2216,14 +2246,10 @@ func (ec *executionContext) _NetworkInterface(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2234,8 +2260,7 @@ func (ec *executionContext) _NodeChange(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, nodeChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2259,14 +2284,10 @@ func (ec *executionContext) _NodeChange(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2277,8 +2298,7 @@ func (ec *executionContext) _NodeFacts(ctx context.Context, sel ast.SelectionSet
 	fields := graphql.CollectFields(ec.OperationContext, sel, nodeFactsImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2317,14 +2337,10 @@ func (ec *executionContext) _NodeFacts(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2335,8 +2351,7 @@ func (ec *executionContext) _NodePayload(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, nodePayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2365,14 +2380,10 @@ func (ec *executionContext) _NodePayload(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2383,8 +2394,7 @@ func (ec *executionContext) _OSFacts(ctx context.Context, sel ast.SelectionSet, 
 	fields := graphql.CollectFields(ec.OperationContext, sel, oSFactsImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2418,14 +2428,10 @@ func (ec *executionContext) _OSFacts(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2436,8 +2442,7 @@ func (ec *executionContext) _ServerNode(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, serverNodeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2478,43 +2483,11 @@ func (ec *executionContext) _ServerNode(ctx context.Context, sel ast.SelectionSe
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "location":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ServerNode_location(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ServerNode_location(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "facts":
 			out.Values[i] = ec._ServerNode_facts(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -2556,81 +2529,17 @@ func (ec *executionContext) _ServerNode(ctx context.Context, sel ast.SelectionSe
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statistics":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ServerNode_statistics(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ServerNode_statistics(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "capacity":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ServerNode_capacity(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ServerNode_capacity(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -2640,14 +2549,10 @@ func (ec *executionContext) _ServerNode(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2658,8 +2563,7 @@ func (ec *executionContext) _ServerNodeConnection(ctx context.Context, sel ast.S
 	fields := graphql.CollectFields(ec.OperationContext, sel, serverNodeConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2683,14 +2587,10 @@ func (ec *executionContext) _ServerNodeConnection(ctx context.Context, sel ast.S
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2701,8 +2601,7 @@ func (ec *executionContext) _ServerNodeEdge(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, serverNodeEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2726,14 +2625,10 @@ func (ec *executionContext) _ServerNodeEdge(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2744,9 +2639,7 @@ func (ec *executionContext) _ServerNodeEdge(ctx context.Context, sel ast.Selecti
 
 func (ec *executionContext) marshalNCPUFacts2ᚖcairnᚋgraphᚋmodelᚐCPUFacts(ctx context.Context, sel ast.SelectionSet, v *model.CPUFacts) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "CPUFacts!")
 		return graphql.Null
 	}
 	return ec._CPUFacts(ctx, sel, v)
@@ -2759,9 +2652,7 @@ func (ec *executionContext) unmarshalNCreateJoinTokenInput2cairnᚋgraphᚋmodel
 
 func (ec *executionContext) marshalNCreateJoinTokenPayload2ᚖcairnᚋgraphᚋmodelᚐCreateJoinTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateJoinTokenPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "CreateJoinTokenPayload!")
 		return graphql.Null
 	}
 	return ec._CreateJoinTokenPayload(ctx, sel, v)
@@ -2799,9 +2690,7 @@ func (ec *executionContext) unmarshalNDrainNodeInput2cairnᚋgraphᚋmodelᚐDra
 
 func (ec *executionContext) marshalNJoinToken2ᚖcairnᚋgraphᚋmodelᚐJoinToken(ctx context.Context, sel ast.SelectionSet, v *model.JoinToken) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JoinToken!")
 		return graphql.Null
 	}
 	return ec._JoinToken(ctx, sel, v)
@@ -2829,9 +2718,7 @@ func (ec *executionContext) marshalNNetworkInterface2ᚕcairnᚋgraphᚋmodelᚐ
 
 func (ec *executionContext) marshalNNodeChange2ᚖcairnᚋgraphᚋmodelᚐNodeChange(ctx context.Context, sel ast.SelectionSet, v *model.NodeChange) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "NodeChange!")
 		return graphql.Null
 	}
 	return ec._NodeChange(ctx, sel, v)
@@ -2839,9 +2726,7 @@ func (ec *executionContext) marshalNNodeChange2ᚖcairnᚋgraphᚋmodelᚐNodeCh
 
 func (ec *executionContext) marshalNNodePayload2ᚖcairnᚋgraphᚋmodelᚐNodePayload(ctx context.Context, sel ast.SelectionSet, v *model.NodePayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "NodePayload!")
 		return graphql.Null
 	}
 	return ec._NodePayload(ctx, sel, v)
@@ -2859,9 +2744,7 @@ func (ec *executionContext) marshalNNodeStatus2cairnᚋgraphᚋmodelᚐNodeStatu
 
 func (ec *executionContext) marshalNOSFacts2ᚖcairnᚋgraphᚋmodelᚐOSFacts(ctx context.Context, sel ast.SelectionSet, v *model.OSFacts) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "OSFacts!")
 		return graphql.Null
 	}
 	return ec._OSFacts(ctx, sel, v)
@@ -2869,9 +2752,7 @@ func (ec *executionContext) marshalNOSFacts2ᚖcairnᚋgraphᚋmodelᚐOSFacts(c
 
 func (ec *executionContext) marshalNServerNode2ᚖcairnᚋgraphᚋmodelᚐServerNode(ctx context.Context, sel ast.SelectionSet, v *model.ServerNode) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServerNode!")
 		return graphql.Null
 	}
 	return ec._ServerNode(ctx, sel, v)
@@ -2879,9 +2760,7 @@ func (ec *executionContext) marshalNServerNode2ᚖcairnᚋgraphᚋmodelᚐServer
 
 func (ec *executionContext) marshalNServerNodeConnection2ᚖcairnᚋgraphᚋmodelᚐServerNodeConnection(ctx context.Context, sel ast.SelectionSet, v *model.ServerNodeConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServerNodeConnection!")
 		return graphql.Null
 	}
 	return ec._ServerNodeConnection(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -45,7 +44,7 @@ func (ec *executionContext) _Projection_name(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Projection_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "String")
 }
 
 func (ec *executionContext) _Projection_version(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -68,7 +67,7 @@ func (ec *executionContext) _Projection_version(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Projection_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Projection_state(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -91,7 +90,7 @@ func (ec *executionContext) _Projection_state(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Projection_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type ProjectionState does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "ProjectionState")
 }
 
 func (ec *executionContext) _Projection_position(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -114,7 +113,7 @@ func (ec *executionContext) _Projection_position(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Projection_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _Projection_eventsBehind(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -137,7 +136,7 @@ func (ec *executionContext) _Projection_eventsBehind(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Projection_eventsBehind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _Projection_secondsBehind(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -160,7 +159,7 @@ func (ec *executionContext) _Projection_secondsBehind(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_Projection_secondsBehind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Projection_lastError(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -183,7 +182,7 @@ func (ec *executionContext) _Projection_lastError(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Projection_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "String")
 }
 
 func (ec *executionContext) _Projection_parkedEvents(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -206,7 +205,7 @@ func (ec *executionContext) _Projection_parkedEvents(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Projection_parkedEvents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Projection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Projection", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Projection_rebuild(ctx context.Context, field graphql.CollectedField, obj *model.Projection) (ret graphql.Marshaler) {
@@ -261,7 +260,7 @@ func (ec *executionContext) _ProjectionRebuild_version(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ProjectionRebuild_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ProjectionRebuild_position(ctx context.Context, field graphql.CollectedField, obj *model.ProjectionRebuild) (ret graphql.Marshaler) {
@@ -284,7 +283,7 @@ func (ec *executionContext) _ProjectionRebuild_position(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_ProjectionRebuild_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ProjectionRebuild_eventsBehind(ctx context.Context, field graphql.CollectedField, obj *model.ProjectionRebuild) (ret graphql.Marshaler) {
@@ -307,7 +306,7 @@ func (ec *executionContext) _ProjectionRebuild_eventsBehind(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_ProjectionRebuild_eventsBehind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _ProjectionRebuild_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.ProjectionRebuild) (ret graphql.Marshaler) {
@@ -330,7 +329,7 @@ func (ec *executionContext) _ProjectionRebuild_startedAt(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_ProjectionRebuild_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ProjectionRebuild", field, false, false, "Time")
 }
 
 func (ec *executionContext) _RebuildProjectionPayload_projection(ctx context.Context, field graphql.CollectedField, obj *model.RebuildProjectionPayload) (ret graphql.Marshaler) {
@@ -399,6 +398,18 @@ func (ec *executionContext) unmarshalInputRebuildProjectionInput(ctx context.Con
 	return it, nil
 }
 
+// UnmarshalRebuildProjectionInput unmarshals raw into the RebuildProjectionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRebuildProjectionInput(ctx context.Context, raw any) (model.RebuildProjectionInput, error) {
+	var out model.RebuildProjectionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RebuildProjectionInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -413,8 +424,7 @@ func (ec *executionContext) _Projection(ctx context.Context, sel ast.SelectionSe
 	fields := graphql.CollectFields(ec.OperationContext, sel, projectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -473,14 +483,10 @@ func (ec *executionContext) _Projection(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -491,8 +497,7 @@ func (ec *executionContext) _ProjectionRebuild(ctx context.Context, sel ast.Sele
 	fields := graphql.CollectFields(ec.OperationContext, sel, projectionRebuildImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -526,14 +531,10 @@ func (ec *executionContext) _ProjectionRebuild(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -544,8 +545,7 @@ func (ec *executionContext) _RebuildProjectionPayload(ctx context.Context, sel a
 	fields := graphql.CollectFields(ec.OperationContext, sel, rebuildProjectionPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -564,14 +564,10 @@ func (ec *executionContext) _RebuildProjectionPayload(ctx context.Context, sel a
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -602,9 +598,7 @@ func (ec *executionContext) marshalNProjection2ᚕcairnᚋgraphᚋmodelᚐProjec
 
 func (ec *executionContext) marshalNProjection2ᚖcairnᚋgraphᚋmodelᚐProjection(ctx context.Context, sel ast.SelectionSet, v *model.Projection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Projection!")
 		return graphql.Null
 	}
 	return ec._Projection(ctx, sel, v)
@@ -627,9 +621,7 @@ func (ec *executionContext) unmarshalNRebuildProjectionInput2cairnᚋgraphᚋmod
 
 func (ec *executionContext) marshalNRebuildProjectionPayload2ᚖcairnᚋgraphᚋmodelᚐRebuildProjectionPayload(ctx context.Context, sel ast.SelectionSet, v *model.RebuildProjectionPayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "RebuildProjectionPayload!")
 		return graphql.Null
 	}
 	return ec._RebuildProjectionPayload(ctx, sel, v)

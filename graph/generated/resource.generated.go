@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -49,7 +48,7 @@ func (ec *executionContext) _HealthCheckResult_name(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_HealthCheckResult_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _HealthCheckResult_healthy(ctx context.Context, field graphql.CollectedField, obj *model.HealthCheckResult) (ret graphql.Marshaler) {
@@ -72,7 +71,7 @@ func (ec *executionContext) _HealthCheckResult_healthy(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_HealthCheckResult_healthy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _HealthCheckResult_detail(ctx context.Context, field graphql.CollectedField, obj *model.HealthCheckResult) (ret graphql.Marshaler) {
@@ -95,7 +94,7 @@ func (ec *executionContext) _HealthCheckResult_detail(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_HealthCheckResult_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _HealthCheckResult_since(ctx context.Context, field graphql.CollectedField, obj *model.HealthCheckResult) (ret graphql.Marshaler) {
@@ -118,7 +117,7 @@ func (ec *executionContext) _HealthCheckResult_since(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_HealthCheckResult_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("HealthCheckResult", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Resource_id(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -141,7 +140,7 @@ func (ec *executionContext) _Resource_id(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Resource_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Resource_serviceId(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -164,7 +163,7 @@ func (ec *executionContext) _Resource_serviceId(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Resource_serviceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Resource_service(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -219,7 +218,7 @@ func (ec *executionContext) _Resource_name(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Resource_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "String")
 }
 
 func (ec *executionContext) _Resource_plugin(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -242,7 +241,7 @@ func (ec *executionContext) _Resource_plugin(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Resource_plugin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "String")
 }
 
 func (ec *executionContext) _Resource_type(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -265,7 +264,7 @@ func (ec *executionContext) _Resource_type(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Resource_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "String")
 }
 
 func (ec *executionContext) _Resource_properties(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -288,7 +287,7 @@ func (ec *executionContext) _Resource_properties(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Resource_properties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Resource_dependsOn(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -311,7 +310,7 @@ func (ec *executionContext) _Resource_dependsOn(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Resource_dependsOn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Resource_outputs(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -334,7 +333,7 @@ func (ec *executionContext) _Resource_outputs(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Resource_outputs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Resource_status(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -357,7 +356,7 @@ func (ec *executionContext) _Resource_status(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Resource_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type ResourceStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "ResourceStatus")
 }
 
 func (ec *executionContext) _Resource_failedIn(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -380,7 +379,7 @@ func (ec *executionContext) _Resource_failedIn(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Resource_failedIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type ResourcePhase does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "ResourcePhase")
 }
 
 func (ec *executionContext) _Resource_error(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -403,7 +402,7 @@ func (ec *executionContext) _Resource_error(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Resource_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "String")
 }
 
 func (ec *executionContext) _Resource_nodeId(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -426,7 +425,7 @@ func (ec *executionContext) _Resource_nodeId(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Resource_nodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Resource_drift(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -481,7 +480,7 @@ func (ec *executionContext) _Resource_plannedAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Resource_plannedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Resource_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -504,7 +503,7 @@ func (ec *executionContext) _Resource_updatedAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Resource_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Resource_version(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -527,7 +526,7 @@ func (ec *executionContext) _Resource_version(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Resource_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Resource_revision(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -550,7 +549,7 @@ func (ec *executionContext) _Resource_revision(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Resource_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Resource", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Resource", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Resource_health(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -669,7 +668,7 @@ func (ec *executionContext) _ResourceDrift_kind(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ResourceDrift_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceDrift", field, false, false, errors.New("field of type DriftKind does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceDrift", field, false, false, "DriftKind")
 }
 
 func (ec *executionContext) _ResourceDrift_detail(ctx context.Context, field graphql.CollectedField, obj *model.ResourceDrift) (ret graphql.Marshaler) {
@@ -692,7 +691,7 @@ func (ec *executionContext) _ResourceDrift_detail(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_ResourceDrift_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceDrift", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceDrift", field, false, false, "String")
 }
 
 func (ec *executionContext) _ResourceDrift_since(ctx context.Context, field graphql.CollectedField, obj *model.ResourceDrift) (ret graphql.Marshaler) {
@@ -715,7 +714,7 @@ func (ec *executionContext) _ResourceDrift_since(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ResourceDrift_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceDrift", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceDrift", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ResourceEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ResourceEdge) (ret graphql.Marshaler) {
@@ -738,7 +737,7 @@ func (ec *executionContext) _ResourceEdge_cursor(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ResourceEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _ResourceEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ResourceEdge) (ret graphql.Marshaler) {
@@ -828,6 +827,18 @@ func (ec *executionContext) unmarshalInputResourceFilter(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalResourceFilter unmarshals raw into the ResourceFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalResourceFilter(ctx context.Context, raw any) (model.ResourceFilter, error) {
+	var out model.ResourceFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResourceFilter", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -842,8 +853,7 @@ func (ec *executionContext) _HealthCheckResult(ctx context.Context, sel ast.Sele
 	fields := graphql.CollectFields(ec.OperationContext, sel, healthCheckResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -877,14 +887,10 @@ func (ec *executionContext) _HealthCheckResult(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -895,8 +901,7 @@ func (ec *executionContext) _Resource(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourceImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -912,43 +917,11 @@ func (ec *executionContext) _Resource(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "service":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Resource_service(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Resource_service(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "name":
 			out.Values[i] = ec._Resource_name(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -1038,14 +1011,10 @@ func (ec *executionContext) _Resource(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1056,8 +1025,7 @@ func (ec *executionContext) _ResourceConnection(ctx context.Context, sel ast.Sel
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourceConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1081,14 +1049,10 @@ func (ec *executionContext) _ResourceConnection(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1099,8 +1063,7 @@ func (ec *executionContext) _ResourceDrift(ctx context.Context, sel ast.Selectio
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourceDriftImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1129,14 +1092,10 @@ func (ec *executionContext) _ResourceDrift(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1147,8 +1106,7 @@ func (ec *executionContext) _ResourceEdge(ctx context.Context, sel ast.Selection
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourceEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1172,14 +1130,10 @@ func (ec *executionContext) _ResourceEdge(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1240,9 +1194,7 @@ func (ec *executionContext) marshalNResource2ᚕcairnᚋgraphᚋmodelᚐResource
 
 func (ec *executionContext) marshalNResource2ᚖcairnᚋgraphᚋmodelᚐResource(ctx context.Context, sel ast.SelectionSet, v *model.Resource) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Resource!")
 		return graphql.Null
 	}
 	return ec._Resource(ctx, sel, v)
@@ -1250,9 +1202,7 @@ func (ec *executionContext) marshalNResource2ᚖcairnᚋgraphᚋmodelᚐResource
 
 func (ec *executionContext) marshalNResourceConnection2ᚖcairnᚋgraphᚋmodelᚐResourceConnection(ctx context.Context, sel ast.SelectionSet, v *model.ResourceConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ResourceConnection!")
 		return graphql.Null
 	}
 	return ec._ResourceConnection(ctx, sel, v)

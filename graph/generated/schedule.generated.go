@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -45,7 +44,7 @@ func (ec *executionContext) _Schedule_id(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Schedule_status(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -68,7 +67,7 @@ func (ec *executionContext) _Schedule_status(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type ScheduleStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "ScheduleStatus")
 }
 
 func (ec *executionContext) _Schedule_job(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -123,7 +122,7 @@ func (ec *executionContext) _Schedule_everySeconds(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_everySeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Schedule_cron(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -146,7 +145,7 @@ func (ec *executionContext) _Schedule_cron(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_cron(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "String")
 }
 
 func (ec *executionContext) _Schedule_submitter(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -169,7 +168,7 @@ func (ec *executionContext) _Schedule_submitter(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_submitter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "String")
 }
 
 func (ec *executionContext) _Schedule_nextRunAt(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -192,7 +191,7 @@ func (ec *executionContext) _Schedule_nextRunAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_nextRunAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Schedule_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -215,7 +214,7 @@ func (ec *executionContext) _Schedule_createdAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Schedule_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -238,7 +237,7 @@ func (ec *executionContext) _Schedule_updatedAt(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Schedule_version(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -261,7 +260,7 @@ func (ec *executionContext) _Schedule_version(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Schedule_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.Schedule) (ret graphql.Marshaler) {
@@ -284,7 +283,7 @@ func (ec *executionContext) _Schedule_allowedActions(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Schedule_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Schedule", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Schedule", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduleJob_spec(ctx context.Context, field graphql.CollectedField, obj *model.ScheduleJob) (ret graphql.Marshaler) {
@@ -371,7 +370,7 @@ func (ec *executionContext) _ScheduleJob_timeoutSeconds(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_ScheduleJob_timeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduleJob", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduleJob", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ScheduleJob_graceSeconds(ctx context.Context, field graphql.CollectedField, obj *model.ScheduleJob) (ret graphql.Marshaler) {
@@ -394,7 +393,7 @@ func (ec *executionContext) _ScheduleJob_graceSeconds(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_ScheduleJob_graceSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduleJob", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduleJob", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ScheduleJob_retry(ctx context.Context, field graphql.CollectedField, obj *model.ScheduleJob) (ret graphql.Marshaler) {
@@ -449,7 +448,7 @@ func (ec *executionContext) _ScheduleJob_queue(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ScheduleJob_queue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduleJob", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduleJob", field, false, false, "String")
 }
 
 func (ec *executionContext) _SchedulePayload_schedule(ctx context.Context, field graphql.CollectedField, obj *model.SchedulePayload) (ret graphql.Marshaler) {
@@ -504,7 +503,7 @@ func (ec *executionContext) _SchedulePayload_cursor(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_SchedulePayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SchedulePayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("SchedulePayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _SchedulePayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.SchedulePayload) (ret graphql.Marshaler) {
@@ -527,7 +526,7 @@ func (ec *executionContext) _SchedulePayload_duplicate(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_SchedulePayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SchedulePayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("SchedulePayload", field, false, false, "Boolean")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -592,6 +591,18 @@ func (ec *executionContext) unmarshalInputCreateScheduleInput(ctx context.Contex
 	return it, nil
 }
 
+// UnmarshalCreateScheduleInput unmarshals raw into the CreateScheduleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateScheduleInput(ctx context.Context, raw any) (model.CreateScheduleInput, error) {
+	var out model.CreateScheduleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateScheduleInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputScheduleInput(ctx context.Context, obj any) (model.ScheduleInput, error) {
 	var it model.ScheduleInput
 	if obj == nil {
@@ -634,6 +645,18 @@ func (ec *executionContext) unmarshalInputScheduleInput(ctx context.Context, obj
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalScheduleInput unmarshals raw into the ScheduleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalScheduleInput(ctx context.Context, raw any) (model.ScheduleInput, error) {
+	var out model.ScheduleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ScheduleInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputScheduleJobInput(ctx context.Context, obj any) (model.ScheduleJobInput, error) {
@@ -701,6 +724,18 @@ func (ec *executionContext) unmarshalInputScheduleJobInput(ctx context.Context, 
 	return it, nil
 }
 
+// UnmarshalScheduleJobInput unmarshals raw into the ScheduleJobInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalScheduleJobInput(ctx context.Context, raw any) (model.ScheduleJobInput, error) {
+	var out model.ScheduleJobInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ScheduleJobInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -715,8 +750,7 @@ func (ec *executionContext) _Schedule(ctx context.Context, sel ast.SelectionSet,
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduleImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -785,14 +819,10 @@ func (ec *executionContext) _Schedule(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -803,8 +833,7 @@ func (ec *executionContext) _ScheduleJob(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduleJobImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -848,14 +877,10 @@ func (ec *executionContext) _ScheduleJob(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -866,8 +891,7 @@ func (ec *executionContext) _SchedulePayload(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, schedulePayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -896,14 +920,10 @@ func (ec *executionContext) _SchedulePayload(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -919,9 +939,7 @@ func (ec *executionContext) unmarshalNCreateScheduleInput2cairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNSchedule2ᚖcairnᚋgraphᚋmodelᚐSchedule(ctx context.Context, sel ast.SelectionSet, v *model.Schedule) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Schedule!")
 		return graphql.Null
 	}
 	return ec._Schedule(ctx, sel, v)
@@ -934,9 +952,7 @@ func (ec *executionContext) unmarshalNScheduleInput2cairnᚋgraphᚋmodelᚐSche
 
 func (ec *executionContext) marshalNScheduleJob2ᚖcairnᚋgraphᚋmodelᚐScheduleJob(ctx context.Context, sel ast.SelectionSet, v *model.ScheduleJob) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ScheduleJob!")
 		return graphql.Null
 	}
 	return ec._ScheduleJob(ctx, sel, v)
@@ -949,9 +965,7 @@ func (ec *executionContext) unmarshalNScheduleJobInput2ᚖcairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNSchedulePayload2ᚖcairnᚋgraphᚋmodelᚐSchedulePayload(ctx context.Context, sel ast.SelectionSet, v *model.SchedulePayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "SchedulePayload!")
 		return graphql.Null
 	}
 	return ec._SchedulePayload(ctx, sel, v)

@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -51,7 +50,7 @@ func (ec *executionContext) _PropertyChange_path(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_PropertyChange_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PropertyChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("PropertyChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _PropertyChange_old(ctx context.Context, field graphql.CollectedField, obj *model.PropertyChange) (ret graphql.Marshaler) {
@@ -74,7 +73,7 @@ func (ec *executionContext) _PropertyChange_old(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_PropertyChange_old(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PropertyChange", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("PropertyChange", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _PropertyChange_new(ctx context.Context, field graphql.CollectedField, obj *model.PropertyChange) (ret graphql.Marshaler) {
@@ -97,7 +96,7 @@ func (ec *executionContext) _PropertyChange_new(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_PropertyChange_new(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PropertyChange", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("PropertyChange", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _ResourceChange_name(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -120,7 +119,7 @@ func (ec *executionContext) _ResourceChange_name(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ResourceChange_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _ResourceChange_resourceId(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -143,7 +142,7 @@ func (ec *executionContext) _ResourceChange_resourceId(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ResourceChange_resourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, "ID")
 }
 
 func (ec *executionContext) _ResourceChange_plugin(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -166,7 +165,7 @@ func (ec *executionContext) _ResourceChange_plugin(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ResourceChange_plugin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _ResourceChange_type(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -189,7 +188,7 @@ func (ec *executionContext) _ResourceChange_type(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_ResourceChange_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _ResourceChange_action(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -212,7 +211,7 @@ func (ec *executionContext) _ResourceChange_action(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ResourceChange_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, errors.New("field of type ResourceAction does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, "ResourceAction")
 }
 
 func (ec *executionContext) _ResourceChange_reasons(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -235,7 +234,7 @@ func (ec *executionContext) _ResourceChange_reasons(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ResourceChange_reasons(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ResourceChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _ResourceChange_properties(ctx context.Context, field graphql.CollectedField, obj *model.ResourceChange) (ret graphql.Marshaler) {
@@ -290,7 +289,7 @@ func (ec *executionContext) _Service_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Service_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Service_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -313,7 +312,7 @@ func (ec *executionContext) _Service_tenantId(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Service_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Service_tenant(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -368,7 +367,7 @@ func (ec *executionContext) _Service_name(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_Service_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
 func (ec *executionContext) _Service_templateName(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -391,7 +390,7 @@ func (ec *executionContext) _Service_templateName(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Service_templateName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
 func (ec *executionContext) _Service_templateVersion(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -414,7 +413,7 @@ func (ec *executionContext) _Service_templateVersion(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Service_templateVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
 func (ec *executionContext) _Service_template(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -469,7 +468,7 @@ func (ec *executionContext) _Service_variables(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Service_variables(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Service_status(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -492,7 +491,7 @@ func (ec *executionContext) _Service_status(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Service_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type ServiceStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "ServiceStatus")
 }
 
 func (ec *executionContext) _Service_failedIn(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -515,7 +514,7 @@ func (ec *executionContext) _Service_failedIn(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Service_failedIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type ServicePhase does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "ServicePhase")
 }
 
 func (ec *executionContext) _Service_cause(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -538,7 +537,7 @@ func (ec *executionContext) _Service_cause(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Service_cause(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
 func (ec *executionContext) _Service_remaining(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -561,7 +560,7 @@ func (ec *executionContext) _Service_remaining(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Service_remaining(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "ID")
 }
 
 func (ec *executionContext) _Service_outputs(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -584,7 +583,7 @@ func (ec *executionContext) _Service_outputs(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Service_outputs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Service_resources(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -639,7 +638,7 @@ func (ec *executionContext) _Service_requestedAt(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_Service_requestedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Service_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -662,7 +661,7 @@ func (ec *executionContext) _Service_updatedAt(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Service_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Service_version(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -685,7 +684,7 @@ func (ec *executionContext) _Service_version(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Service_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Service_revision(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -708,7 +707,7 @@ func (ec *executionContext) _Service_revision(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Service_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Service_blueprint(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -731,7 +730,7 @@ func (ec *executionContext) _Service_blueprint(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Service_blueprint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
 func (ec *executionContext) _Service_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.Service) (ret graphql.Marshaler) {
@@ -754,7 +753,7 @@ func (ec *executionContext) _Service_allowedActions(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_Service_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Service", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Service", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServiceChange_event(ctx context.Context, field graphql.CollectedField, obj *model.ServiceChange) (ret graphql.Marshaler) {
@@ -905,7 +904,7 @@ func (ec *executionContext) _ServiceEdge_cursor(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ServiceEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServiceEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ServiceEdge) (ret graphql.Marshaler) {
@@ -992,7 +991,7 @@ func (ec *executionContext) _ServicePayload_cursor(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ServicePayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServicePayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("ServicePayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ServicePayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.ServicePayload) (ret graphql.Marshaler) {
@@ -1015,7 +1014,7 @@ func (ec *executionContext) _ServicePayload_duplicate(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_ServicePayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServicePayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ServicePayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ServiceUpdatePayload_service(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePayload) (ret graphql.Marshaler) {
@@ -1102,7 +1101,7 @@ func (ec *executionContext) _ServiceUpdatePayload_cursor(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ServiceUpdatePayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePayload) (ret graphql.Marshaler) {
@@ -1125,7 +1124,7 @@ func (ec *executionContext) _ServiceUpdatePayload_duplicate(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_service(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1180,7 +1179,7 @@ func (ec *executionContext) _ServiceUpdatePlan_revision(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_fromVersion(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1203,7 +1202,7 @@ func (ec *executionContext) _ServiceUpdatePlan_fromVersion(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_fromVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_toVersion(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1226,7 +1225,7 @@ func (ec *executionContext) _ServiceUpdatePlan_toVersion(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_toVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "String")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_variables(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1313,7 +1312,7 @@ func (ec *executionContext) _ServiceUpdatePlan_creates(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_creates(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_updates(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1336,7 +1335,7 @@ func (ec *executionContext) _ServiceUpdatePlan_updates(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_updates(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_replaces(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1359,7 +1358,7 @@ func (ec *executionContext) _ServiceUpdatePlan_replaces(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_replaces(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_destroys(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1382,7 +1381,7 @@ func (ec *executionContext) _ServiceUpdatePlan_destroys(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_destroys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ServiceUpdatePlan_noChange(ctx context.Context, field graphql.CollectedField, obj *model.ServiceUpdatePlan) (ret graphql.Marshaler) {
@@ -1405,7 +1404,7 @@ func (ec *executionContext) _ServiceUpdatePlan_noChange(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_ServiceUpdatePlan_noChange(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ServiceUpdatePlan", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _VariableChange_name(ctx context.Context, field graphql.CollectedField, obj *model.VariableChange) (ret graphql.Marshaler) {
@@ -1428,7 +1427,7 @@ func (ec *executionContext) _VariableChange_name(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_VariableChange_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VariableChange", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("VariableChange", field, false, false, "String")
 }
 
 func (ec *executionContext) _VariableChange_old(ctx context.Context, field graphql.CollectedField, obj *model.VariableChange) (ret graphql.Marshaler) {
@@ -1451,7 +1450,7 @@ func (ec *executionContext) _VariableChange_old(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_VariableChange_old(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VariableChange", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("VariableChange", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _VariableChange_new(ctx context.Context, field graphql.CollectedField, obj *model.VariableChange) (ret graphql.Marshaler) {
@@ -1474,7 +1473,7 @@ func (ec *executionContext) _VariableChange_new(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_VariableChange_new(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("VariableChange", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("VariableChange", field, false, false, "JSON")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -1553,6 +1552,18 @@ func (ec *executionContext) unmarshalInputCreateServiceInput(ctx context.Context
 	return it, nil
 }
 
+// UnmarshalCreateServiceInput unmarshals raw into the CreateServiceInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateServiceInput(ctx context.Context, raw any) (model.CreateServiceInput, error) {
+	var out model.CreateServiceInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateServiceInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputMarkServiceCleanedUpInput(ctx context.Context, obj any) (model.MarkServiceCleanedUpInput, error) {
 	var it model.MarkServiceCleanedUpInput
 	if obj == nil {
@@ -1597,6 +1608,18 @@ func (ec *executionContext) unmarshalInputMarkServiceCleanedUpInput(ctx context.
 	return it, nil
 }
 
+// UnmarshalMarkServiceCleanedUpInput unmarshals raw into the MarkServiceCleanedUpInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalMarkServiceCleanedUpInput(ctx context.Context, raw any) (model.MarkServiceCleanedUpInput, error) {
+	var out model.MarkServiceCleanedUpInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "MarkServiceCleanedUpInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputServiceCommandInput(ctx context.Context, obj any) (model.ServiceCommandInput, error) {
 	var it model.ServiceCommandInput
 	if obj == nil {
@@ -1632,6 +1655,18 @@ func (ec *executionContext) unmarshalInputServiceCommandInput(ctx context.Contex
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalServiceCommandInput unmarshals raw into the ServiceCommandInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalServiceCommandInput(ctx context.Context, raw any) (model.ServiceCommandInput, error) {
+	var out model.ServiceCommandInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ServiceCommandInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputServiceFilter(ctx context.Context, obj any) (model.ServiceFilter, error) {
@@ -1692,6 +1727,18 @@ func (ec *executionContext) unmarshalInputServiceFilter(ctx context.Context, obj
 	return it, nil
 }
 
+// UnmarshalServiceFilter unmarshals raw into the ServiceFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalServiceFilter(ctx context.Context, raw any) (model.ServiceFilter, error) {
+	var out model.ServiceFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ServiceFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateServiceInput(ctx context.Context, obj any) (model.UpdateServiceInput, error) {
 	var it model.UpdateServiceInput
 	if obj == nil {
@@ -1743,6 +1790,18 @@ func (ec *executionContext) unmarshalInputUpdateServiceInput(ctx context.Context
 	return it, nil
 }
 
+// UnmarshalUpdateServiceInput unmarshals raw into the UpdateServiceInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateServiceInput(ctx context.Context, raw any) (model.UpdateServiceInput, error) {
+	var out model.UpdateServiceInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateServiceInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -1757,8 +1816,7 @@ func (ec *executionContext) _PropertyChange(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, propertyChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1787,14 +1845,10 @@ func (ec *executionContext) _PropertyChange(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1805,8 +1859,7 @@ func (ec *executionContext) _ResourceChange(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, resourceChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1855,14 +1908,10 @@ func (ec *executionContext) _ResourceChange(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1873,8 +1922,7 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1890,43 +1938,11 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "tenant":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Service_tenant(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Service_tenant(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "name":
 			out.Values[i] = ec._Service_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -1943,43 +1959,11 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "template":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Service_template(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Service_template(ctx, field, obj)
 				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "variables":
 			out.Values[i] = ec._Service_variables(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -2054,14 +2038,10 @@ func (ec *executionContext) _Service(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2072,8 +2052,7 @@ func (ec *executionContext) _ServiceChange(ctx context.Context, sel ast.Selectio
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2097,14 +2076,10 @@ func (ec *executionContext) _ServiceChange(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2115,8 +2090,7 @@ func (ec *executionContext) _ServiceConnection(ctx context.Context, sel ast.Sele
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2140,14 +2114,10 @@ func (ec *executionContext) _ServiceConnection(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2158,8 +2128,7 @@ func (ec *executionContext) _ServiceEdge(ctx context.Context, sel ast.SelectionS
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2183,14 +2152,10 @@ func (ec *executionContext) _ServiceEdge(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2201,8 +2166,7 @@ func (ec *executionContext) _ServicePayload(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, servicePayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2231,14 +2195,10 @@ func (ec *executionContext) _ServicePayload(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2249,8 +2209,7 @@ func (ec *executionContext) _ServiceUpdatePayload(ctx context.Context, sel ast.S
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceUpdatePayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2284,14 +2243,10 @@ func (ec *executionContext) _ServiceUpdatePayload(ctx context.Context, sel ast.S
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2302,8 +2257,7 @@ func (ec *executionContext) _ServiceUpdatePlan(ctx context.Context, sel ast.Sele
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceUpdatePlanImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2372,14 +2326,10 @@ func (ec *executionContext) _ServiceUpdatePlan(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2390,8 +2340,7 @@ func (ec *executionContext) _VariableChange(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, variableChangeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -2420,14 +2369,10 @@ func (ec *executionContext) _VariableChange(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -2498,9 +2443,7 @@ func (ec *executionContext) marshalNResourceChange2ᚕcairnᚋgraphᚋmodelᚐRe
 
 func (ec *executionContext) marshalNService2ᚖcairnᚋgraphᚋmodelᚐService(ctx context.Context, sel ast.SelectionSet, v *model.Service) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Service!")
 		return graphql.Null
 	}
 	return ec._Service(ctx, sel, v)
@@ -2508,9 +2451,7 @@ func (ec *executionContext) marshalNService2ᚖcairnᚋgraphᚋmodelᚐService(c
 
 func (ec *executionContext) marshalNServiceChange2ᚖcairnᚋgraphᚋmodelᚐServiceChange(ctx context.Context, sel ast.SelectionSet, v *model.ServiceChange) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServiceChange!")
 		return graphql.Null
 	}
 	return ec._ServiceChange(ctx, sel, v)
@@ -2523,9 +2464,7 @@ func (ec *executionContext) unmarshalNServiceCommandInput2cairnᚋgraphᚋmodel�
 
 func (ec *executionContext) marshalNServiceConnection2ᚖcairnᚋgraphᚋmodelᚐServiceConnection(ctx context.Context, sel ast.SelectionSet, v *model.ServiceConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServiceConnection!")
 		return graphql.Null
 	}
 	return ec._ServiceConnection(ctx, sel, v)
@@ -2553,9 +2492,7 @@ func (ec *executionContext) marshalNServiceEdge2ᚕcairnᚋgraphᚋmodelᚐServi
 
 func (ec *executionContext) marshalNServicePayload2ᚖcairnᚋgraphᚋmodelᚐServicePayload(ctx context.Context, sel ast.SelectionSet, v *model.ServicePayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServicePayload!")
 		return graphql.Null
 	}
 	return ec._ServicePayload(ctx, sel, v)
@@ -2573,9 +2510,7 @@ func (ec *executionContext) marshalNServiceStatus2cairnᚋgraphᚋmodelᚐServic
 
 func (ec *executionContext) marshalNServiceUpdatePayload2ᚖcairnᚋgraphᚋmodelᚐServiceUpdatePayload(ctx context.Context, sel ast.SelectionSet, v *model.ServiceUpdatePayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServiceUpdatePayload!")
 		return graphql.Null
 	}
 	return ec._ServiceUpdatePayload(ctx, sel, v)
@@ -2583,9 +2518,7 @@ func (ec *executionContext) marshalNServiceUpdatePayload2ᚖcairnᚋgraphᚋmode
 
 func (ec *executionContext) marshalNServiceUpdatePlan2ᚖcairnᚋgraphᚋmodelᚐServiceUpdatePlan(ctx context.Context, sel ast.SelectionSet, v *model.ServiceUpdatePlan) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ServiceUpdatePlan!")
 		return graphql.Null
 	}
 	return ec._ServiceUpdatePlan(ctx, sel, v)

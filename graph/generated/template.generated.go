@@ -5,7 +5,6 @@ package generated
 import (
 	"cairn/graph/model"
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -45,7 +44,7 @@ func (ec *executionContext) _TemplateFlavor_name(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_TemplateFlavor_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateFlavor", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateFlavor", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateFlavor_description(ctx context.Context, field graphql.CollectedField, obj *model.TemplateFlavor) (ret graphql.Marshaler) {
@@ -68,7 +67,7 @@ func (ec *executionContext) _TemplateFlavor_description(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_TemplateFlavor_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateFlavor", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateFlavor", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateFlavor_variables(ctx context.Context, field graphql.CollectedField, obj *model.TemplateFlavor) (ret graphql.Marshaler) {
@@ -91,7 +90,7 @@ func (ec *executionContext) _TemplateFlavor_variables(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_TemplateFlavor_variables(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateFlavor", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateFlavor", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _TemplatePayload_template(ctx context.Context, field graphql.CollectedField, obj *model.TemplatePayload) (ret graphql.Marshaler) {
@@ -146,7 +145,7 @@ func (ec *executionContext) _TemplatePayload_cursor(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TemplatePayload_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplatePayload", field, false, false, errors.New("field of type Cursor does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplatePayload", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _TemplatePayload_duplicate(ctx context.Context, field graphql.CollectedField, obj *model.TemplatePayload) (ret graphql.Marshaler) {
@@ -169,7 +168,7 @@ func (ec *executionContext) _TemplatePayload_duplicate(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_TemplatePayload_duplicate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplatePayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplatePayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _TemplateVariable_name(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -192,7 +191,7 @@ func (ec *executionContext) _TemplateVariable_name(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVariable_type(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -215,7 +214,7 @@ func (ec *executionContext) _TemplateVariable_type(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type VariableType does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "VariableType")
 }
 
 func (ec *executionContext) _TemplateVariable_description(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -238,7 +237,7 @@ func (ec *executionContext) _TemplateVariable_description(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVariable_default(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -261,7 +260,7 @@ func (ec *executionContext) _TemplateVariable_default(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_default(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _TemplateVariable_required(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -284,7 +283,7 @@ func (ec *executionContext) _TemplateVariable_required(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_required(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _TemplateVariable_sensitive(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -307,7 +306,7 @@ func (ec *executionContext) _TemplateVariable_sensitive(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_sensitive(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _TemplateVariable_pattern(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -330,7 +329,7 @@ func (ec *executionContext) _TemplateVariable_pattern(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_pattern(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVariable_minLength(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -353,7 +352,7 @@ func (ec *executionContext) _TemplateVariable_minLength(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_minLength(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "Int")
 }
 
 func (ec *executionContext) _TemplateVariable_maxLength(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -376,7 +375,7 @@ func (ec *executionContext) _TemplateVariable_maxLength(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_maxLength(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "Int")
 }
 
 func (ec *executionContext) _TemplateVariable_minimum(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -399,7 +398,7 @@ func (ec *executionContext) _TemplateVariable_minimum(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_minimum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "Float")
 }
 
 func (ec *executionContext) _TemplateVariable_maximum(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -422,7 +421,7 @@ func (ec *executionContext) _TemplateVariable_maximum(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_maximum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "Float")
 }
 
 func (ec *executionContext) _TemplateVariable_enum(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVariable) (ret graphql.Marshaler) {
@@ -445,7 +444,7 @@ func (ec *executionContext) _TemplateVariable_enum(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVariable_enum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVariable", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _TemplateVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -468,7 +467,7 @@ func (ec *executionContext) _TemplateVersion_id(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "ID")
 }
 
 func (ec *executionContext) _TemplateVersion_name(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -491,7 +490,7 @@ func (ec *executionContext) _TemplateVersion_name(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_version(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -514,7 +513,7 @@ func (ec *executionContext) _TemplateVersion_version(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_vendor(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -537,7 +536,7 @@ func (ec *executionContext) _TemplateVersion_vendor(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_vendor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_category(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -560,7 +559,7 @@ func (ec *executionContext) _TemplateVersion_category(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_description(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -583,7 +582,7 @@ func (ec *executionContext) _TemplateVersion_description(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_status(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -606,7 +605,7 @@ func (ec *executionContext) _TemplateVersion_status(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type TemplateStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "TemplateStatus")
 }
 
 func (ec *executionContext) _TemplateVersion_descriptor(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -629,7 +628,7 @@ func (ec *executionContext) _TemplateVersion_descriptor(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_descriptor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _TemplateVersion_digest(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -652,7 +651,7 @@ func (ec *executionContext) _TemplateVersion_digest(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_digest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_variables(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -739,7 +738,7 @@ func (ec *executionContext) _TemplateVersion_registeredAt(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_registeredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "Time")
 }
 
 func (ec *executionContext) _TemplateVersion_publishedAt(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -762,7 +761,7 @@ func (ec *executionContext) _TemplateVersion_publishedAt(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_publishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "Time")
 }
 
 func (ec *executionContext) _TemplateVersion_deprecatedAt(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -785,7 +784,7 @@ func (ec *executionContext) _TemplateVersion_deprecatedAt(ctx context.Context, f
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_deprecatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type Time does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "Time")
 }
 
 func (ec *executionContext) _TemplateVersion_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -808,7 +807,7 @@ func (ec *executionContext) _TemplateVersion_deprecationReason(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersion_streamVersion(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -831,7 +830,7 @@ func (ec *executionContext) _TemplateVersion_streamVersion(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_streamVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "Int")
 }
 
 func (ec *executionContext) _TemplateVersion_allowedActions(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersion) (ret graphql.Marshaler) {
@@ -854,7 +853,7 @@ func (ec *executionContext) _TemplateVersion_allowedActions(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersion_allowedActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersion", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersionConnection) (ret graphql.Marshaler) {
@@ -941,7 +940,7 @@ func (ec *executionContext) _TemplateVersionEdge_cursor(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_TemplateVersionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TemplateVersionEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TemplateVersionEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _TemplateVersionEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.TemplateVersionEdge) (ret graphql.Marshaler) {
@@ -1031,6 +1030,18 @@ func (ec *executionContext) unmarshalInputDeprecateTemplateInput(ctx context.Con
 	return it, nil
 }
 
+// UnmarshalDeprecateTemplateInput unmarshals raw into the DeprecateTemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeprecateTemplateInput(ctx context.Context, raw any) (model.DeprecateTemplateInput, error) {
+	var out model.DeprecateTemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeprecateTemplateInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputPublishTemplateInput(ctx context.Context, obj any) (model.PublishTemplateInput, error) {
 	var it model.PublishTemplateInput
 	if obj == nil {
@@ -1075,6 +1086,18 @@ func (ec *executionContext) unmarshalInputPublishTemplateInput(ctx context.Conte
 	return it, nil
 }
 
+// UnmarshalPublishTemplateInput unmarshals raw into the PublishTemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalPublishTemplateInput(ctx context.Context, raw any) (model.PublishTemplateInput, error) {
+	var out model.PublishTemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "PublishTemplateInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterTemplateInput(ctx context.Context, obj any) (model.RegisterTemplateInput, error) {
 	var it model.RegisterTemplateInput
 	if obj == nil {
@@ -1110,6 +1133,18 @@ func (ec *executionContext) unmarshalInputRegisterTemplateInput(ctx context.Cont
 		}
 	}
 	return it, nil
+}
+
+// UnmarshalRegisterTemplateInput unmarshals raw into the RegisterTemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRegisterTemplateInput(ctx context.Context, raw any) (model.RegisterTemplateInput, error) {
+	var out model.RegisterTemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RegisterTemplateInput", raw, &out)
+	return out, err
 }
 
 func (ec *executionContext) unmarshalInputTemplateFilter(ctx context.Context, obj any) (model.TemplateFilter, error) {
@@ -1170,6 +1205,18 @@ func (ec *executionContext) unmarshalInputTemplateFilter(ctx context.Context, ob
 	return it, nil
 }
 
+// UnmarshalTemplateFilter unmarshals raw into the TemplateFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTemplateFilter(ctx context.Context, raw any) (model.TemplateFilter, error) {
+	var out model.TemplateFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TemplateFilter", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -1184,8 +1231,7 @@ func (ec *executionContext) _TemplateFlavor(ctx context.Context, sel ast.Selecti
 	fields := graphql.CollectFields(ec.OperationContext, sel, templateFlavorImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1214,14 +1260,10 @@ func (ec *executionContext) _TemplateFlavor(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1232,8 +1274,7 @@ func (ec *executionContext) _TemplatePayload(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, templatePayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1262,14 +1303,10 @@ func (ec *executionContext) _TemplatePayload(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1280,8 +1317,7 @@ func (ec *executionContext) _TemplateVariable(ctx context.Context, sel ast.Selec
 	fields := graphql.CollectFields(ec.OperationContext, sel, templateVariableImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1355,14 +1391,10 @@ func (ec *executionContext) _TemplateVariable(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1373,8 +1405,7 @@ func (ec *executionContext) _TemplateVersion(ctx context.Context, sel ast.Select
 	fields := graphql.CollectFields(ec.OperationContext, sel, templateVersionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1473,14 +1504,10 @@ func (ec *executionContext) _TemplateVersion(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1491,8 +1518,7 @@ func (ec *executionContext) _TemplateVersionConnection(ctx context.Context, sel 
 	fields := graphql.CollectFields(ec.OperationContext, sel, templateVersionConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1516,14 +1542,10 @@ func (ec *executionContext) _TemplateVersionConnection(ctx context.Context, sel 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1534,8 +1556,7 @@ func (ec *executionContext) _TemplateVersionEdge(ctx context.Context, sel ast.Se
 	fields := graphql.CollectFields(ec.OperationContext, sel, templateVersionEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -1559,14 +1580,10 @@ func (ec *executionContext) _TemplateVersionEdge(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
 
 	return out
 }
@@ -1612,9 +1629,7 @@ func (ec *executionContext) marshalNTemplateFlavor2ᚕcairnᚋgraphᚋmodelᚐTe
 
 func (ec *executionContext) marshalNTemplatePayload2ᚖcairnᚋgraphᚋmodelᚐTemplatePayload(ctx context.Context, sel ast.SelectionSet, v *model.TemplatePayload) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "TemplatePayload!")
 		return graphql.Null
 	}
 	return ec._TemplatePayload(ctx, sel, v)
@@ -1652,9 +1667,7 @@ func (ec *executionContext) marshalNTemplateVariable2ᚕcairnᚋgraphᚋmodelᚐ
 
 func (ec *executionContext) marshalNTemplateVersion2ᚖcairnᚋgraphᚋmodelᚐTemplateVersion(ctx context.Context, sel ast.SelectionSet, v *model.TemplateVersion) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "TemplateVersion!")
 		return graphql.Null
 	}
 	return ec._TemplateVersion(ctx, sel, v)
@@ -1662,9 +1675,7 @@ func (ec *executionContext) marshalNTemplateVersion2ᚖcairnᚋgraphᚋmodelᚐT
 
 func (ec *executionContext) marshalNTemplateVersionConnection2ᚖcairnᚋgraphᚋmodelᚐTemplateVersionConnection(ctx context.Context, sel ast.SelectionSet, v *model.TemplateVersionConnection) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "TemplateVersionConnection!")
 		return graphql.Null
 	}
 	return ec._TemplateVersionConnection(ctx, sel, v)
