@@ -76,3 +76,29 @@ func TestDepthRefusal(t *testing.T) {
 		t.Fatalf("got %v", resp.Errors)
 	}
 }
+
+// A document that passed preflight is remembered for the budget it passed:
+// the same text from a caller without a token is measured against the
+// tighter budget, every time.
+func TestPreflightRemembersPerBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{Transport: transport.Options{
+		Limits: transport.Budget{Depth: 20}, AnonymousLimits: transport.Budget{Depth: 3}}})
+	q := `fragment M on EventMetadata { actor } { events { edges { node { metadata { ...M } } } } }`
+	for range 2 {
+		resp, err := e.client("admin").Raw(ctxT(t), client.Request{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Errors) > 0 {
+			t.Fatalf("signed in: %v", resp.Errors)
+		}
+		resp, err = e.client("").Raw(ctxT(t), client.Request{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Errors) == 0 || resp.Errors[0].Extensions["reason"] != "DEPTH_LIMIT_EXCEEDED" {
+			t.Fatalf("without a token: got %v, want DEPTH_LIMIT_EXCEEDED", resp.Errors)
+		}
+	}
+}

@@ -118,7 +118,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	if !opts.DisableIntrospection {
 		gql.Use(introspection{})
 	}
-	pf := preflight{signedIn: opts.Limits, anonymous: opts.AnonymousLimits}
+	pf := newPreflight(opts.Limits, opts.AnonymousLimits)
 	gql.Use(pf)
 	gql.Use(&complexityLimit{preflight: pf})
 	gql.SetParserTokenLimit(max(opts.Limits.Tokens, opts.AnonymousLimits.Tokens))

@@ -2,8 +2,10 @@ package transport
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -20,8 +22,60 @@ import (
 // spreads F2 twice, ...) expands to billions of fields from a kilobyte, and
 // validation and cost analysis walk the expanded form; preflight refuses it
 // before either runs. Callers without a token get tighter limits.
+//
+// Clients send the same few documents over and over (an agent's heartbeat,
+// a portal's page): a document that passed is remembered, by a digest of
+// its text and operation and the budget it passed, so it is not parsed
+// again before gqlgen finds it in its own cache of parsed queries.
 type preflight struct {
 	signedIn, anonymous Budget
+	passed              *passedDocuments
+}
+
+func newPreflight(signedIn, anonymous Budget) preflight {
+	return preflight{signedIn: signedIn, anonymous: anonymous, passed: &passedDocuments{m: map[[32]byte]struct{}{}}}
+}
+
+// passedDocumentsMax bounds the documents preflight remembers; when full it
+// starts afresh, which costs a re-check of the documents in use.
+const passedDocumentsMax = 4096
+
+// passedDocuments are the digests of the documents that passed preflight.
+type passedDocuments struct {
+	mu sync.Mutex
+	m  map[[32]byte]struct{}
+}
+
+func (p *passedDocuments) has(k [32]byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.m[k]
+	return ok
+}
+
+func (p *passedDocuments) add(k [32]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.m) >= passedDocumentsMax {
+		clear(p.m)
+	}
+	p.m[k] = struct{}{}
+}
+
+// documentKey names a document checked against one of the two budgets.
+func documentKey(anonymous bool, rp *graphql.RawParams) [32]byte {
+	h := sha256.New()
+	if anonymous {
+		h.Write([]byte{1})
+	} else {
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(rp.OperationName))
+	h.Write([]byte{0})
+	h.Write([]byte(rp.Query))
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // Budget bounds one document.
@@ -47,16 +101,23 @@ func (preflight) ExtensionName() string                          { return "Prefl
 func (preflight) Validate(schema graphql.ExecutableSchema) error { return nil }
 
 func (p preflight) budget(ctx context.Context) Budget {
-	if Principal(ctx).Role == "" {
+	if isAnonymous(ctx) {
 		return p.anonymous
 	}
 	return p.signedIn
 }
 
+// isAnonymous says whether the caller has no token.
+func isAnonymous(ctx context.Context) bool { return Principal(ctx).Role == "" }
+
 func (p preflight) MutateOperationParameters(ctx context.Context, rp *graphql.RawParams) *gqlerror.Error {
 	b := p.budget(ctx)
 	if len(rp.Query) > b.Bytes {
 		return refused("QUERY_TOO_LARGE", fmt.Sprintf("the query is %d bytes; at most %d are accepted%s", len(rp.Query), b.Bytes, signInHint(ctx)))
+	}
+	key := documentKey(isAnonymous(ctx), rp)
+	if p.passed.has(key) {
+		return nil
 	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: rp.Query}, b.Tokens)
 	if err != nil {
@@ -67,12 +128,22 @@ func (p preflight) MutateOperationParameters(ctx context.Context, rp *graphql.Ra
 		}
 		return nil
 	}
+	if err := p.measure(ctx, b, doc, rp.OperationName); err != nil {
+		return err
+	}
+	p.passed.add(key)
+	return nil
+}
+
+// measure refuses an operation of doc (the one named, or all) that would
+// be deeper or have more fields than b allows once its fragments expand.
+func (p preflight) measure(ctx context.Context, b Budget, doc *ast.QueryDocument, operation string) *gqlerror.Error {
 	m := measurer{frags: map[string]*ast.FragmentDefinition{}, sizes: map[string]size{}, visiting: map[string]bool{}}
 	for _, f := range doc.Fragments {
 		m.frags[f.Name] = f
 	}
 	for _, op := range doc.Operations {
-		if rp.OperationName != "" && op.Name != rp.OperationName {
+		if operation != "" && op.Name != operation {
 			continue
 		}
 		s, cyclic := m.selection(op.SelectionSet)
