@@ -77,6 +77,32 @@ func startCairnd(ctx context.Context, e *env, work, dbPrefix string, commands []
 	return &servedCairnd{url: url, token: token, debug: debug, profiles: e.cfg.heapProfiles, bin: bin, pid: srv.Process.Pid, stop: stop}, nil
 }
 
+// httpGet is the body of a successful GET of url.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// metric is the value of an unlabelled metric cairnd exposes now.
+func (s *servedCairnd) metric(ctx context.Context, name string) (float64, error) {
+	b, err := httpGet(ctx, s.url+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	return metricValue(b, name)
+}
+
 // freeAddress is a local address no one listens on now.
 func freeAddress() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,21 +125,7 @@ func freeAddress() (string, error) {
 const idleCollections = 3
 
 func (s *servedCairnd) liveMemory(ctx context.Context, label string) (liveMemory, error) {
-	get := func(url string) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("%s: %s", url, resp.Status)
-		}
-		return io.ReadAll(resp.Body)
-	}
+	get := func(url string) ([]byte, error) { return httpGet(ctx, url) }
 	var heap []byte
 	for range idleCollections {
 		var err error
@@ -166,12 +178,18 @@ func (m liveMemory) perEach(before liveMemory, n int) (spans, objects, stacks fl
 // is called) into the profiles folder under label, when one is given;
 // wait returns once it is written.
 func (s *servedCairnd) cpuProfile(ctx context.Context, label string, d time.Duration) (wait func() error) {
+	return s.profile(ctx, "profile", label, d)
+}
+
+// profile records the served cairnd's runtime profile of kind (profile,
+// allocs, ...) over d into the profiles folder under label, as cpuProfile.
+func (s *servedCairnd) profile(ctx context.Context, kind, label string, d time.Duration) (wait func() error) {
 	if s.profiles == "" {
 		return func() error { return nil }
 	}
 	done := make(chan error, 1)
 	go func() {
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.debug, int(d.Seconds()))
+		url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", s.debug, kind, int(d.Seconds()))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			done <- err

@@ -150,11 +150,35 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		e.log.Info().Int("agents", n).Float64("heap_spans_kib", spans).Float64("live_objects_kib", objects).
 			Float64("stacks_kib", stacks).Msg("memory of each agent connected in this step")
 		idleProfiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), fleetIdleWindow)
+		gcBefore, err := srv.metric(ctx, "go_gc_duration_seconds_count")
+		if err != nil {
+			return nil, err
+		}
+		allocBefore, err := srv.metric(ctx, "go_memstats_alloc_bytes_total")
+		if err != nil {
+			return nil, err
+		}
 		if p.cpuPercent, err = idleCPU(srv.pid, fleetIdleWindow); err != nil {
 			return nil, err
 		}
+		gcAfter, err := srv.metric(ctx, "go_gc_duration_seconds_count")
+		if err != nil {
+			return nil, err
+		}
+		allocAfter, err := srv.metric(ctx, "go_memstats_alloc_bytes_total")
+		if err != nil {
+			return nil, err
+		}
+		e.log.Info().Int("agents", n).Float64("collections", gcAfter-gcBefore).Float64("allocated_mib", round((allocAfter-allocBefore)/(1<<20), 1)).Msg("idle window")
 		if err := idleProfiled(); err != nil {
 			return nil, err
+		}
+		if srv.profiles != "" {
+			// What the idle window allocated: this heap profile less the
+			// one taken just before it.
+			if _, err := srv.liveMemory(ctx, fmt.Sprintf("fleet-%d-idle-end", n)); err != nil {
+				return nil, err
+			}
 		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
 		p.fanout, err = d.fanOut(ctx, n)
