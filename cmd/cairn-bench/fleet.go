@@ -46,7 +46,7 @@ const (
 	// fleetFanOutProfile is how much of each fan-out -profiles records.
 	fleetFanOutProfile   = 15 * time.Second
 	fleetDispatchSamples = 100
-	fleetIdleWindow      = 5 * time.Second
+	fleetIdleWindow      = 10 * time.Second
 )
 
 // fleetDriver runs the agents' sessions and records what they receive.
@@ -54,6 +54,7 @@ type fleetDriver struct {
 	url   string
 	admin *client.Client
 	hc    *http.Client
+	log   zerolog.Logger
 	// issuers create join tokens, and enrollHC carries the enrollments,
 	// each from a loopback address of its own: a real fleet's nodes enroll
 	// from many addresses, and the server's request quotas (per token, and
@@ -64,6 +65,10 @@ type fleetDriver struct {
 
 	connected atomic.Int64
 	finished  atomic.Int64
+	// leased and lastLease count the leases received and when the last
+	// came (unix nanoseconds): the fan-out's timeline.
+	leased    atomic.Int64
+	lastLease atomic.Int64
 	errs      chan error
 
 	mu       sync.Mutex
@@ -86,6 +91,7 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 	d := &fleetDriver{
 		url:      srv.url,
 		admin:    client.New(srv.url, srv.token, nil),
+		log:      e.log,
 		enrollHC: fromManyAddresses(),
 		// Requests (heartbeats, reports) share connections; each feed's
 		// WebSocket is a connection of its own, as on real nodes.
@@ -184,6 +190,13 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		p.fanout, err = d.fanOut(ctx, n)
 		if perr := profiled(); perr != nil {
 			return nil, perr
+		}
+		if srv.profiles != "" && err == nil {
+			// What the fan-out allocated: this heap profile less the one
+			// taken after the idle window.
+			if _, err := srv.liveMemory(ctx, fmt.Sprintf("fleet-%d-fanout-end", n)); err != nil {
+				return nil, err
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fan-out to %d agents: %w", n, err)
@@ -380,6 +393,8 @@ func (d *fleetDriver) fail(ctx context.Context, err error) {
 }
 
 func (d *fleetDriver) received(nodeID string, l agent.Lease) {
+	d.leased.Add(1)
+	d.lastLease.Store(time.Now().UnixNano())
 	d.mu.Lock()
 	ch := d.waiting[nodeID]
 	delete(d.waiting, nodeID)
@@ -422,7 +437,12 @@ func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) 
 	}
 	id := out.SubmitJob.Job.ID
 	deadline := start.Add(5 * time.Minute)
+	leased, finished := d.leased.Load(), d.finished.Load()
+	var reported time.Duration // until every result was acknowledged
 	for {
+		if reported == 0 && d.finished.Load()-finished >= int64(n) {
+			reported = time.Since(start)
+		}
 		var q struct {
 			Job struct {
 				Status string
@@ -433,7 +453,11 @@ func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) 
 		}
 		switch q.Job.Status {
 		case "SUCCEEDED":
-			return time.Since(start), nil
+			took := time.Since(start)
+			d.log.Info().Int("agents", n).Int64("leases", d.leased.Load()-leased).
+				Dur("last_lease", time.Unix(0, d.lastLease.Load()).Sub(start)).
+				Dur("results_reported", reported).Dur("recorded_complete", took).Msg("fan-out timeline")
+			return took, nil
 		case "FAILED", "TIMED_OUT", "CANCELLED":
 			return 0, fmt.Errorf("the fan-out ended %s", q.Job.Status)
 		}
