@@ -65,11 +65,13 @@ type fleetDriver struct {
 
 	connected atomic.Int64
 	finished  atomic.Int64
-	// leased and lastLease count the leases received and when the last
-	// came (unix nanoseconds): the fan-out's timeline.
-	leased    atomic.Int64
-	lastLease atomic.Int64
-	errs      chan error
+	// leased counts the leases received, and firstLease and lastLease say
+	// when the first since firstLease was zeroed and the last came (unix
+	// nanoseconds): the fan-out's timeline.
+	leased     atomic.Int64
+	firstLease atomic.Int64
+	lastLease  atomic.Int64
+	errs       chan error
 
 	mu       sync.Mutex
 	sessions []*agent.Session
@@ -393,8 +395,10 @@ func (d *fleetDriver) fail(ctx context.Context, err error) {
 }
 
 func (d *fleetDriver) received(nodeID string, l agent.Lease) {
+	now := time.Now().UnixNano()
 	d.leased.Add(1)
-	d.lastLease.Store(time.Now().UnixNano())
+	d.firstLease.CompareAndSwap(0, now)
+	d.lastLease.Store(now)
 	d.mu.Lock()
 	ch := d.waiting[nodeID]
 	delete(d.waiting, nodeID)
@@ -427,6 +431,7 @@ func (d *fleetDriver) complete(ctx context.Context, s *agent.Session, l agent.Le
 
 // fanOut submits one job on every node and waits until it completed.
 func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) {
+	d.firstLease.Store(0)
 	start := time.Now()
 	var out struct {
 		SubmitJob struct{ Job struct{ ID string } }
@@ -455,6 +460,7 @@ func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) 
 		case "SUCCEEDED":
 			took := time.Since(start)
 			d.log.Info().Int("agents", n).Int64("leases", d.leased.Load()-leased).
+				Dur("first_lease", time.Unix(0, d.firstLease.Load()).Sub(start)).
 				Dur("last_lease", time.Unix(0, d.lastLease.Load()).Sub(start)).
 				Dur("results_reported", reported).Dur("recorded_complete", took).Msg("fan-out timeline")
 			return took, nil
@@ -464,7 +470,10 @@ func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) 
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("the fan-out to %d nodes was still %s after 5 minutes", n, q.Job.Status)
 		}
-		time.Sleep(25 * time.Millisecond)
+		// A fan-out's job reads its stream, whose record of the children
+		// names every one: polled every 25 ms, that read was 4 % of the
+		// server's CPU during a fan-out to 10,000.
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
