@@ -203,6 +203,11 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fan-out to %d agents: %w", n, err)
 		}
+		// Dispatch is timed with the agents idle, not in the fan-out's
+		// wake (the read models still applying its last events).
+		if err := waitQuiet(srv.pid, 10*time.Second); err != nil {
+			return nil, err
+		}
 		if p.dispatchP99, err = d.dispatchP99(ctx); err != nil {
 			return nil, fmt.Errorf("dispatch with %d agents: %w", n, err)
 		}
@@ -275,6 +280,18 @@ func raiseFileLimit() uint64 {
 func quietMemory(ctx context.Context, srv *servedCairnd, label string) (liveMemory, error) {
 	time.Sleep(3 * time.Second)
 	return srv.liveMemory(ctx, label)
+}
+
+// waitQuiet waits until a process used under half a core over half a
+// second, or for at most limit.
+func waitQuiet(pid int, limit time.Duration) error {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		busy, err := idleCPU(pid, 500*time.Millisecond)
+		if err != nil || busy < 50 {
+			return err
+		}
+	}
+	return nil
 }
 
 // idleCPU is the CPU time a process spent over window, as a percentage of
