@@ -125,11 +125,10 @@ func freeAddress() (string, error) {
 const idleCollections = 3
 
 func (s *servedCairnd) liveMemory(ctx context.Context, label string) (liveMemory, error) {
-	get := func(url string) ([]byte, error) { return httpGet(ctx, url) }
 	var heap []byte
 	for range idleCollections {
 		var err error
-		if heap, err = get("http://" + s.debug + "/debug/pprof/heap?gc=1"); err != nil {
+		if heap, err = httpGet(ctx, "http://"+s.debug+"/debug/pprof/heap?gc=1"); err != nil {
 			return liveMemory{}, err
 		}
 	}
@@ -138,7 +137,7 @@ func (s *servedCairnd) liveMemory(ctx context.Context, label string) (liveMemory
 			return liveMemory{}, err
 		}
 	}
-	b, err := get(s.url + "/metrics")
+	b, err := httpGet(ctx, s.url+"/metrics")
 	if err != nil {
 		return liveMemory{}, err
 	}
@@ -178,18 +177,12 @@ func (m liveMemory) perEach(before liveMemory, n int) (spans, objects, stacks fl
 // is called) into the profiles folder under label, when one is given;
 // wait returns once it is written.
 func (s *servedCairnd) cpuProfile(ctx context.Context, label string, d time.Duration) (wait func() error) {
-	return s.profile(ctx, "profile", label, d)
-}
-
-// profile records the served cairnd's runtime profile of kind (profile,
-// allocs, ...) over d into the profiles folder under label, as cpuProfile.
-func (s *servedCairnd) profile(ctx context.Context, kind, label string, d time.Duration) (wait func() error) {
 	if s.profiles == "" {
 		return func() error { return nil }
 	}
 	done := make(chan error, 1)
 	go func() {
-		url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", s.debug, kind, int(d.Seconds()))
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.debug, int(d.Seconds()))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			done <- err

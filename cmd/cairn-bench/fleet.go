@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -137,6 +138,9 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if err := d.connect(runCtx, have, n); err != nil {
 			return nil, fmt.Errorf("connect %d agents: %w", n, err)
 		}
+		if err := d.waitOnline(ctx); err != nil {
+			return nil, err
+		}
 		held, err := quietMemory(ctx, srv, fmt.Sprintf("fleet-%d-connected", n))
 		if err != nil {
 			return nil, err
@@ -157,36 +161,8 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		spans, objects, stacks := held.perEach(before, n-have)
 		e.log.Info().Int("agents", n).Float64("heap_spans_kib", spans).Float64("live_objects_kib", objects).
 			Float64("stacks_kib", stacks).Msg("memory of each agent connected in this step")
-		idleProfiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), fleetIdleWindow)
-		gcBefore, err := srv.metric(ctx, "go_gc_duration_seconds_count")
-		if err != nil {
+		if p.cpuPercent, err = idleWindow(ctx, e, srv, n); err != nil {
 			return nil, err
-		}
-		allocBefore, err := srv.metric(ctx, "go_memstats_alloc_bytes_total")
-		if err != nil {
-			return nil, err
-		}
-		if p.cpuPercent, err = idleCPU(srv.pid, fleetIdleWindow); err != nil {
-			return nil, err
-		}
-		gcAfter, err := srv.metric(ctx, "go_gc_duration_seconds_count")
-		if err != nil {
-			return nil, err
-		}
-		allocAfter, err := srv.metric(ctx, "go_memstats_alloc_bytes_total")
-		if err != nil {
-			return nil, err
-		}
-		e.log.Info().Int("agents", n).Float64("collections", gcAfter-gcBefore).Float64("allocated_mib", round((allocAfter-allocBefore)/(1<<20), 1)).Msg("idle window")
-		if err := idleProfiled(); err != nil {
-			return nil, err
-		}
-		if srv.profiles != "" {
-			// What the idle window allocated: this heap profile less the
-			// one taken just before it.
-			if _, err := srv.liveMemory(ctx, fmt.Sprintf("fleet-%d-idle-end", n)); err != nil {
-				return nil, err
-			}
 		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
 		p.fanout, err = d.fanOut(ctx, n)
@@ -280,6 +256,36 @@ func raiseFileLimit() uint64 {
 func quietMemory(ctx context.Context, srv *servedCairnd, label string) (liveMemory, error) {
 	time.Sleep(3 * time.Second)
 	return srv.liveMemory(ctx, label)
+}
+
+// idleWindow is cairnd's CPU over fleetIdleWindow with the n agents idle,
+// as a share of one core. It logs the collections and allocations the
+// window saw and, with -profiles, keeps its CPU profile and a heap profile
+// after it (less the one before, what the window allocated).
+func idleWindow(ctx context.Context, e *env, srv *servedCairnd, n int) (float64, error) {
+	profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), fleetIdleWindow)
+	gcBefore, err1 := srv.metric(ctx, "go_gc_duration_seconds_count")
+	allocBefore, err2 := srv.metric(ctx, "go_memstats_alloc_bytes_total")
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	busy, err := idleCPU(srv.pid, fleetIdleWindow)
+	if err != nil {
+		return 0, err
+	}
+	gcAfter, err1 := srv.metric(ctx, "go_gc_duration_seconds_count")
+	allocAfter, err2 := srv.metric(ctx, "go_memstats_alloc_bytes_total")
+	if err := errors.Join(err1, err2, profiled()); err != nil {
+		return 0, err
+	}
+	e.log.Info().Int("agents", n).Float64("cpu_percent", round(busy, 1)).Float64("collections", gcAfter-gcBefore).
+		Float64("allocated_mib", round((allocAfter-allocBefore)/(1<<20), 1)).Msg("idle window")
+	if srv.profiles != "" {
+		if _, err := srv.liveMemory(ctx, fmt.Sprintf("fleet-%d-idle-end", n)); err != nil {
+			return 0, err
+		}
+	}
+	return busy, nil
 }
 
 // waitQuiet waits until a process used under half a core over half a
@@ -444,6 +450,28 @@ func (d *fleetDriver) complete(ctx context.Context, s *agent.Session, l agent.Le
 		return
 	}
 	d.finished.Add(1)
+}
+
+// waitOnline waits until no node is still recorded as enrolled and not yet
+// connected: the connections' own commands are done before the fleet is
+// measured idle.
+func (d *fleetDriver) waitOnline(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var q struct {
+			Nodes struct{ PageInfo struct{ HasNextPage bool } }
+		}
+		if err := d.admin.Do(ctx, `{ nodes(first: 0, filter: {status: [ENROLLED]}) { pageInfo { hasNextPage } } }`, nil, &q); err != nil {
+			return err
+		}
+		if !q.Nodes.PageInfo.HasNextPage {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nodes were still recorded as not connected 2 minutes after their agents connected")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // fanOut submits one job on every node and waits until it completed.
