@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"cairn/domain/events"
 	"cairn/eventstore"
@@ -42,8 +43,8 @@ var projGen = eventgen.New(eventgen.Options{Seed: 1, Nodes: 2000, Tenants: 200, 
 	Start: time.Now().Add(-30 * 24 * time.Hour)})
 
 // openProjections opens the projection benchmarks' database, making and
-// filling it on first use. close releases it before the cluster stops.
-func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err error) {
+// filling it on first use. release releases it before the cluster stops.
+func openProjections(ctx context.Context, e *env) (p *projEnv, release func(), err error) {
 	cc := e.admin.Config().ConnConfig
 	conn := func(db string) string {
 		return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", cc.Host, cc.Port, cc.User, db)
@@ -72,10 +73,10 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 		return nil, nil, err
 	}
 	p = &projEnv{app: app, readModels: readModels, store: eventstore.New(app, events.Registry(), eventstore.Options{Log: e.log})}
-	close = func() { p.store.Close(); app.Close(); readModels.Close() }
+	release = func() { p.store.Close(); app.Close(); readModels.Close() }
 	defer func() {
 		if err != nil {
-			close()
+			release()
 		}
 	}()
 	if p.events, err = p.store.Count(ctx, eventstore.Filter{}); err != nil {
@@ -84,16 +85,39 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 	if p.events < int64(*rebuildEvents) {
 		// COPY in chunks, each its own transaction, as a long-lived log
 		// would be written.
+		// The next chunk is encoded while one is written.
 		start := time.Now()
 		copier := eventgen.NewCopier(app, events.Registry())
-		for p.events < int64(*rebuildEvents) {
-			items := projGen.Take(int(min(50_000, int64(*rebuildEvents)-p.events)))
-			if err := copier.Copy(ctx, items, time.Now()); err != nil {
-				return nil, nil, err
+		target := int64(*rebuildEvents)
+		batches := make(chan eventgen.Prepared, 1)
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			defer close(batches)
+			for made := p.events; made < target; {
+				b, err := copier.Prepare(projGen.Take(int(min(50_000, target-made))), time.Now())
+				if err != nil {
+					return err
+				}
+				made += int64(b.Events)
+				select {
+				case batches <- b:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
 			}
-			for _, it := range items {
-				p.events += int64(len(it.Events))
+			return nil
+		})
+		g.Go(func() error {
+			for b := range batches {
+				if err := copier.Write(gctx, b); err != nil {
+					return err
+				}
+				p.events += int64(b.Events)
 			}
+			return nil
+		})
+		if err := g.Wait(); err != nil {
+			return nil, nil, err
 		}
 		if _, err := app.Exec(ctx, `ANALYZE events`); err != nil {
 			return nil, nil, err
@@ -103,7 +127,7 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, close func(), err
 	if p.last, err = p.store.Head(ctx); err != nil {
 		return nil, nil, err
 	}
-	return p, close, nil
+	return p, release, nil
 }
 
 func newBenchRunner(p *projEnv, e *env) (*projections.Runner, error) {

@@ -48,12 +48,29 @@ func NewCopier(pool *pgxpool.Pool, registry *domain.Registry) *Copier {
 
 // Copy writes items in one COPY (one transaction).
 func (c *Copier) Copy(ctx context.Context, items []Item, at time.Time) error {
+	p, err := c.Prepare(items, at)
+	if err != nil {
+		return err
+	}
+	return c.Write(ctx, p)
+}
+
+// Prepared is a batch of items encoded and hashed, ready to write.
+type Prepared struct {
+	rows   [][]any
+	Events int
+}
+
+// Prepare encodes items and chains their hashes after the batches prepared
+// before. Batches are to be written in the order they were prepared; the
+// next may be prepared while one is written.
+func (c *Copier) Prepare(items []Item, at time.Time) (Prepared, error) {
 	var rows [][]any
 	recorded := at.UTC().Truncate(time.Microsecond)
 	for _, it := range items {
 		meta, err := json.Marshal(it.Metadata)
 		if err != nil {
-			return err
+			return Prepared{}, err
 		}
 		h, ok := c.heads[it.StreamID]
 		if !ok {
@@ -62,7 +79,7 @@ func (c *Copier) Copy(ctx context.Context, items []Item, at time.Time) error {
 		for _, e := range it.Events {
 			typ, sv, payload, err := c.registry.Encode(e)
 			if err != nil {
-				return err
+				return Prepared{}, err
 			}
 			h.version++
 			sum := eventstore.Hash(eventstore.HashInput{PrevHash: h.hash, StreamID: it.StreamID, StreamType: it.StreamType,
@@ -72,9 +89,14 @@ func (c *Copier) Copy(ctx context.Context, items []Item, at time.Time) error {
 		}
 		c.heads[it.StreamID] = h
 	}
+	return Prepared{rows: rows, Events: len(rows)}, nil
+}
+
+// Write writes a prepared batch in one COPY (one transaction).
+func (c *Copier) Write(ctx context.Context, p Prepared) error {
 	_, err := c.pool.CopyFrom(ctx, pgx.Identifier{"events"},
 		[]string{"stream_id", "stream_type", "version", "event_type", "schema_version", "payload", "metadata", "recorded_at", "prev_hash", "hash"},
-		pgx.CopyFromRows(rows))
+		pgx.CopyFromRows(p.rows))
 	if err != nil {
 		return fmt.Errorf("copy events: %w", err)
 	}
