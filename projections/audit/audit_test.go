@@ -222,6 +222,10 @@ func testTampering(t *testing.T, e env) {
 		}, n - 1, "events at its end were removed"},
 		{"a line appended after the trailer", func(ls [][]byte) [][]byte { return append(ls, ls[0]) }, n + 1, "after the trailer"},
 		{"garbage line", func(ls [][]byte) [][]byte { ls[3] = []byte("hello\n"); return ls }, 4, "not a JSON object"},
+		{"a line of JSON that is no event, late in the file", func(ls [][]byte) [][]byte {
+			ls[n-3] = []byte(`{"position":"seven"}` + "\n")
+			return ls
+		}, n - 2, "not an event line"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

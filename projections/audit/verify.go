@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"sort"
 	"time"
 
@@ -86,7 +87,6 @@ type streamState struct {
 // be caught offline; VerifyAgainst compares a file with the log itself.
 func VerifyFile(r io.Reader) (FileReport, error) {
 	var rep FileReport
-	br := bufio.NewReaderSize(r, 1<<20)
 	digest := sha256.New()
 	streams := map[string]*streamState{}
 	var last eventstore.Cursor
@@ -97,13 +97,15 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 			rep.Problems = append(rep.Problems, p)
 		}
 	}
+	lines := readLines(r)
+	defer lines.stop()
 	for {
-		raw, err := br.ReadBytes('\n')
-		if len(raw) == 0 && errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
+		l, ok, err := lines.next()
+		if err != nil {
 			return rep, fmt.Errorf("read export: %w", err)
+		}
+		if !ok {
+			break
 		}
 		rep.Lines++
 		n := rep.Lines
@@ -111,46 +113,41 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 			add(Problem{Line: n, Reason: "a line after the trailer: lines were appended to the export"})
 			continue
 		}
-		if !bytes.HasSuffix(raw, []byte("\n")) {
+		if !bytes.HasSuffix(l.raw, []byte("\n")) {
 			add(Problem{Line: n, Reason: "the last line is cut short (no line end): the file was truncated"})
 			break
 		}
-		var probe struct {
-			Trailer    *Trailer    `json:"trailer"`
-			Checkpoint *Checkpoint `json:"checkpoint"`
-		}
-		if err := json.Unmarshal(raw, &probe); err != nil {
-			add(Problem{Line: n, Reason: "not a JSON object: " + err.Error()})
+		if l.notJSON != "" {
+			add(Problem{Line: n, Reason: "not a JSON object: " + l.notJSON})
 			continue
 		}
-		if probe.Checkpoint != nil {
+		if l.checkpoint != nil {
 			if n != 1 {
 				add(Problem{Line: n, Reason: "a checkpoint line after the first line: lines were moved or added"})
 				continue
 			}
-			rep.Checkpoint = probe.Checkpoint
-			if err := cp.start(probe.Checkpoint); err != nil {
+			rep.Checkpoint = l.checkpoint
+			if err := cp.start(l.checkpoint); err != nil {
 				add(Problem{Line: n, Reason: "the checkpoint line is malformed: " + err.Error()})
 			}
 			continue
 		}
-		if probe.Trailer != nil {
-			rep.Trailer = probe.Trailer
-			checkTrailer(&rep, probe.Trailer, hex.EncodeToString(digest.Sum(nil)), streams, n, add)
-			cp.finish(rep.Checkpoint, probe.Trailer.Checkpoint, n, add)
+		if l.trailer != nil {
+			rep.Trailer = l.trailer
+			checkTrailer(&rep, l.trailer, hex.EncodeToString(digest.Sum(nil)), streams, n, add)
+			cp.finish(rep.Checkpoint, l.trailer.Checkpoint, n, add)
 			continue
 		}
-		digest.Write(raw)
-		var l ExportLine
-		if err := json.Unmarshal(raw, &l); err != nil {
-			add(Problem{Line: n, Reason: "not an event line: " + err.Error()})
+		digest.Write(l.raw)
+		if l.notEvent != "" {
+			add(Problem{Line: n, Reason: "not an event line: " + l.notEvent})
 			continue
 		}
 		rep.Events++
-		e, reason := l.event()
-		p := Problem{Line: n, Position: l.Position, StreamID: l.Stream, Version: l.Version}
-		if reason != "" {
-			p.Reason = reason
+		e := l.event
+		p := Problem{Line: n, Position: l.line.Position, StreamID: l.line.Stream, Version: l.line.Version}
+		if l.reason != "" {
+			p.Reason = l.reason
 			add(p)
 			continue
 		}
@@ -174,7 +171,7 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 			p.Reason = "its previous-hash link does not match the hash of the stream's event before it"
 			add(p)
 		}
-		if !bytes.Equal(eventstore.HashOf(e), e.Hash) {
+		if !l.hashMatches {
 			p.Reason = "its hash does not match its content: the event was altered"
 			add(p)
 		}
@@ -193,6 +190,150 @@ func VerifyFile(r io.Reader) (FileReport, error) {
 	sort.SliceStable(rep.Problems, func(i, j int) bool { return rep.Problems[i].Line < rep.Problems[j].Line })
 	return rep, nil
 }
+
+// parsedLine is one line of an export read on its own: what it holds and
+// whether its hash matches its content. What depends on the lines before
+// it (order, chains, the digest) VerifyFile checks in order.
+type parsedLine struct {
+	raw        []byte
+	checkpoint *Checkpoint
+	trailer    *Trailer
+	line       ExportLine
+	event      eventstore.RecordedEvent
+	// notJSON and notEvent say why the line could not be read; reason why
+	// it does not make an event.
+	notJSON, notEvent, reason string
+	hashMatches               bool
+}
+
+// parseLine reads one line; one JSON parse reads any kind of line.
+func parseLine(raw []byte) parsedLine {
+	out := parsedLine{raw: raw}
+	if !bytes.HasSuffix(raw, []byte("\n")) {
+		return out
+	}
+	var probe struct {
+		ExportLine
+		Trailer    *Trailer    `json:"trailer"`
+		Checkpoint *Checkpoint `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		// Say which: not JSON at all, or not the fields of an event.
+		var kind struct {
+			Trailer    *Trailer    `json:"trailer"`
+			Checkpoint *Checkpoint `json:"checkpoint"`
+		}
+		if kerr := json.Unmarshal(raw, &kind); kerr != nil {
+			out.notJSON = kerr.Error()
+			return out
+		}
+		if kind.Checkpoint == nil && kind.Trailer == nil {
+			out.notEvent = err.Error()
+			return out
+		}
+		probe.Trailer, probe.Checkpoint = kind.Trailer, kind.Checkpoint
+	}
+	out.checkpoint, out.trailer, out.line = probe.Checkpoint, probe.Trailer, probe.ExportLine
+	if out.checkpoint != nil || out.trailer != nil {
+		return out
+	}
+	out.event, out.reason = out.line.event()
+	if out.reason == "" {
+		out.hashMatches = bytes.Equal(eventstore.HashOf(out.event), out.event.Hash)
+	}
+	return out
+}
+
+// lineChunk is a run of consecutive lines, parsed by one worker.
+type lineChunk struct {
+	lines  []parsedLine
+	err    error // reading stopped here
+	parsed chan struct{}
+}
+
+// lineReader parses an export's lines on every core and hands them back in
+// order: parsing and hashing each event is most of the work of verifying,
+// and lines do not depend on each other for it.
+type lineReader struct {
+	chunks chan *lineChunk
+	done   chan struct{}
+	cur    *lineChunk
+	i      int
+}
+
+// verifyChunkLines is how many lines a worker parses at a time.
+const verifyChunkLines = 256
+
+func readLines(r io.Reader) *lineReader {
+	workers := runtime.GOMAXPROCS(0)
+	lr := &lineReader{chunks: make(chan *lineChunk, 2*workers), done: make(chan struct{})}
+	work := make(chan *lineChunk, workers)
+	for range workers {
+		go func() {
+			for c := range work {
+				for i := range c.lines {
+					c.lines[i] = parseLine(c.lines[i].raw)
+				}
+				close(c.parsed)
+			}
+		}()
+	}
+	go func() {
+		defer close(lr.chunks)
+		defer close(work)
+		br := bufio.NewReaderSize(r, 1<<20)
+		for {
+			c := &lineChunk{parsed: make(chan struct{})}
+			for len(c.lines) < verifyChunkLines {
+				raw, err := br.ReadBytes('\n')
+				if err != nil && !errors.Is(err, io.EOF) {
+					c.err = err // the line it broke off is not verified
+					break
+				}
+				if len(raw) > 0 {
+					c.lines = append(c.lines, parsedLine{raw: raw})
+				}
+				if err != nil {
+					break
+				}
+			}
+			select {
+			case work <- c:
+			case <-lr.done:
+				return
+			}
+			select {
+			case lr.chunks <- c:
+			case <-lr.done:
+				return
+			}
+			if len(c.lines) < verifyChunkLines {
+				return // the end of the file, or an error
+			}
+		}
+	}()
+	return lr
+}
+
+// next is the next line in file order; ok is false at the end.
+func (lr *lineReader) next() (parsedLine, bool, error) {
+	for lr.cur == nil || lr.i == len(lr.cur.lines) {
+		if lr.cur != nil && lr.cur.err != nil {
+			return parsedLine{}, false, lr.cur.err
+		}
+		c, ok := <-lr.chunks
+		if !ok {
+			return parsedLine{}, false, nil
+		}
+		<-c.parsed
+		lr.cur, lr.i = c, 0
+	}
+	lr.i++
+	return lr.cur.lines[lr.i-1], true, nil
+}
+
+// stop ends the reading early; the workers finish the chunks they hold.
+func (lr *lineReader) stop() { close(lr.done) }
 
 // checkTrailer compares the trailer with what the lines held.
 func checkTrailer(rep *FileReport, t *Trailer, digest string, streams map[string]*streamState, line int, add func(Problem)) {
