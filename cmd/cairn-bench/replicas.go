@@ -442,5 +442,7 @@ func benchAppendReplicas(ctx context.Context, e *env) (float64, error) {
 		}
 		single, spread = single+s, spread+t
 	}
+	e.log.Info().Float64("appends_per_s_one", round(single/float64(rounds), 0)).
+		Float64("appends_per_s_three", round(spread/float64(rounds), 0)).Msg("appends through one store and through three")
 	return round(spread/single, 2), nil
 }
