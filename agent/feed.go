@@ -20,7 +20,8 @@ type feed interface {
 }
 
 // wsIdle is how long a WebSocket may stay silent before the agent takes it
-// for dead: the control plane pings every 15 seconds.
+// for dead: the control plane pings every 15 seconds, or up to every 30
+// when it serves very many connections.
 const wsIdle = 60 * time.Second
 
 type wsFeed struct {

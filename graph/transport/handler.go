@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -78,6 +79,8 @@ type Handler struct {
 	quotas   *quotas
 	sessions watched
 	http     http.Handler
+	// wsOpen counts the WebSocket connections served now.
+	wsOpen atomic.Int64
 }
 
 // New serves schema with the options and collaborators.

@@ -23,7 +23,8 @@ type Options struct {
 	// RecheckInterval is how often a long-lived connection's token is
 	// checked again, so that a revoked or expired token stops working.
 	RecheckInterval time.Duration
-	// KeepAlive is the interval of keep-alive messages on WebSocket and SSE.
+	// KeepAlive is the interval of keep-alive messages on WebSocket and SSE
+	// (on WebSocket up to twice it when very many connections are open).
 	KeepAlive time.Duration
 	// AnswerCache is how many query answers are kept to serve again while
 	// the read models have not changed (see answers.go); default 512,

@@ -77,6 +77,7 @@ func (s wsServer) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	// for the reader stays small.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &wsConnection{h: s.h, exec: exec, ws: ws, ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
+	s.h.wsOpen.Add(1)
 	if holder, ok := ctx.Value(connKey{}).(*wsConn); ok {
 		holder.mu.Lock()
 		holder.conn = c
@@ -155,6 +156,8 @@ type wsConnection struct {
 	closing chan struct{}
 	ops     map[string]*wsOperation
 	timer   *time.Timer // the init timeout, then the keep-alive
+	// interval is the keep-alive interval the timer was last set with.
+	interval time.Duration
 }
 
 // wsOperation is one running operation. The peer may reuse an id once the
@@ -290,15 +293,32 @@ func (c *wsConnection) init(payload json.RawMessage) bool {
 	defer c.mu.Unlock()
 	c.ctx = ctx
 	if !c.closed {
-		c.timer = time.AfterFunc(c.h.opts.KeepAlive, c.keepAlive)
+		c.interval = c.h.keepAliveInterval()
+		c.timer = time.AfterFunc(c.interval, c.keepAlive)
 	}
 	return true
+}
+
+// maxKeepAlivesPerSecond bounds the pings all of a server's WebSocket
+// connections are sent: with 10,000 agents connected, a ping every 15 s
+// and its pong were a quarter of the server's idle CPU.
+const maxKeepAlivesPerSecond = 500
+
+// keepAliveInterval is the keep-alive interval, stretched when so many
+// connections are open that pinging each at that interval would exceed
+// maxKeepAlivesPerSecond, but never past twice the interval: a peer takes
+// a connection for dead after some missed pings (an agent after 60 s).
+func (h *Handler) keepAliveInterval() time.Duration {
+	spread := time.Duration(h.wsOpen.Load()) * time.Second / maxKeepAlivesPerSecond
+	return max(h.opts.KeepAlive, min(2*h.opts.KeepAlive, spread))
 }
 
 // keepAlive pings the peer every keep-alive interval and ends a connection
 // that sent nothing for two: the pong is due before then.
 func (c *wsConnection) keepAlive() {
-	interval := c.h.opts.KeepAlive
+	c.mu.Lock()
+	interval := c.interval
+	c.mu.Unlock()
 	last := time.Unix(0, c.lastRead.Load())
 	if time.Since(last) > 2*interval {
 		c.WriteClose(closeNoPong, fmt.Sprintf("no pong within %s", 2*interval))
@@ -308,7 +328,8 @@ func (c *wsConnection) keepAlive() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
-		c.timer = time.AfterFunc(interval, c.keepAlive)
+		c.interval = c.h.keepAliveInterval()
+		c.timer = time.AfterFunc(c.interval, c.keepAlive)
 	}
 }
 
@@ -525,6 +546,7 @@ func (c *wsConnection) WriteClose(code int, reason string) error {
 
 // end runs when the reader stops: every operation ends with it.
 func (c *wsConnection) end() {
+	c.h.wsOpen.Add(-1)
 	c.mu.Lock()
 	c.closed = true
 	if c.timer != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -49,5 +50,28 @@ func TestAppendResponseMatchesMarshal(t *testing.T) {
 				t.Errorf("appended %s, marshalled %s", got[1:], want)
 			}
 		})
+	}
+}
+
+// The keep-alive stretches with the connections open so that the server
+// sends at most maxKeepAlivesPerSecond pings, and never past twice the
+// configured interval, which peers count on.
+func TestKeepAliveInterval(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		open int64
+		want time.Duration
+	}{
+		{0, 15 * time.Second},
+		{7_500, 15 * time.Second},
+		{10_000, 20 * time.Second},
+		{15_000, 30 * time.Second},
+		{100_000, 30 * time.Second},
+	} {
+		h := &Handler{opts: Options{KeepAlive: 15 * time.Second}}
+		h.wsOpen.Store(c.open)
+		if got := h.keepAliveInterval(); got != c.want {
+			t.Errorf("%d connections: every %s, want %s", c.open, got, c.want)
+		}
 	}
 }
