@@ -504,6 +504,9 @@ func (d *fleetDriver) fanOut(ctx context.Context, n int) (time.Duration, error) 
 		switch q.Job.Status {
 		case "SUCCEEDED":
 			took := time.Since(start)
+			if reported == 0 {
+				reported = took // the last result came with the last poll
+			}
 			d.log.Info().Int("agents", n).Int64("leases", d.leased.Load()-leased).
 				Dur("first_lease", time.Unix(0, d.firstLease.Load()).Sub(start)).
 				Dur("last_lease", time.Unix(0, d.lastLease.Load()).Sub(start)).
