@@ -18,6 +18,7 @@ import (
 	"cairn/eventstore"
 	"cairn/internal/database"
 	"cairn/internal/httpserver"
+	"cairn/internal/memtrim"
 	"cairn/internal/seal"
 	"cairn/migrations"
 )
@@ -119,6 +120,9 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	checkpointsDone := make(chan struct{})
 	go func() { defer close(checkpointsDone); store.RunCheckpoints(checkpointsCtx, cfg.CheckpointEvery) }()
 	defer func() { stopCheckpoints(); <-checkpointsDone }()
+
+	// Memory a burst of work took comes back once the server is quiet.
+	go memtrim.Run(ctx, memtrim.DefaultInterval)
 
 	metrics := prometheus.NewRegistry()
 	srv, err := httpserver.New(httpserver.Deps{
