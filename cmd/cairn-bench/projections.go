@@ -84,8 +84,7 @@ func openProjections(ctx context.Context, e *env) (p *projEnv, release func(), e
 	}
 	if p.events < int64(*rebuildEvents) {
 		// COPY in chunks, each its own transaction, as a long-lived log
-		// would be written.
-		// The next chunk is encoded while one is written.
+		// would be written; the next chunk is encoded while one is written.
 		start := time.Now()
 		copier := eventgen.NewCopier(app, events.Registry())
 		target := int64(*rebuildEvents)

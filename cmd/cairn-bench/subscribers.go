@@ -18,8 +18,10 @@ const serverSubscribers = 2000
 
 // benchServerSubscribers measures what idle GraphQL subscribers cost the
 // server alone: cairnd runs as its own process, as operators run it, and
-// its resident set is read before the subscribers connect, while they are
-// connected, and after they left.
+// its resident set is read before the subscribers connect and while they
+// are connected, both times after collections and a moment's quiet (read
+// before a collection, it held as much of the connections' setup garbage
+// as chance left), and after they left.
 func benchServerSubscribers(ctx context.Context, e *env) (result, error) {
 	work, err := os.MkdirTemp("", "cairn-bench-subscribers-")
 	if err != nil {
