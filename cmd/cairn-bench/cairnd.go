@@ -94,13 +94,20 @@ func httpGet(ctx context.Context, url string) ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
-// metric is the value of an unlabelled metric cairnd exposes now.
-func (s *servedCairnd) metric(ctx context.Context, name string) (float64, error) {
+// metrics are the values of unlabelled metrics cairnd exposes now, in the
+// order of names, from one scrape.
+func (s *servedCairnd) metrics(ctx context.Context, names ...string) ([]float64, error) {
 	b, err := httpGet(ctx, s.url+"/metrics")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return metricValue(b, name)
+	out := make([]float64, len(names))
+	for i, name := range names {
+		if out[i], err = metricValue(b, name); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // freeAddress is a local address no one listens on now.
@@ -137,23 +144,11 @@ func (s *servedCairnd) liveMemory(ctx context.Context, label string) (liveMemory
 			return liveMemory{}, err
 		}
 	}
-	b, err := httpGet(ctx, s.url+"/metrics")
+	v, err := s.metrics(ctx, "go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_stack_inuse_bytes")
 	if err != nil {
 		return liveMemory{}, err
 	}
-	var m liveMemory
-	for name, v := range map[string]*int64{
-		"go_memstats_heap_inuse_bytes":  &m.heapInuse,
-		"go_memstats_heap_alloc_bytes":  &m.heapLive,
-		"go_memstats_stack_inuse_bytes": &m.stacks,
-	} {
-		f, err := metricValue(b, name)
-		if err != nil {
-			return liveMemory{}, err
-		}
-		*v = int64(f)
-	}
-	return m, nil
+	return liveMemory{heapInuse: int64(v[0]), heapLive: int64(v[1]), stacks: int64(v[2])}, nil
 }
 
 // liveMemory is a process's memory as its runtime sees it.

@@ -264,22 +264,21 @@ func quietMemory(ctx context.Context, srv *servedCairnd, label string) (liveMemo
 // after it (less the one before, what the window allocated).
 func idleWindow(ctx context.Context, e *env, srv *servedCairnd, n int) (float64, error) {
 	profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), fleetIdleWindow)
-	gcBefore, err1 := srv.metric(ctx, "go_gc_duration_seconds_count")
-	allocBefore, err2 := srv.metric(ctx, "go_memstats_alloc_bytes_total")
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
+	counters := []string{"go_gc_duration_seconds_count", "go_memstats_alloc_bytes_total"}
+	before, err := srv.metrics(ctx, counters...)
+	if err != nil {
+		return 0, errors.Join(err, profiled())
 	}
 	busy, err := idleCPU(srv.pid, fleetIdleWindow)
 	if err != nil {
+		return 0, errors.Join(err, profiled())
+	}
+	after, err := srv.metrics(ctx, counters...)
+	if err := errors.Join(err, profiled()); err != nil {
 		return 0, err
 	}
-	gcAfter, err1 := srv.metric(ctx, "go_gc_duration_seconds_count")
-	allocAfter, err2 := srv.metric(ctx, "go_memstats_alloc_bytes_total")
-	if err := errors.Join(err1, err2, profiled()); err != nil {
-		return 0, err
-	}
-	e.log.Info().Int("agents", n).Float64("cpu_percent", round(busy, 1)).Float64("collections", gcAfter-gcBefore).
-		Float64("allocated_mib", round((allocAfter-allocBefore)/(1<<20), 1)).Msg("idle window")
+	e.log.Info().Int("agents", n).Float64("cpu_percent", round(busy, 1)).Float64("collections", after[0]-before[0]).
+		Float64("allocated_mib", round((after[1]-before[1])/(1<<20), 1)).Msg("idle window")
 	if srv.profiles != "" {
 		if _, err := srv.liveMemory(ctx, fmt.Sprintf("fleet-%d-idle-end", n)); err != nil {
 			return 0, err

@@ -46,15 +46,6 @@ func NewCopier(pool *pgxpool.Pool, registry *domain.Registry) *Copier {
 	return &Copier{pool: pool, registry: registry, heads: map[string]head{}}
 }
 
-// Copy writes items in one COPY (one transaction).
-func (c *Copier) Copy(ctx context.Context, items []Item, at time.Time) error {
-	p, err := c.Prepare(items, at)
-	if err != nil {
-		return err
-	}
-	return c.Write(ctx, p)
-}
-
 // Prepared is a batch of items encoded and hashed, ready to write.
 type Prepared struct {
 	rows   [][]any
