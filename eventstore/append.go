@@ -140,12 +140,27 @@ type appender struct {
 	pending  []*appendOp
 	busy     map[string]bool
 	inflight int
-	closed   bool
-	idle     *sync.Cond // signalled when inflight drops to zero
+	// started holds when each batch in flight began, by its first request.
+	started map[*appendOp]time.Time
+	// timer is armed while pending requests wait for a batch in flight
+	// rather than start a small one beside it.
+	timer  *time.Timer
+	closed bool
+	idle   *sync.Cond // signalled when inflight drops to zero
 }
 
+// sideBatchMin: a batch beside one in flight starts only when it is worth
+// a transaction of its own, carrying at least this many requests, or once
+// the batch in flight has run for Options.SideBatchAfter (a long append,
+// such as a fan-out's thousands of children, must not hold everyone up).
+// Otherwise what queued joins the next batch when the one in flight
+// commits. Small batches side by side cost a transaction each: with several
+// replicas on one database, each holding a share of the writers, they cost
+// more than they gain.
+const sideBatchMin = 4
+
 func newAppender(s *Store) *appender {
-	a := &appender{s: s, heads: newHeadCache(s.opts.HeadCacheSize), busy: map[string]bool{}}
+	a := &appender{s: s, heads: newHeadCache(s.opts.HeadCacheSize), busy: map[string]bool{}, started: map[*appendOp]time.Time{}}
 	a.idle = sync.NewCond(&a.mu)
 	return a
 }
@@ -167,6 +182,14 @@ func (a *appender) submit(op *appendOp) ([]*appendOp, error) {
 func (a *appender) claimLocked() []*appendOp {
 	if a.inflight >= a.s.opts.AppendWorkers || len(a.pending) == 0 {
 		return nil
+	}
+	if a.inflight > 0 && len(a.pending) < sideBatchMin {
+		if wait := a.s.opts.SideBatchAfter - time.Since(a.oldestLocked()); wait > 0 {
+			if a.timer == nil {
+				a.timer = time.AfterFunc(wait, a.lingered)
+			}
+			return nil
+		}
 	}
 	var batch []*appendOp
 	blocked := map[string]bool{}
@@ -202,7 +225,32 @@ func (a *appender) claimLocked() []*appendOp {
 		}
 	}
 	a.inflight++
+	a.started[batch[0]] = time.Now()
 	return batch
+}
+
+func (a *appender) oldestLocked() time.Time {
+	var oldest time.Time
+	for _, t := range a.started {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	return oldest
+}
+
+// lingered starts a batch beside the one in flight once that one ran long.
+func (a *appender) lingered() {
+	a.mu.Lock()
+	a.timer = nil
+	var next []*appendOp
+	if !a.closed {
+		next = a.claimLocked()
+	}
+	a.mu.Unlock()
+	if next != nil {
+		a.run(next)
+	}
 }
 
 // run executes a claimed batch, then starts the next one if requests queued.
@@ -220,6 +268,7 @@ func (a *appender) run(batch []*appendOp) {
 		}
 	}
 	a.inflight--
+	delete(a.started, batch[0])
 	next := a.claimLocked()
 	if a.inflight == 0 {
 		a.idle.Broadcast()
@@ -236,6 +285,9 @@ func (a *appender) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closed = true
+	if a.timer != nil {
+		a.timer.Stop()
+	}
 	for _, op := range a.pending {
 		op.respond(AppendResult{}, ErrClosed)
 	}

@@ -1,10 +1,14 @@
 package eventstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"cairn/domain"
 	"cairn/eventstore"
@@ -299,5 +303,78 @@ func TestStaleHeadInABusyBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// lockedFence holds its append until the test lets go of an advisory lock.
+type lockedFence struct{ key int64 }
+
+func (f lockedFence) Key() string { return fmt.Sprint("locked-", f.key) }
+func (f lockedFence) Check(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, f.key)
+	return err
+}
+
+// A few appends that arrive while a batch is in flight wait to share one
+// transaction rather than each start its own beside it, but not for longer
+// than SideBatchAfter: a long append holds nobody up.
+func TestSmallAppendsShareOneBatchBesideALongOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{SideBatchAfter: 300 * time.Millisecond})
+	c := ctx(t)
+	const key = 7201
+	holder, err := e.app.Acquire(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(c, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	long := make(chan error, 1)
+	go func() {
+		req := one("held", eventstore.NoStream, widgetCounted{N: 1})
+		req.Fence = lockedFence{key: key}
+		_, err := e.store.Append(c, req)
+		long <- err
+	}()
+	for e.store.Stats().Batches < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	const small = 3
+	var wg sync.WaitGroup
+	errs := make(chan error, small)
+	start := time.Now()
+	for i := range small {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.store.Append(c, one(fmt.Sprint("beside-", i), eventstore.NoStream, widgetCounted{N: i}))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Errorf("the small appends committed after %s, before the batch in flight ran for SideBatchAfter", waited)
+	}
+	select {
+	case err := <-long:
+		t.Fatalf("the held append finished (%v) before its lock was let go", err)
+	default:
+	}
+	if got := e.store.Stats().Batches; got != 2 {
+		t.Errorf("%d batches for one held append and %d small ones arriving together, want 2", got, small)
+	}
+	if _, err := holder.Exec(c, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-long; err != nil {
+		t.Fatal(err)
 	}
 }

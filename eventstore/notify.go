@@ -18,7 +18,7 @@ import (
 // burst would cost more than the appends themselves; other processes learn
 // of new events at most this much later (this process's own subscribers
 // are woken at once).
-const notifyInterval = 5 * time.Millisecond
+const notifyInterval = 10 * time.Millisecond
 
 // notifier holds one LISTEN connection and wakes every subscriber of this
 // process when an append commits. While the connection is down subscribers

@@ -28,6 +28,10 @@ type Options struct {
 	AppendWorkers int
 	// MaxBatch caps the commands grouped into one transaction.
 	MaxBatch int
+	// SideBatchAfter is how long a batch must have been in flight before
+	// fewer than a handful of pending requests start one beside it rather
+	// than wait to join the next (see appender); default 2 ms.
+	SideBatchAfter time.Duration
 	// PollInterval is how often subscribers look for events when no
 	// notification arrives (a fallback: notifications normally wake them).
 	PollInterval time.Duration
@@ -45,6 +49,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 512
+	}
+	if o.SideBatchAfter <= 0 {
+		o.SideBatchAfter = 2 * time.Millisecond
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
