@@ -104,26 +104,24 @@ func Execute[S any, PS interface {
 	}
 	stream := domain.StreamID(streamType, id)
 	for attempt := 0; ; attempt++ {
-		// A retry of this command id may have raced this one (a client
-		// retrying after a timeout, perhaps to another replica): before
-		// deciding, and again after a version conflict, the first run's
-		// result is the answer.
-		if res, found, err := firstRun(ctx, store, meta, fp); err != nil || found {
-			return fromAppend(res, stream), err
-		}
 		state, version, tenant, err := load[S, PS](ctx, store, streamType, id)
 		if err != nil {
 			return Result{}, err
 		}
 		evs, err := decide(state)
 		if err != nil || len(evs) == 0 {
-			// The state may refuse, or find nothing to do, because a racing
-			// retry of this very command changed it: then that run's result
-			// is the answer.
-			if res, found, ferr := firstRun(ctx, store, meta, fp); ferr == nil && found {
-				return fromAppend(res, stream), nil
+			// The state may refuse, or find nothing to do, because an
+			// earlier run of this very command id changed it (a client
+			// retrying after a timeout, perhaps racing the first run on
+			// another replica): then that run's result is the answer. A
+			// decision that appends needs no such look first: the log
+			// refuses a command id twice, and the append answers with the
+			// first run's result.
+			res, found, ferr := ranBefore(ctx, store, meta, fp)
+			if found {
+				return fromAppend(res, stream), ferr
 			}
-			return Result{Version: version}, err
+			return Result{Version: version}, errors.Join(err, ferr)
 		}
 		md := meta.metadata()
 		// An entity stays in the tenant it was made in: what an operator, an
@@ -150,6 +148,19 @@ func Execute[S any, PS interface {
 		}
 		return fromAppend(res, stream), nil
 	}
+}
+
+// ranBefore is what a command that appends nothing answers when its
+// command id ran before (found): the first run's result, or the CONFLICT of
+// an id used with another input. Otherwise the error is that of the look
+// itself, if it failed.
+func ranBefore(ctx context.Context, store Store, meta Meta, fp []byte) (eventstore.AppendResult, bool, error) {
+	res, found, err := firstRun(ctx, store, meta, fp)
+	var reused *eventstore.CommandReusedError
+	if errors.As(err, &reused) {
+		return eventstore.AppendResult{}, true, err
+	}
+	return res, found && err == nil, err
 }
 
 // firstRun returns the result of an earlier run of the command id, if it

@@ -33,18 +33,16 @@ func ExecuteMany(ctx context.Context, store Store, meta Meta, command string, in
 		return eventstore.AppendResult{}, err
 	}
 	for attempt := 0; ; attempt++ {
-		// As in Execute: a racing retry of the command id is answered with
-		// the first run's result, before deciding, after a conflict, and
-		// when the changed state refuses the command.
-		if res, found, err := firstRun(ctx, store, meta, fp); err != nil || found {
-			return res, err
-		}
+		// As in Execute: an earlier run of the command id answers a
+		// decision that appends nothing; one that appends is answered by
+		// the log, which refuses the id twice.
 		changes, err := decide(ctx)
 		if err != nil {
-			if res, found, ferr := firstRun(ctx, store, meta, fp); ferr == nil && found {
-				return res, nil
+			res, found, ferr := ranBefore(ctx, store, meta, fp)
+			if found {
+				return res, ferr
 			}
-			return eventstore.AppendResult{}, err
+			return eventstore.AppendResult{}, errors.Join(err, ferr)
 		}
 		req := eventstore.AppendRequest{CommandID: meta.CommandID, Fingerprint: fp, Metadata: meta.metadata()}
 		for _, c := range changes {
@@ -57,10 +55,8 @@ func ExecuteMany(ctx context.Context, store Store, meta Meta, command string, in
 			})
 		}
 		if len(req.Streams) == 0 {
-			if res, found, err := firstRun(ctx, store, meta, fp); err != nil || found {
-				return res, err
-			}
-			return eventstore.AppendResult{}, nil
+			res, _, ferr := ranBefore(ctx, store, meta, fp)
+			return res, ferr
 		}
 		res, err := store.Append(ctx, req)
 		var conflict *eventstore.VersionConflictError

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,11 @@ type notifier struct {
 	self string
 	// kick asks notifyLoop to tell other processes that events committed.
 	kick chan struct{}
+
+	// gen counts the wake-ups given (and the subscriptions that looked
+	// without one): a read that began at generation g sees every commit
+	// woken for up to g, and reads are shared only within a generation.
+	gen atomic.Uint64
 
 	mu      sync.Mutex
 	waiters map[chan struct{}]struct{}
@@ -92,7 +98,11 @@ func (n *notifier) register() (<-chan struct{}, func()) {
 	}
 }
 
+// generation is gen now.
+func (n *notifier) generation() uint64 { return n.gen.Load() }
+
 func (n *notifier) broadcast() {
+	n.gen.Add(1)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for ch := range n.waiters {

@@ -68,6 +68,7 @@ type Store struct {
 	opts     Options
 	appender *appender
 	notifier *notifier
+	tail     *tailReads
 	// floor is the highest horizon this store has seen (see horizon).
 	floor atomic.Uint64
 
@@ -84,6 +85,7 @@ func New(pool *pgxpool.Pool, registry *domain.Registry, opts Options) *Store {
 	s := &Store{pool: pool, registry: registry, opts: opts, cancel: cancel}
 	s.appender = newAppender(s)
 	s.notifier = newNotifier(pool, opts.Log)
+	s.tail = newTailReads()
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.notifier.run(ctx) }()
 	go func() { defer s.wg.Done(); s.notifier.notifyLoop(ctx) }()

@@ -3,7 +3,6 @@ package eventstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +51,7 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 			r := <-ahead
 			evs, err, ahead = r.events, r.err, nil
 		} else {
-			evs, err = s.ReadAll(ctx, cursor, size, Filter{})
+			evs, err = s.readAfter(ctx, cursor, size)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -74,7 +73,14 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 				ahead = s.readAhead(ctx, b.Cursor, size)
 			}
 			if !opts.Filter.IsZero() {
-				b.Events = slices.DeleteFunc(evs, func(e RecordedEvent) bool { return !opts.Filter.Match(&e) })
+				// The events may be shared with other subscriptions: the
+				// matching ones go into an array of this one's own.
+				b.Events = nil
+				for i := range evs {
+					if opts.Filter.Match(&evs[i]) {
+						b.Events = append(b.Events, evs[i])
+					}
+				}
 			}
 			if err := handle(ctx, b); err != nil {
 				return err
@@ -88,7 +94,7 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 		// (perhaps one that writes no events, so no notification will come
 		// when it ends): look again soon instead of waiting for a poll.
 		wait := s.opts.PollInterval
-		if held, err := s.heldBack(ctx, cursor); err == nil && held {
+		if held, err := s.heldBackShared(ctx, cursor); err == nil && held {
 			wait = min(wait, heldBackRetry)
 		}
 		select {
@@ -96,6 +102,10 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 			return ctx.Err()
 		case <-wake:
 		case <-time.After(wait):
+			// Nobody said anything committed: what changed (a transaction
+			// that held events back ended, say) is not in the reads shared
+			// since the last wake-up. Look afresh.
+			s.notifier.gen.Add(1)
 		}
 	}
 }

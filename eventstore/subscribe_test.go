@@ -2,6 +2,7 @@ package eventstore_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -328,5 +329,72 @@ func TestReadModelSessionsDoNotHoldReadersBack(t *testing.T) {
 	defer cancel()
 	if err := e.store.WaitVisible(wctx, res.Cursor); err != nil {
 		t.Fatalf("an open read-model transaction (xid %s) held readers back: %v", xid, err)
+	}
+}
+
+// Subscriptions waiting at the head share their reads of it, and each still
+// gets every event, in order, woken by notifications alone.
+func TestSubscriptionsAtTheHeadShareTheirReads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
+	c := ctx(t)
+	head, err := e.store.Head(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const subscribers, writers, appends = 8, 4, 50
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
+	got := make([][]eventstore.Cursor, subscribers)
+	var wg sync.WaitGroup
+	var received atomic.Int64
+	for i := range subscribers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: head}, func(_ context.Context, b eventstore.Batch) error {
+				for _, ev := range b.Events {
+					got[i] = append(got[i], ev.Cursor())
+				}
+				received.Add(int64(len(b.Events)))
+				return nil
+			})
+		}()
+	}
+	var ww sync.WaitGroup
+	for w := range writers {
+		ww.Add(1)
+		go func() {
+			defer ww.Done()
+			for n := range appends {
+				if _, err := e.store.Append(c, one(fmt.Sprint("shared-", w), eventstore.AnyVersion, widgetCounted{N: n})); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	ww.Wait()
+	const want = subscribers * writers * appends
+	deadline := time.Now().Add(20 * time.Second)
+	for received.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for i, cursors := range got {
+		if len(cursors) != writers*appends {
+			t.Fatalf("subscriber %d got %d events, want %d: a wake-up was missed", i, len(cursors), writers*appends)
+		}
+		for j := 1; j < len(cursors); j++ {
+			if !cursors[j-1].Less(cursors[j]) {
+				t.Fatalf("subscriber %d got %s after %s", i, cursors[j], cursors[j-1])
+			}
+		}
+	}
+	ran, joined := e.store.TailReads()
+	t.Logf("reads of the tail: %d made, %d shared", ran, joined)
+	if joined < ran {
+		t.Errorf("%d reads of the tail made and only %d shared by %d subscriptions at the head", ran, joined, subscribers)
 	}
 }
