@@ -47,7 +47,11 @@ const (
 	// fleetFanOutProfile is how much of each fan-out -profiles records.
 	fleetFanOutProfile   = 15 * time.Second
 	fleetDispatchSamples = 100
-	fleetIdleWindow      = 10 * time.Second
+	// fleetIdleWindow is the idle window of the largest step, whose figure
+	// is the target; the smaller steps, drawn on the chart, take half.
+	fleetIdleWindow = 10 * time.Second
+	// fleetStartSpread is how long the agents of a step take to start.
+	fleetStartSpread = 3 * time.Second
 )
 
 // fleetDriver runs the agents' sessions and records what they receive.
@@ -161,7 +165,11 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		spans, objects, stacks := held.perEach(before, n-have)
 		e.log.Info().Int("agents", n).Float64("heap_spans_kib", spans).Float64("live_objects_kib", objects).
 			Float64("stacks_kib", stacks).Msg("memory of each agent connected in this step")
-		if p.cpuPercent, err = idleWindow(ctx, e, srv, n); err != nil {
+		window := fleetIdleWindow
+		if n < steps[len(steps)-1] {
+			window /= 2
+		}
+		if p.cpuPercent, err = idleWindow(ctx, e, srv, n, window); err != nil {
 			return nil, err
 		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
@@ -258,18 +266,18 @@ func quietMemory(ctx context.Context, srv *servedCairnd, label string) (liveMemo
 	return srv.liveMemory(ctx, label)
 }
 
-// idleWindow is cairnd's CPU over fleetIdleWindow with the n agents idle,
+// idleWindow is cairnd's CPU over window with the n agents idle,
 // as a share of one core. It logs the collections and allocations the
 // window saw and, with -profiles, keeps its CPU profile and a heap profile
 // after it (less the one before, what the window allocated).
-func idleWindow(ctx context.Context, e *env, srv *servedCairnd, n int) (float64, error) {
-	profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), fleetIdleWindow)
+func idleWindow(ctx context.Context, e *env, srv *servedCairnd, n int, window time.Duration) (float64, error) {
+	profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-idle.cpu", n), window)
 	counters := []string{"go_gc_duration_seconds_count", "go_memstats_alloc_bytes_total"}
 	before, err := srv.metrics(ctx, counters...)
 	if err != nil {
 		return 0, errors.Join(err, profiled())
 	}
-	busy, err := idleCPU(srv.pid, fleetIdleWindow)
+	busy, err := idleCPU(srv.pid, window)
 	if err != nil {
 		return 0, errors.Join(err, profiled())
 	}
@@ -383,9 +391,11 @@ func (d *fleetDriver) connect(ctx context.Context, from, to int) error {
 			d.fail(ctx, err)
 		}()
 		go func() {
-			// Heartbeats start spread over one interval, as a fleet's
-			// agents do, started at different times.
-			if sleepCtx(ctx, time.Duration(rand.Int64N(int64(10*time.Second)))) != nil {
+			// Agents start over a few seconds, as a fleet's do (back after
+			// a restart, with their backoff's jitter), and each sends its
+			// first heartbeat as it starts; the agent spreads the ones
+			// after it over the interval.
+			if sleepCtx(ctx, time.Duration(rand.Int64N(int64(fleetStartSpread)))) != nil {
 				return
 			}
 			d.fail(ctx, s.Heartbeats(ctx, func() []string { return nil }, func(string) {}))
