@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,6 +83,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) error {
+	began := time.Now()
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Logger().Level(zerolog.InfoLevel)
 	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Durable: !cfg.volatile})
 	if err != nil {
@@ -138,12 +138,10 @@ func run(ctx context.Context, cfg config) error {
 		}
 		log.Info().Str("bench", b.name).Dur("took", time.Since(start)).Interface("result", r).Msg("done")
 	}
-	keys := make([]string, 0, len(out))
-	for k := range out {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	line, err := json.Marshal(out)
+	// The whole run, the database's start included (not the build before
+	// it): what SPEC's bound on make bench's time is checked against.
+	out["bench_run_seconds"] = round(time.Since(began).Seconds(), 0)
+	line, err := json.Marshal(out) // keys sorted
 	if err != nil {
 		return err
 	}
