@@ -84,6 +84,13 @@ func main() {
 
 func run(ctx context.Context, cfg config) error {
 	began := time.Now()
+	if cfg.heapProfiles != "" {
+		// Made now: a missing folder found by the first profile would end
+		// the run minutes in.
+		if err := os.MkdirAll(cfg.heapProfiles, 0o755); err != nil {
+			return fmt.Errorf("the profiles folder: %w", err)
+		}
+	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().Logger().Level(zerolog.InfoLevel)
 	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Durable: !cfg.volatile})
 	if err != nil {
