@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"cairn/domain"
 	"cairn/eventstore"
@@ -342,23 +343,16 @@ func TestSmallAppendsShareOneBatchBesideALongOne(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	const small = 3
-	var wg sync.WaitGroup
-	errs := make(chan error, small)
+	var beside errgroup.Group
 	start := time.Now()
 	for i := range small {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		beside.Go(func() error {
 			_, err := e.store.Append(c, one(fmt.Sprint("beside-", i), eventstore.NoStream, widgetCounted{N: i}))
-			errs <- err
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := beside.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	if waited := time.Since(start); waited < 250*time.Millisecond {
 		t.Errorf("the small appends committed after %s, before the batch in flight ran for SideBatchAfter", waited)
