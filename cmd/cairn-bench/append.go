@@ -53,7 +53,7 @@ func benchAppend(ctx context.Context, e *env) (result, error) {
 			Streams: []eventstore.StreamAppend{{
 				// Each writer keeps a few aggregates busy, as node heartbeats
 				// and job transitions do.
-				StreamID: "node-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%4, 10), StreamType: "node",
+				StreamID: "node-" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%4, 10), StreamType: benchStreamType,
 				Expected: eventstore.AnyVersion, Events: []domain.Event{benchEvent{Seq: n, Node: "node-1", Status: "online"}},
 			}},
 		})

@@ -124,7 +124,7 @@ func benchCommitToHandler(ctx context.Context, e *env) (result, error) {
 	errs := make(chan error, 1)
 	elapsed := openLoop(ctx, rate, duration, func(n int64) bool {
 		res, err := e.store.Append(ctx, eventstore.AppendRequest{Streams: []eventstore.StreamAppend{{
-			StreamID: "live-" + strconv.FormatInt(n%500, 10), StreamType: "node", Expected: eventstore.AnyVersion,
+			StreamID: "live-" + strconv.FormatInt(n%500, 10), StreamType: benchStreamType, Expected: eventstore.AnyVersion,
 			Events: []domain.Event{benchEvent{Seq: n, Node: "n", Status: "online"}},
 		}}})
 		if err != nil {

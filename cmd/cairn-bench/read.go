@@ -98,9 +98,9 @@ func fill(ctx context.Context, e *env, n int64) error {
 		prev := eventstore.ZeroHash
 		for v := int64(1); v <= perStream && int64(len(src)) < rowsLeft; v++ {
 			payload := []byte(fmt.Sprintf(`{"seq":%d,"node":"node-%d","status":"online"}`, v, s))
-			h := eventstore.Hash(eventstore.HashInput{PrevHash: prev, StreamID: stream, StreamType: "node", Version: v,
+			h := eventstore.Hash(eventstore.HashInput{PrevHash: prev, StreamID: stream, StreamType: benchStreamType, Version: v,
 				Type: "bench.node_reported", SchemaVersion: 1, Payload: payload, Metadata: meta, RecordedAt: now})
-			src = append(src, []any{stream, "node", v, "bench.node_reported", 1, string(payload), string(meta), now, prev, h})
+			src = append(src, []any{stream, benchStreamType, v, "bench.node_reported", 1, string(payload), string(meta), now, prev, h})
 			prev = h
 		}
 	}

@@ -419,7 +419,7 @@ func benchAppendReplicas(ctx context.Context, e *env) (float64, error) {
 				CommandID: "replicas-cmd-" + strconv.FormatInt(n, 10),
 				Metadata:  eventstore.Metadata{Actor: "bench"},
 				Streams: []eventstore.StreamAppend{{
-					StreamID: "node-r" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%4, 10), StreamType: "node",
+					StreamID: "node-r" + strconv.Itoa(w) + "-" + strconv.FormatInt(n%4, 10), StreamType: benchStreamType,
 					Expected: eventstore.AnyVersion, Events: []domain.Event{benchEvent{Seq: n, Node: "node-1", Status: "online"}},
 				}},
 			})
