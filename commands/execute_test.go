@@ -83,6 +83,39 @@ func TestExecuteIsIdempotentByCommandID(t *testing.T) {
 	}
 }
 
+// A retry decided on a state that changed since its first run may append
+// again; the log refuses its command id, and the retry gets the first
+// run's result without a second change.
+func TestExecuteRetryThatWouldAppendAgainIsADuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := enroll(ctx, s, commands.Meta{}, "n-labels"); err != nil {
+		t.Fatal(err)
+	}
+	label := func(meta commands.Meta, rack string) (commands.Result, error) {
+		input := struct{ NodeID, Rack string }{"n-labels", rack}
+		return commands.Execute[node.Node](ctx, s, domain.NodeStream, "n-labels", meta, input, func(n node.Node) ([]domain.Event, error) {
+			return n.SetLabels(node.SetLabels{NodeID: "n-labels", Labels: map[string]string{"rack": rack}, At: at})
+		})
+	}
+	first, err := label(commands.Meta{CommandID: "rack-b"}, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := label(commands.Meta{}, "c"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := label(commands.Meta{CommandID: "rack-b"}, "b")
+	if err != nil || !again.Duplicate || again.Cursor != first.Cursor {
+		t.Fatalf("retry: %+v %v (first %+v)", again, err, first)
+	}
+	n, v, err := commands.Load[node.Node](ctx, s, domain.NodeStream, "n-labels")
+	if err != nil || v != 3 || n.Labels["rack"] != "c" {
+		t.Fatalf("after the retry: rack %q at version %d (%v); want rack c at version 3", n.Labels["rack"], v, err)
+	}
+}
+
 // A hundred retries of one command id racing each other (a client retrying
 // after timeouts, perhaps through several replicas) all get the first run's
 // result: one run appends, the others are duplicates, none a conflict.

@@ -101,8 +101,12 @@ func (n *notifier) register() (<-chan struct{}, func()) {
 // generation is gen now.
 func (n *notifier) generation() uint64 { return n.gen.Load() }
 
+// advance starts a generation: reads shared before it are not joined
+// after it.
+func (n *notifier) advance() { n.gen.Add(1) }
+
 func (n *notifier) broadcast() {
-	n.gen.Add(1)
+	n.advance()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for ch := range n.waiters {

@@ -105,7 +105,7 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 			// Nobody said anything committed: what changed (a transaction
 			// that held events back ended, say) is not in the reads shared
 			// since the last wake-up. Look afresh.
-			s.notifier.gen.Add(1)
+			s.notifier.advance()
 		}
 	}
 }
