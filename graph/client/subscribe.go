@@ -97,6 +97,27 @@ type wsMessage struct {
 	ID      string          `json:"id,omitempty"`
 	Type    string          `json:"type"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// result is a "next" message's payload, decoded already (nextResult).
+	result *Response
+}
+
+// nextPrefix starts every result of the one operation (id "1") a
+// subscription runs, as Cairn writes it.
+var nextPrefix = []byte(`{"id":"1","type":"next","payload":`)
+
+// nextResult decodes a result written as Cairn writes them in one pass
+// instead of two (the message, then its payload): a subscriber of a busy
+// log decodes thousands a second. Any other message, or one whose payload
+// does not decode alone, is left to the general decoding.
+func nextResult(b []byte) (*Response, bool) {
+	if !bytes.HasPrefix(b, nextPrefix) || len(b) < len(nextPrefix)+2 || b[len(b)-1] != '}' {
+		return nil, false
+	}
+	var r Response
+	if json.Unmarshal(b[len(nextPrefix):len(b)-1], &r) != nil {
+		return nil, false
+	}
+	return &r, true
 }
 
 func wsURL(u string) string {
@@ -159,13 +180,24 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		b, _ := json.Marshal(m)
 		return conn.Write(ctx, websocket.MessageText, b)
 	}
+	// Messages are read one at a time into one buffer; what is kept of one
+	// is copied out as it is decoded.
+	var buf bytes.Buffer
 	read := func(ctx context.Context) (wsMessage, error) {
 		if c.idle > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, c.idle)
 			defer cancel()
 		}
-		_, b, err := conn.Read(ctx)
+		if buf.Cap() > 256<<10 {
+			buf = bytes.Buffer{} // a large message's buffer is not kept
+		}
+		_, msg, err := conn.Reader(ctx)
+		if err == nil {
+			buf.Reset()
+			_, err = buf.ReadFrom(msg)
+		}
+		b := buf.Bytes()
 		if err != nil {
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
@@ -175,6 +207,9 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 				return wsMessage{}, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
 			}
 			return wsMessage{}, err
+		}
+		if r, ok := nextResult(b); ok {
+			return wsMessage{Type: "next", result: r}, nil
 		}
 		var m wsMessage
 		if err := json.Unmarshal(b, &m); err != nil {
@@ -224,13 +259,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		}
 		ctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go func() {
-			select {
-			case <-life.Done():
-				stop()
-			case <-ctx.Done():
-			}
-		}()
+		defer context.AfterFunc(life, stop)()
 		for {
 			m, err := read(ctx)
 			if err != nil {
@@ -238,6 +267,9 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			}
 			switch m.Type {
 			case "next", "data":
+				if m.result != nil {
+					return m.result, nil
+				}
 				var r Response
 				if err := json.Unmarshal(m.Payload, &r); err != nil {
 					return nil, fmt.Errorf("malformed result: %w", err)
@@ -301,33 +333,34 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	done := false
+	var data []byte // the event being read, reused: results are decoded out of it
 	next := func(ctx context.Context) (*Response, error) {
 		if done {
 			return nil, ErrComplete
 		}
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
-		event, data := "", ""
+		event, data := "", data[:0]
 		for sc.Scan() {
-			line := sc.Text()
+			line := sc.Bytes()
 			switch {
-			case line == "":
+			case len(line) == 0:
 				if event == "complete" {
 					done = true
 					return nil, ErrComplete
 				}
-				if data != "" {
+				if len(data) > 0 {
 					var r Response
-					if err := json.Unmarshal([]byte(data), &r); err != nil {
+					if err := json.Unmarshal(data, &r); err != nil {
 						return nil, fmt.Errorf("malformed result: %w", err)
 					}
 					return &r, nil
 				}
-				event, data = "", ""
-			case strings.HasPrefix(line, "event:"):
-				event = strings.TrimSpace(line[6:])
-			case strings.HasPrefix(line, "data:"):
-				data += strings.TrimSpace(line[5:])
+				event, data = "", data[:0]
+			case bytes.HasPrefix(line, []byte("event:")):
+				event = string(bytes.TrimSpace(line[6:]))
+			case bytes.HasPrefix(line, []byte("data:")):
+				data = append(data, bytes.TrimSpace(line[5:])...)
 			}
 		}
 		if err := sc.Err(); err != nil {
