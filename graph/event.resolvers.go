@@ -77,7 +77,7 @@ func (r *subscriptionResolver) Events(ctx context.Context, filter *model.EventFi
 		return nil, err
 	}
 	f := visibleFilter(p, filter)
-	return subscribe(ctx, r.Resolver, r.events, after, f.Match, func(_ context.Context, e live.Event) (*model.Event, error) {
+	return subscribeShared(ctx, r.Resolver, r.events, after, f.Match, func(_ context.Context, e live.Event) (*model.Event, error) {
 		return r.toEvent(e)
 	})
 }

@@ -144,6 +144,19 @@ func (r *Resolver) eventPage(ctx context.Context, first *int, after *model.Curso
 // working, or the server stops.
 func subscribe[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *model.Cursor, match live.Match,
 	render func(context.Context, live.Event) (*T, error)) (<-chan *T, error) {
+	return subscribeTo(ctx, r, hub, after, match, render, false)
+}
+
+// subscribeShared is subscribe for a render that depends on the event
+// alone: an event's result for an operation and caller is then made once
+// and sent to every subscription of that operation and caller.
+func subscribeShared[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *model.Cursor, match live.Match,
+	render func(context.Context, live.Event) (*T, error)) (<-chan *T, error) {
+	return subscribeTo(ctx, r, hub, after, match, render, true)
+}
+
+func subscribeTo[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *model.Cursor, match live.Match,
+	render func(context.Context, live.Event) (*T, error), shared bool) (<-chan *T, error) {
 	var from eventstore.Cursor
 	if after != nil {
 		from = eventstore.Cursor(*after)
@@ -166,17 +179,26 @@ func subscribe[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *mo
 	// end) may be ready, and a short-lived goroutine delivers what is; the
 	// session's end cancels through a callback; and the transport, told when
 	// a value is ready (push), needs nothing waiting on the channel either.
-	// The buffer of one lets the value be ready before the transport is told.
-	out := make(chan *T, 1)
-	d := &delivery[T]{sub: sub, out: out, render: render, sess: transport.SessionOf(ctx), push: transport.Pushed(ctx), workers: r.workers}
+	// The buffer lets values be ready before the transport is told, and
+	// lets a burst be rendered while the transport writes its first ones:
+	// the transport then finds several ready and sends them together.
+	out := make(chan *T, deliveryBurst)
+	d := &delivery[T]{sub: sub, out: out, render: render, shared: shared, sess: transport.SessionOf(ctx), push: transport.Pushed(ctx), workers: r.workers}
 	d.ctx, d.cancel = context.WithCancel(ctx)
 	if d.sess != nil {
 		d.stopEnd = d.sess.AfterEnd(d.cancel)
+	}
+	if shared {
+		d.push.Shares(func() { <-out })
 	}
 	context.AfterFunc(d.ctx, d.wake)
 	sub.Notify(d.wake)
 	return out, nil
 }
+
+// deliveryBurst is how many results of a subscription may wait for its
+// transport.
+const deliveryBurst = 16
 
 // delivery hands a hub subscription's events to a subscription's channel,
 // one goroutine at a time and only while there is something to hand over.
@@ -186,6 +208,7 @@ type delivery[T any] struct {
 	sub     *live.Sub
 	out     chan *T
 	render  func(context.Context, live.Event) (*T, error)
+	shared  bool // render depends on the event alone (subscribeShared)
 	sess    *transport.Session
 	push    *transport.Push
 	workers *workpool.Pool
@@ -248,7 +271,13 @@ func (d *delivery[T]) deliverReady() bool {
 		if e == nil {
 			return true
 		}
-		v, err := d.render(d.ctx, e)
+		// A subscription that shares (subscribeShared) renders nothing
+		// when another of the same operation rendered the event already.
+		var v *T
+		kept, isKept := d.push.Kept(e.Cursor())
+		if !isKept {
+			v, err = d.render(d.ctx, e)
+		}
 		if err != nil {
 			if d.ctx.Err() == nil {
 				d.end(err)
@@ -257,12 +286,19 @@ func (d *delivery[T]) deliverReady() bool {
 			}
 			return false
 		}
-		if v == nil {
+		if v == nil && !isKept {
 			continue
 		}
 		select {
-		case d.out <- v:
-			d.push.Sent()
+		case d.out <- v: // nil when kept: the transport drops it unseen
+			switch {
+			case isKept:
+				d.push.SentKept(kept)
+			case d.shared:
+				d.push.SentEvent(e.Cursor())
+			default:
+				d.push.Sent()
+			}
 		case <-d.ctx.Done():
 			d.end(nil)
 			return false

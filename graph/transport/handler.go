@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,10 @@ type Handler struct {
 	http     http.Handler
 	// wsOpen counts the WebSocket connections served now.
 	wsOpen atomic.Int64
+	// shared keeps subscriptions' results for the same operation elsewhere.
+	shared *sharedResults
+	// heldBuffers hold what corked WebSocket connections hold back.
+	heldBuffers *sync.Pool
 }
 
 // New serves schema with the options and collaborators.
@@ -89,7 +94,8 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 		return nil, errors.New("graph transport: Auth and ReadModelsPosition are required")
 	}
 	opts.defaults()
-	h := &Handler{opts: opts, deps: deps, log: deps.Log, quotas: newQuotas(opts.Quota, opts.AnonymousQuota)}
+	h := &Handler{opts: opts, deps: deps, log: deps.Log, quotas: newQuotas(opts.Quota, opts.AnonymousQuota),
+		shared: newSharedResults(), heldBuffers: newHeldBuffers()}
 	if r, ok := deps.Auth.(Revoker); ok {
 		r.OnRevoke(h.sessions.revoked)
 	}
@@ -114,7 +120,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 			zerolog.Ctx(ctx).Debug().Err(err).Msg("websocket")
 		},
 	}})
-	gql.AddTransport(gqltransport.SSE{KeepAlivePingInterval: opts.KeepAlive})
+	gql.AddTransport(sseTransport{h: h})
 	gql.AddTransport(gqltransport.Options{})
 	gql.AddTransport(httpTransport{})
 	gql.SetQueryCache(newQueryCache(1000))

@@ -20,8 +20,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-
-	"cairn/internal/workpool"
 )
 
 // protoTransportWS is the subprotocol of the graphql-ws library.
@@ -65,7 +63,8 @@ func (s wsServer) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 		s.legacy.Do(w, r, exec)
 		return
 	}
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{protoTransportWS}})
+	hijack := &smallBuffers{ResponseWriter: w, held: s.h.heldBuffers}
+	ws, err := websocket.Accept(hijack, r, &websocket.AcceptOptions{Subprotocols: []string{protoTransportWS}})
 	if err != nil {
 		// Accept has answered the request already.
 		s.h.log.Debug().Err(err).Msg("refused a WebSocket upgrade")
@@ -76,7 +75,7 @@ func (s wsServer) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	// stack grew while the request was read and routed, and a fresh one
 	// for the reader stays small.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &wsConnection{h: s.h, exec: exec, ws: ws, ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
+	c := &wsConnection{h: s.h, exec: exec, ws: ws, conn: hijack.conn, ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
 	s.h.wsOpen.Add(1)
 	if holder, ok := ctx.Value(connKey{}).(*wsConn); ok {
 		holder.mu.Lock()
@@ -92,24 +91,31 @@ func (s wsServer) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 const wsBufferSize = 1024
 
 // smallBuffers hands the WebSocket library a hijacked connection with
-// buffers of wsBufferSize, so that the HTTP server's larger ones are freed.
-type smallBuffers struct{ http.ResponseWriter }
+// buffers of wsBufferSize, so that the HTTP server's larger ones are freed,
+// and keeps the connection, which it wraps to be corked.
+type smallBuffers struct {
+	http.ResponseWriter
+	held *sync.Pool // the corked connections' buffers
+	conn *corkConn
+}
 
-func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h, ok := w.ResponseWriter.(http.Hijacker)
 	if !ok {
 		return nil, nil, fmt.Errorf("hijack: %T does not support it", w.ResponseWriter)
 	}
-	conn, brw, err := h.Hijack()
+	raw, brw, err := h.Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
 	if brw.Writer.Buffered() > 0 {
 		if err := brw.Writer.Flush(); err != nil {
-			conn.Close()
+			raw.Close()
 			return nil, nil, err
 		}
 	}
+	conn := &corkConn{Conn: raw, buffers: w.held}
+	w.conn = conn
 	n := brw.Reader.Buffered()
 	if n == 0 {
 		return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize)), nil
@@ -126,7 +132,7 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, wsBufferSize)), nil
 }
 
-func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // offers says whether the upgrade request lists the subprotocol.
 func offers(r *http.Request, proto string) bool {
@@ -144,6 +150,7 @@ type wsConnection struct {
 	h      *Handler
 	exec   graphql.GraphExecutor
 	ws     *websocket.Conn
+	conn   *corkConn // under ws: corked while a subscription writes a burst
 	cancel context.CancelFunc
 
 	lastRead atomic.Int64 // unix nanoseconds of the last message read
@@ -390,11 +397,14 @@ func (c *wsConnection) start(ctx context.Context, op *wsOperation, payload json.
 	ctx = graphql.WithOperationContext(ctx, rc)
 	var push *Push
 	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
-		push = &Push{workers: c.h.deps.Workers}
+		push = newPush(ctx, c.h.deps.Workers, c.h.shared)
+		if c.conn != nil {
+			push.busy, push.idle = c.conn.cork, c.conn.uncork
+		}
 		ctx = context.WithValue(ctx, pushKey{}, push)
 	}
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
-	if push != nil && push.arm(func() bool { return c.drain(ctx, op, responses) }) {
+	if push != nil && push.arm(func(it pushed) bool { return c.drain(ctx, op, push, it, responses) }) {
 		return false
 	}
 	for {
@@ -409,7 +419,7 @@ func (c *wsConnection) start(ctx context.Context, op *wsOperation, payload json.
 
 // drain writes the results a pushing resolver has made ready; it reports
 // whether the operation has finished.
-func (c *wsConnection) drain(ctx context.Context, op *wsOperation, responses graphql.ResponseHandler) (finished bool) {
+func (c *wsConnection) drain(ctx context.Context, op *wsOperation, push *Push, it pushed, responses graphql.ResponseHandler) (finished bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.sendError(op, gqlerror.Errorf("%s", c.h.recoverPanic(ctx, r).Error()))
@@ -417,7 +427,7 @@ func (c *wsConnection) drain(ctx context.Context, op *wsOperation, responses gra
 			finished = true
 		}
 	}()
-	resp := responses(ctx)
+	resp := push.result(ctx, it, responses)
 	if resp == nil {
 		c.complete(op)
 		c.finish(op)
@@ -470,7 +480,7 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 // as every event of a subscription is) is written as is: gqlgen wrote its
 // data, and it is valid JSON already.
 func appendResponse(b []byte, resp *graphql.Response) ([]byte, error) {
-	if len(resp.Errors) > 0 || resp.Extensions != nil || resp.Label != "" || resp.Path != nil || resp.HasNext != nil {
+	if !plainResponse(resp) {
 		r, err := json.Marshal(resp)
 		return append(b, r...), err
 	}
@@ -481,6 +491,12 @@ func appendResponse(b []byte, resp *graphql.Response) ([]byte, error) {
 		b = append(b, resp.Data...)
 	}
 	return append(b, '}'), nil
+}
+
+// plainResponse reports whether a response is data alone. gqlgen gives
+// every response an extensions map, empty unless something was put in it.
+func plainResponse(resp *graphql.Response) bool {
+	return len(resp.Errors) == 0 && len(resp.Extensions) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil
 }
 
 func (c *wsConnection) sendError(op *wsOperation, errs ...*gqlerror.Error) {
@@ -572,104 +588,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-// Push lets a subscription's resolver tell the transport when a value is
-// ready on its channel, so that nothing waits on the channel in between:
-// a connection that waits then costs no goroutine. A resolver that takes
-// it (Pushed) calls Sent after each value it put on the channel and Closed
-// once it will send no more (after closing the channel, or when it returns
-// an error). Both are safe to call from any goroutine, under the caller's
-// locks, and on a nil Push.
-type Push struct {
-	mu      sync.Mutex
-	claimed bool
-	ready   int  // values sent and not yet taken
-	closed  bool // the channel is closed: take until the end
-	running bool // a goroutine is taking
-	take    func() bool
-	workers *workpool.Pool
-}
-
-type pushKey struct{}
-
-// Pushed is the request's Push when its transport can use one, nil
-// otherwise (the resolver then needs to do nothing more).
-func Pushed(ctx context.Context) *Push {
-	p, _ := ctx.Value(pushKey{}).(*Push)
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.claimed = true
-	return p
-}
-
-// Sent says one more value is on the channel.
-func (p *Push) Sent() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.ready++
-	p.kick()
-}
-
-// Closed says no value will follow the ones already sent.
-func (p *Push) Closed() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.closed = true
-	p.kick()
-}
-
-// arm hands over the function that takes one value (reporting whether the
-// operation ended); false when the resolver did not take the Push.
-func (p *Push) arm(take func() bool) bool {
-	p.mu.Lock()
-	if !p.claimed {
-		p.mu.Unlock()
-		return false
-	}
-	p.take = take
-	p.kick()
-	return true
-}
-
-// kick has a worker take what is ready, unless one is taking.
-// Called with p.mu held; unlocks it.
-func (p *Push) kick() {
-	if p.take == nil || p.running || (p.ready == 0 && !p.closed) {
-		p.mu.Unlock()
-		return
-	}
-	p.running = true
-	p.mu.Unlock()
-	p.workers.Go(p.run)
-}
-
-func (p *Push) run() {
-	for {
-		p.mu.Lock()
-		if p.ready == 0 && !p.closed {
-			p.running = false
-			p.mu.Unlock()
-			return
-		}
-		if p.ready > 0 {
-			p.ready--
-		}
-		take := p.take
-		p.mu.Unlock()
-		if take() {
-			p.mu.Lock()
-			p.ready, p.closed, p.take = 0, false, nil
-			p.running = false
-			p.mu.Unlock()
-			return
-		}
-	}
 }

@@ -23,6 +23,7 @@ func TestAppendResponseMatchesMarshal(t *testing.T) {
 		{"no data", &graphql.Response{}},
 		{"errors", &graphql.Response{Errors: gqlerror.List{{Message: "slow subscriber"}}, Data: json.RawMessage(`null`)}},
 		{"extensions", &graphql.Response{Data: json.RawMessage(`{}`), Extensions: map[string]any{"cursor": "1:2"}}},
+		{"empty extensions", &graphql.Response{Data: json.RawMessage(`{"events":{}}`), Extensions: map[string]any{}}},
 		{"incremental", &graphql.Response{Data: json.RawMessage(`{}`), Label: "l", HasNext: &yes}},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,260 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"cairn/eventstore"
+	"cairn/internal/workpool"
+)
+
+// Push lets a subscription's resolver tell the transport when a value is
+// ready on its channel, so that nothing waits on the channel in between:
+// a connection that waits then costs no goroutine. A resolver that takes
+// it (Pushed) calls Sent after each value it put on the channel and Closed
+// once it will send no more (after closing the channel, or when it returns
+// an error). Both are safe to call from any goroutine, under the caller's
+// locks, and on a nil Push.
+//
+// A resolver whose result for an event depends on nothing but the event
+// (and the operation and caller) says so (Shares) and which event each
+// value is of (SentEvent): the first result made for an event is then kept,
+// and the same operation of the same caller on any other connection sends
+// it again instead of running the operation on its own value, which is
+// dropped from the channel. With two hundred portals watching the log,
+// every event ran two hundred times.
+type Push struct {
+	mu      sync.Mutex
+	claimed bool
+	queue   []pushed // the values ready, in the order they were sent
+	head    int      // queue[head:] is not taken yet
+	closed  bool     // the channel is closed: take until the end
+	running bool     // a goroutine is taking
+	take    func(pushed) bool
+	workers *workpool.Pool
+	// busy and idle, when set, bracket each run of takes: the transport
+	// holds back what take writes until idle, so that the results ready
+	// at once leave in one write to the peer instead of one each.
+	busy, idle func()
+	// shared keeps results for other subscriptions of op; nil when the
+	// operation's results may not be shared.
+	shared *sharedResults
+	op     [32]byte
+	// drop takes the next value off the channel unseen (Shares); nil when
+	// the resolver's results are not the event's alone.
+	drop func()
+}
+
+// pushed is one value ready on the channel, of event when shared is set;
+// with data, the result kept for it, and the value is a placeholder.
+type pushed struct {
+	shared bool
+	event  eventstore.Cursor
+	data   json.RawMessage
+}
+
+type pushKey struct{}
+
+// Pushed is the request's Push when its transport can use one, nil
+// otherwise (the resolver then needs to do nothing more).
+func Pushed(ctx context.Context) *Push {
+	p, _ := ctx.Value(pushKey{}).(*Push)
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.claimed = true
+	return p
+}
+
+// newPush is the Push of a subscription; its results are shared with the
+// same operation of the same caller when shared is not nil.
+func newPush(ctx context.Context, workers *workpool.Pool, shared *sharedResults) *Push {
+	p := &Push{workers: workers}
+	if shared == nil || !graphql.HasOperationContext(ctx) {
+		return p
+	}
+	sess := sessionFrom(ctx)
+	if sess == nil {
+		return p
+	}
+	if op, ok := answerKey(graphql.GetOperationContext(ctx), sess.principal, 0); ok {
+		p.shared, p.op = shared, op
+	}
+	return p
+}
+
+// Sent says one more value is on the channel.
+func (p *Push) Sent() { p.send(pushed{}) }
+
+// Shares says the resolver's values depend on their event alone, and
+// hands over how to take the next value off the channel unseen. Called
+// once, before the first value is sent.
+func (p *Push) Shares(drop func()) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drop = drop
+}
+
+// SentEvent says one more value is on the channel, the one of event.
+func (p *Push) SentEvent(event eventstore.Cursor) { p.send(pushed{shared: true, event: event}) }
+
+// Kept returns the result kept for event, if another subscription of the
+// same operation and caller made it: the resolver then puts a placeholder
+// on the channel (its zero value) and says so with SentKept.
+func (p *Push) Kept(event eventstore.Cursor) (json.RawMessage, bool) {
+	if p == nil || p.shared == nil || p.drop == nil {
+		return nil, false
+	}
+	return p.shared.results.Get(sharedKey{op: p.op, event: event})
+}
+
+// SentKept says one more value is on the channel, a placeholder for the
+// result kept (Kept).
+func (p *Push) SentKept(data json.RawMessage) { p.send(pushed{shared: true, data: data}) }
+
+func (p *Push) send(it pushed) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.queue = append(p.queue, it)
+	p.kick()
+}
+
+// Closed says no value will follow the ones already sent.
+func (p *Push) Closed() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.closed = true
+	p.kick()
+}
+
+// arm hands over the function that takes one result (reporting whether
+// the operation ended); false when the resolver did not take the Push.
+func (p *Push) arm(take func(pushed) bool) bool {
+	p.mu.Lock()
+	if !p.claimed {
+		p.mu.Unlock()
+		return false
+	}
+	p.take = take
+	p.kick()
+	return true
+}
+
+// kick has a worker take what is ready, unless one is taking.
+// Called with p.mu held; unlocks it.
+func (p *Push) kick() {
+	if p.take == nil || p.running || (len(p.queue) == p.head && !p.closed) {
+		p.mu.Unlock()
+		return
+	}
+	p.running = true
+	p.mu.Unlock()
+	p.workers.Go(p.run)
+}
+
+func (p *Push) run() {
+	if p.busy != nil {
+		p.busy()
+	}
+	if p.idle != nil {
+		defer p.idle()
+	}
+	for {
+		p.mu.Lock()
+		if len(p.queue) == p.head && !p.closed {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		var it pushed // closed and nothing queued: take the end
+		if len(p.queue) > p.head {
+			it = p.queue[p.head]
+			p.queue[p.head] = pushed{}
+			p.head++
+			if p.head == len(p.queue) {
+				// A subscription that waits keeps no queue a burst grew.
+				if cap(p.queue) > 16 {
+					p.queue = nil
+				} else {
+					p.queue = p.queue[:0]
+				}
+				p.head = 0
+			}
+		}
+		take := p.take
+		p.mu.Unlock()
+		if take(it) {
+			p.mu.Lock()
+			p.queue, p.head, p.closed, p.take = nil, 0, false, nil
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+// result is the result of the value it stands for: the one kept for its
+// event (the value is dropped), or the operation's next, which is kept
+// for the others when it may be.
+func (p *Push) result(ctx context.Context, it pushed, responses graphql.ResponseHandler) *graphql.Response {
+	share := it.shared && p.shared != nil && p.drop != nil
+	if share && it.data != nil {
+		p.drop()
+		return &graphql.Response{Data: it.data}
+	}
+	key := sharedKey{op: p.op, event: it.event}
+	if share {
+		if data, ok := p.shared.results.Get(key); ok {
+			p.drop()
+			return &graphql.Response{Data: data}
+		}
+	}
+	resp := responses(ctx)
+	if share && resp != nil && plainResponse(resp) && len(resp.Data) <= maxSharedResult {
+		// The executor writes a subscription's every result into one
+		// buffer: what is kept is a copy.
+		p.shared.results.Add(key, bytes.Clone(resp.Data))
+	}
+	return resp
+}
+
+// sharedResults are the results of subscriptions kept for the others of
+// the same operation and caller: the most recent events' only, as every
+// subscriber is sent an event within moments of the others.
+type sharedResults struct {
+	results *lru.Cache[sharedKey, json.RawMessage]
+}
+
+type sharedKey struct {
+	op    [32]byte // the operation, its variables and its caller (answerKey)
+	event eventstore.Cursor
+}
+
+// sharedResultsKept is how many results are kept: a few seconds of a
+// flood's events for a few operations.
+const sharedResultsKept = 8192
+
+// maxSharedResult bounds one kept result.
+const maxSharedResult = 64 << 10
+
+func newSharedResults() *sharedResults {
+	c, err := lru.New[sharedKey, json.RawMessage](sharedResultsKept)
+	if err != nil {
+		return nil // only a size below one fails: nothing is shared then
+	}
+	return &sharedResults{results: c}
+}

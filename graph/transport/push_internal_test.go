@@ -1,0 +1,209 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"cairn/auth"
+	"cairn/domain/tenant"
+	"cairn/eventstore"
+	"cairn/internal/workpool"
+)
+
+// operationCtx is the context of a subscription run by p with the query.
+func operationCtx(p auth.Principal, query string) context.Context {
+	ctx := withSession(context.Background(), newSession(p, "token", "test"))
+	return graphql.WithOperationContext(ctx, &graphql.OperationContext{RawQuery: query, Variables: map[string]any{}})
+}
+
+// executor stands for the operation's responses: each call renders the
+// next value, into one buffer as gqlgen's executor does.
+type executor struct {
+	calls int
+	buf   []byte
+	data  []string
+	extra map[string]any
+}
+
+func (x *executor) responses(context.Context) *graphql.Response {
+	if x.calls == len(x.data) {
+		return nil
+	}
+	x.buf = append(x.buf[:0], x.data[x.calls]...)
+	x.calls++
+	return &graphql.Response{Data: x.buf, Extensions: x.extra}
+}
+
+// The first subscription to render an event keeps its result; another of
+// the same operation and caller is sent it and its own value is dropped;
+// another caller or another operation renders its own.
+func TestPushSharesResultsOfOneOperationAndCaller(t *testing.T) {
+	t.Parallel()
+	admin := auth.Principal{Kind: auth.KindUser, ID: "u1", UserID: "u1", Role: tenant.RoleAdmin}
+	tenant := auth.Principal{Kind: auth.KindUser, ID: "u2", UserID: "u2", Role: tenant.RoleTenantAdmin, TenantID: "t1"}
+	const query = "subscription { events { cursor } }"
+	tests := []struct {
+		name       string
+		other      context.Context
+		extensions map[string]any
+		wantShared bool
+	}{
+		{"same operation and caller", operationCtx(admin, query), nil, true},
+		{"another caller", operationCtx(tenant, query), nil, false},
+		{"another operation", operationCtx(admin, "subscription { events { cursor type } }"), nil, false},
+		{"a result with extensions", operationCtx(admin, query), map[string]any{"x": 1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			shared := newSharedResults()
+			workers := workpool.New(0)
+			event := eventstore.Cursor{TxID: 7, Position: 42}
+
+			first := newPush(operationCtx(admin, query), workers, shared)
+			first.Shares(func() { t.Error("the first subscription dropped its value") })
+			x1 := &executor{data: []string{`{"events":{"cursor":"7:42"}}`}, extra: tt.extensions}
+			if _, ok := first.Kept(event); ok {
+				t.Fatal("a result was kept before any was made")
+			}
+			got := first.result(context.Background(), pushed{shared: true, event: event}, x1.responses)
+			if string(got.Data) != `{"events":{"cursor":"7:42"}}` || x1.calls != 1 {
+				t.Fatalf("first: %s after %d calls", got.Data, x1.calls)
+			}
+			copy(x1.buf, "XXXXXXXX") // the executor reuses its buffer
+
+			second := newPush(tt.other, workers, shared)
+			dropped := 0
+			second.Shares(func() { dropped++ })
+			kept, ok := second.Kept(event)
+			if ok != tt.wantShared {
+				t.Fatalf("kept result found: %v, want %v", ok, tt.wantShared)
+			}
+			x2 := &executor{data: []string{`{"events":{"cursor":"7:42","own":true}}`}}
+			it := pushed{shared: true, event: event}
+			if ok {
+				it = pushed{shared: true, data: kept}
+			}
+			got = second.result(context.Background(), it, x2.responses)
+			switch {
+			case tt.wantShared && (string(got.Data) != `{"events":{"cursor":"7:42"}}` || x2.calls != 0 || dropped != 1):
+				t.Fatalf("second: %s, %d calls, %d dropped; want the kept result, no call, its value dropped", got.Data, x2.calls, dropped)
+			case !tt.wantShared && (x2.calls != 1 || dropped != 0):
+				t.Fatalf("second: %d calls, %d dropped; want its own result", x2.calls, dropped)
+			}
+		})
+	}
+}
+
+// Results of a subscription that does not share (Shares not called) are
+// neither kept nor looked for.
+func TestPushWithoutSharesKeepsNothing(t *testing.T) {
+	t.Parallel()
+	p := auth.Principal{Kind: auth.KindUser, ID: "u1", Role: tenant.RoleAdmin}
+	shared := newSharedResults()
+	push := newPush(operationCtx(p, "subscription { jobChanged { id } }"), workpool.New(0), shared)
+	x := &executor{data: []string{`{"jobChanged":{"id":"j"}}`}}
+	push.result(context.Background(), pushed{}, x.responses)
+	if shared.results.Len() != 0 {
+		t.Fatalf("%d results kept", shared.results.Len())
+	}
+	if _, ok := push.Kept(eventstore.Cursor{}); ok {
+		t.Fatal("a push that does not share found a kept result")
+	}
+}
+
+// writeCounter is a connection that records what each write carried.
+type writeCounter struct {
+	net.Conn
+	mu     sync.Mutex
+	writes []string
+	fail   error
+	closed bool
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail != nil {
+		return 0, w.fail
+	}
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func (w *writeCounter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	return nil
+}
+
+func (w *writeCounter) SetWriteDeadline(time.Time) error { return nil }
+
+func TestCorkedConnectionWritesOnceWhenTheLastCorkComesOut(t *testing.T) {
+	t.Parallel()
+	raw := &writeCounter{}
+	c := &corkConn{Conn: raw, buffers: newHeldBuffers()}
+	write := func(s string) {
+		t.Helper()
+		if n, err := c.Write([]byte(s)); err != nil || n != len(s) {
+			t.Fatalf("write %q: %d, %v", s, n, err)
+		}
+	}
+	write("a")
+	c.cork()
+	write("b")
+	c.cork() // a second operation of the connection
+	write("c")
+	c.uncork()
+	write("d")
+	if got := raw.got(); len(got) != 1 {
+		t.Fatalf("writes while corked reached the connection: %q", got)
+	}
+	c.uncork()
+	write("e")
+	if got := raw.got(); len(got) != 3 || got[0] != "a" || got[1] != "bcd" || got[2] != "e" {
+		t.Fatalf("writes: %q, want a, bcd, e", got)
+	}
+
+	// A burst past the limit is written as it goes.
+	c.cork()
+	big := make([]byte, corkLimit)
+	write(string(big))
+	if got := raw.got(); len(got) != 4 {
+		t.Fatalf("%d writes after a burst past the limit, want 4", len(got))
+	}
+	c.uncork()
+
+	// A write that fails closes the connection, and what follows fails.
+	raw.mu.Lock()
+	raw.fail = errors.New("peer gone")
+	raw.mu.Unlock()
+	c.cork()
+	write("f")
+	c.uncork()
+	if _, err := c.Write([]byte("g")); err == nil {
+		t.Fatal("a write after a failed one succeeded")
+	}
+	if !raw.isClosed() {
+		t.Fatal("a failed write left the connection open")
+	}
+}
+
+func (w *writeCounter) got() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...)
+}
+
+func (w *writeCounter) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
