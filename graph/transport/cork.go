@@ -42,7 +42,7 @@ func (c *corkConn) Write(p []byte) (int, error) {
 		return 0, c.err
 	}
 	if c.corks == 0 {
-		return c.Conn.Write(p)
+		return c.writeLocked(p)
 	}
 	if c.held == nil {
 		c.held = c.buffers.Get().(*[]byte)
@@ -74,8 +74,7 @@ func (c *corkConn) uncork() {
 	}
 }
 
-// flushLocked writes what is held back, bounded by writeTimeout as every
-// message written directly is. Called with c.mu held.
+// flushLocked writes what is held back. Called with c.mu held.
 func (c *corkConn) flushLocked() error {
 	if c.held == nil {
 		return nil
@@ -91,18 +90,23 @@ func (c *corkConn) flushLocked() error {
 	if len(*b) == 0 {
 		return nil
 	}
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
-		c.err = err
-		c.Conn.Close()
-		return err
-	}
-	_, err := c.Conn.Write(*b)
+	_, err := c.writeLocked(*b)
+	return err
+}
+
+// writeLocked writes to the peer within writeTimeout: every write to the
+// connection passes here, so the messages above it need no deadline of
+// their own (a context with a timeout for each cost a timer and more).
+// A write that fails closes the connection. Called with c.mu held.
+func (c *corkConn) writeLocked(p []byte) (int, error) {
+	err := c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	n := 0
 	if err == nil {
-		err = c.Conn.SetWriteDeadline(time.Time{})
+		n, err = c.Conn.Write(p)
 	}
 	if err != nil {
 		c.err = err
 		c.Conn.Close()
 	}
-	return err
+	return n, err
 }

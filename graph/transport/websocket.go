@@ -531,10 +531,15 @@ func (c *wsConnection) write(m wsMessage) {
 	c.writeFrame(b)
 }
 
-// writeFrame sends one encoded message.
+// writeFrame sends one encoded message. The connection under it bounds
+// each write by writeTimeout (corkConn).
 func (c *wsConnection) writeFrame(b []byte) {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
+	ctx := context.Background()
+	if c.conn == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, writeTimeout)
+		defer cancel()
+	}
 	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
 		c.h.log.Debug().Err(err).Msg("writing to a WebSocket failed; closing it")
 		c.ws.CloseNow()
