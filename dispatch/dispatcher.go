@@ -187,6 +187,8 @@ type Dispatcher struct {
 	owned       bool // whether the last pass owned the decisions
 	running     bool
 	runCtx      context.Context
+	// undecodable reports the events of types this build cannot read.
+	undecodable *eventstore.Undecodable
 }
 
 // New returns a dispatcher; Run starts it.
@@ -199,7 +201,8 @@ func New(deps Deps, opts Options) (*Dispatcher, error) {
 		store: deps.Store, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
 		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock, owner: deps.Owner, presence: deps.Presence,
 		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
-		jobs: map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, touched: map[*nodeEntry]struct{}{}, touchedJobs: map[*jobEntry]struct{}{}, schedules: map[string]*scheduleEntry{},
+		undecodable: eventstore.NewUndecodable(deps.Log, "dispatcher"),
+		jobs:        map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, touched: map[*nodeEntry]struct{}{}, touchedJobs: map[*jobEntry]struct{}{}, schedules: map[string]*scheduleEntry{},
 	}
 	return d, nil
 }
@@ -281,7 +284,7 @@ func (d *Dispatcher) applyBatch(evs []eventstore.RecordedEvent) {
 		if err != nil {
 			// An event this build cannot read is skipped rather than
 			// stopping every job; the log keeps it for a newer build.
-			d.log.Error().Err(err).Str("stream", rec.StreamID).Int64("version", rec.Version).Msg("dispatcher cannot decode an event; skipping it")
+			d.undecodable.Skip(rec, err)
 			continue
 		}
 		d.apply(rec, ev)

@@ -43,6 +43,8 @@ type Scheduler struct {
 	log   Log
 	clock func() time.Time
 	zl    zerolog.Logger
+	// undecodable reports the events of types this build cannot read.
+	undecodable *eventstore.Undecodable
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -82,7 +84,7 @@ func New(log Log, clock func() time.Time, zl zerolog.Logger) *Scheduler {
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Scheduler{log: log, clock: clock, zl: zl, ready: make(chan struct{}),
+	s := &Scheduler{log: log, clock: clock, zl: zl, ready: make(chan struct{}), undecodable: eventstore.NewUndecodable(zl, "scheduler"),
 		nodes: map[string]*nodeEntry{}, locations: map[string]*locationEntry{}}
 	s.changed = sync.NewCond(&s.mu)
 	return s
@@ -168,7 +170,7 @@ func (s *Scheduler) applyBatch(ctx context.Context, evs []eventstore.RecordedEve
 	for _, rec := range evs {
 		ev, err := s.log.Decode(rec)
 		if err != nil {
-			s.zl.Error().Err(err).Str("stream", rec.StreamID).Int64("version", rec.Version).Msg("scheduler cannot decode an event; skipping it")
+			s.undecodable.Skip(rec, err)
 			continue
 		}
 		id := rec.StreamID[len(rec.StreamType)+1:]
