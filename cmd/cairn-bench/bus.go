@@ -55,8 +55,7 @@ func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 		}
 		rates, events = append(rates, rate), n
 	}
-	slices.Sort(rates)
-	rate := rates[1]
+	rate := median(rates)
 	peer, err := watermillSQLRate(ctx, e)
 	if err != nil {
 		return nil, err

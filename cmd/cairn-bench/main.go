@@ -213,3 +213,10 @@ func round(v float64, digits int) float64 {
 	}
 	return float64(int64(v*p+0.5)) / p
 }
+
+// median is the middle of xs (the upper middle of an even count); xs is
+// sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
