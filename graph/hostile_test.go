@@ -88,3 +88,64 @@ func TestHostileRequests(t *testing.T) {
 		t.Fatalf("after the corpus: %+v %v", v, err)
 	}
 }
+
+// The hostile corpus sent over server-sent events gets the same status and
+// code: refused before the stream with a 4xx, or, when the request is a
+// GraphQL request that fails to parse or validate, a stream whose one
+// result carries the error, then its end.
+func TestHostileRequestsAsEventStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{})
+	for _, h := range hostile.Corpus() {
+		if h.Method != "" && h.Method != http.MethodPost {
+			continue // event streams are POSTed
+		}
+		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, e.url+"/graphql", h.Reader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.ContentType != "-" {
+			ct := h.ContentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			req.Header.Set("Content-Type", ct)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if h.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+h.Token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", h.Name, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		answer := body
+		if resp.Header.Get("Content-Type") == "text/event-stream" {
+			// The result is the data line of the stream's first event.
+			answer = nil
+			for line := range strings.SplitSeq(string(body), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok {
+					answer = []byte(d)
+					break
+				}
+			}
+			if !strings.HasSuffix(string(body), "event: complete\n\n") {
+				t.Errorf("%s: the stream did not end with complete: %.300s", h.Name, body)
+			}
+		}
+		var out struct {
+			Errors []struct {
+				Extensions map[string]any `json:"extensions"`
+			} `json:"errors"`
+		}
+		_ = json.Unmarshal(answer, &out)
+		switch {
+		case resp.StatusCode != h.Status:
+			t.Errorf("%s: HTTP %d, want %d: %.300s", h.Name, resp.StatusCode, h.Status, body)
+		case len(out.Errors) == 0 || out.Errors[0].Extensions["code"] != h.Code:
+			t.Errorf("%s: %.300s, want code %s", h.Name, body, h.Code)
+		}
+	}
+}
