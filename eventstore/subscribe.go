@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,9 +42,12 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 	defer unregister()
 	cursor := opts.From
 	backoff := 10 * time.Millisecond
-	// While a full batch is handled the next one is read: a backlog is then
-	// paced by the slower of reading and handling, not by their sum.
+	// While a full read is handled the next one is read: a backlog is then
+	// paced by the slower of reading and handling, not by their sum. Behind
+	// the head, reads grow to several batches each (handed over a batch at
+	// a time): each read is a round trip and a query the database plans.
 	var ahead <-chan readResult
+	read := size // how many events the last read asked for
 	for {
 		var evs []RecordedEvent
 		var err error
@@ -51,6 +55,7 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 			r := <-ahead
 			evs, err, ahead = r.events, r.err, nil
 		} else {
+			read = size
 			evs, err = s.readAfter(ctx, cursor, size)
 		}
 		if err != nil {
@@ -68,25 +73,29 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 		}
 		backoff = 10 * time.Millisecond
 		if len(evs) > 0 {
-			b := Batch{Cursor: evs[len(evs)-1].Cursor(), Events: evs}
-			if len(evs) == size {
-				ahead = s.readAhead(ctx, b.Cursor, size)
+			full := len(evs) == read
+			if full {
+				read = min(read*2, size*maxReadBatches)
+				ahead = s.readAhead(ctx, evs[len(evs)-1].Cursor(), read)
 			}
-			if !opts.Filter.IsZero() {
-				// The events may be shared with other subscriptions: the
-				// matching ones go into an array of this one's own.
-				b.Events = nil
-				for i := range evs {
-					if opts.Filter.Match(&evs[i]) {
-						b.Events = append(b.Events, evs[i])
+			for part := range slices.Chunk(evs, size) {
+				b := Batch{Cursor: part[len(part)-1].Cursor(), Events: part}
+				if !opts.Filter.IsZero() {
+					// The events may be shared with other subscriptions: the
+					// matching ones go into an array of this one's own.
+					b.Events = nil
+					for i := range part {
+						if opts.Filter.Match(&part[i]) {
+							b.Events = append(b.Events, part[i])
+						}
 					}
 				}
+				if err := handle(ctx, b); err != nil {
+					return err
+				}
+				cursor = b.Cursor
 			}
-			if err := handle(ctx, b); err != nil {
-				return err
-			}
-			cursor = b.Cursor
-			if len(evs) == size {
+			if full {
 				continue
 			}
 		}
@@ -111,6 +120,10 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 }
 
 const heldBackRetry = 10 * time.Millisecond
+
+// maxReadBatches bounds how many batches a subscription behind the head
+// reads at once.
+const maxReadBatches = 4
 
 type readResult struct {
 	events []RecordedEvent

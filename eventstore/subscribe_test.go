@@ -398,3 +398,42 @@ func TestSubscriptionsAtTheHeadShareTheirReads(t *testing.T) {
 		t.Errorf("%d reads of the tail made and only %d shared by %d subscriptions at the head", ran, joined, subscribers)
 	}
 }
+
+// A subscriber far behind is read to in reads of several batches, and
+// still handed at most its batch size at a time, every event once, in
+// order, each batch's cursor its last event's.
+func TestSubscribeCatchUpHandsBatchesOfItsSize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
+	c := ctx(t)
+	const events, batch = 60, 3
+	for i := range events {
+		if _, err := e.store.Append(c, one("w-big", eventstore.AnyVersion, widgetCounted{N: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
+	var seen int64
+	err := e.store.Subscribe(sctx, eventstore.SubscribeOptions{BatchSize: batch}, func(_ context.Context, b eventstore.Batch) error {
+		if len(b.Events) == 0 || len(b.Events) > batch {
+			return fmt.Errorf("a batch of %d events, want 1 to %d", len(b.Events), batch)
+		}
+		if b.Cursor != b.Events[len(b.Events)-1].Cursor() {
+			return fmt.Errorf("batch cursor %s, its last event at %s", b.Cursor, b.Events[len(b.Events)-1].Cursor())
+		}
+		for _, ev := range b.Events {
+			seen++
+			if ev.Version != seen {
+				return fmt.Errorf("event %d of the stream arrived as the %dth", ev.Version, seen)
+			}
+		}
+		if seen == events {
+			cancel()
+		}
+		return nil
+	})
+	if seen != events {
+		t.Fatalf("%d of %d events delivered: %v", seen, events, err)
+	}
+}
