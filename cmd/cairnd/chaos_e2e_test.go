@@ -278,8 +278,26 @@ func TestChaos(t *testing.T) {
 		slices.Sort(have)
 		return slices.Equal(want, have), fmt.Sprintf("the filestore holds %v; the read models list %v", have, want)
 	}
+	// Settled means what is checked below: a service's status can read
+	// RUNNING while a repair asked for a moment ago is still carried out.
+	resourcesRun := func() (bool, string) {
+		for _, v := range read() {
+			if v.Status != "RUNNING" {
+				continue
+			}
+			for _, r := range v.Resources {
+				if r.Drift != nil || r.Status != "RUNNING" {
+					return false, fmt.Sprintf("%s: resource %s is %s", v.Name, r.ID, r.Status)
+				}
+			}
+		}
+		return true, ""
+	}
 	poll(t, 90*time.Second, "every service to run again, or be degraded, with its note", func() (bool, string) {
 		if ok, detail := settled(true, "RUNNING", "DEGRADED")(); !ok {
+			return false, detail
+		}
+		if ok, detail := resourcesRun(); !ok {
 			return false, detail
 		}
 		return notesKept()
