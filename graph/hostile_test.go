@@ -21,6 +21,44 @@ func heapInUse() uint64 {
 	return m.HeapInuse
 }
 
+// sendHostile sends one request of the corpus, asking for accept when it is
+// set, and returns the response and up to 1 MiB of its body.
+func sendHostile(t *testing.T, e *env, h hostile.Request, accept string) (*http.Response, []byte) {
+	t.Helper()
+	method := h.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	url := e.url + "/graphql"
+	if h.Query != "" {
+		url += "?query=" + neturl.QueryEscape(h.Query)
+	}
+	req, err := http.NewRequestWithContext(ctxT(t), method, url, h.Reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method != http.MethodGet && h.ContentType != "-" {
+		ct := h.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if h.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", h.Name, err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	return resp, body
+}
+
 // Every hostile request gets its status and code before anything runs (an
 // exponential walk would not finish within the test's time), and the server answers ordinary requests afterwards.
 func TestHostileRequests(t *testing.T) {
@@ -28,34 +66,7 @@ func TestHostileRequests(t *testing.T) {
 	e := newEnv(t, graph.Config{})
 	heapBefore := heapInUse()
 	for _, h := range hostile.Corpus() {
-		method := h.Method
-		if method == "" {
-			method = http.MethodPost
-		}
-		url := e.url + "/graphql"
-		if h.Query != "" {
-			url += "?query=" + neturl.QueryEscape(h.Query)
-		}
-		req, err := http.NewRequestWithContext(ctxT(t), method, url, h.Reader())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if method != http.MethodGet && h.ContentType != "-" {
-			ct := h.ContentType
-			if ct == "" {
-				ct = "application/json"
-			}
-			req.Header.Set("Content-Type", ct)
-		}
-		if h.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+h.Token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", h.Name, err)
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
+		resp, body := sendHostile(t, e, h, "")
 		var out struct {
 			Errors []struct {
 				Message    string         `json:"message"`
@@ -100,27 +111,7 @@ func TestHostileRequestsAsEventStreams(t *testing.T) {
 		if h.Method != "" && h.Method != http.MethodPost {
 			continue // event streams are POSTed
 		}
-		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, e.url+"/graphql", h.Reader())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.ContentType != "-" {
-			ct := h.ContentType
-			if ct == "" {
-				ct = "application/json"
-			}
-			req.Header.Set("Content-Type", ct)
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		if h.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+h.Token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", h.Name, err)
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
+		resp, body := sendHostile(t, e, h, "text/event-stream")
 		answer := body
 		if resp.Header.Get("Content-Type") == "text/event-stream" {
 			// The result is the data line of the stream's first event.
