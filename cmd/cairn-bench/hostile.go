@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"syscall"
 	"time"
 
@@ -64,32 +63,10 @@ func benchHostile(ctx context.Context, s *graphqlServer) (result, error) {
 // sendHostile sends one request and checks it got the answer the corpus
 // says, returning how long the answer took.
 func sendHostile(ctx context.Context, client *http.Client, s *graphqlServer, h hostile.Request) (time.Duration, error) {
-	method := h.Method
-	if method == "" {
-		method = http.MethodPost
-	}
-	u := s.url + "/graphql"
-	if h.Query != "" {
-		u += "?query=" + url.QueryEscape(h.Query)
-	}
-	var body io.Reader
-	if method != http.MethodGet {
-		body = h.Reader()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	// Every signed-in caller of the corpus is the administrator here.
+	req, err := h.NewRequest(ctx, s.url+"/graphql", s.token)
 	if err != nil {
 		return 0, err
-	}
-	if method != http.MethodGet && h.ContentType != "-" {
-		ct := h.ContentType
-		if ct == "" {
-			ct = "application/json"
-		}
-		req.Header.Set("Content-Type", ct)
-	}
-	if h.Token != "" {
-		// Every signed-in caller of the corpus is the administrator here.
-		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	start := time.Now()
 	resp, err := client.Do(req)

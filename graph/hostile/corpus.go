@@ -7,10 +7,12 @@ package hostile
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"cairn/graph/apierr"
@@ -38,6 +40,39 @@ func (r Request) Reader() io.Reader {
 		return r.Stream()
 	}
 	return bytes.NewReader(r.Body)
+}
+
+// NewRequest is the request as it is sent to the GraphQL endpoint at
+// endpoint: POSTed unless it names its method, its query in the URL for a
+// GET, and signed with token when the request has a caller.
+func (r Request) NewRequest(ctx context.Context, endpoint, token string) (*http.Request, error) {
+	method := r.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	u := endpoint
+	if r.Query != "" {
+		u += "?query=" + url.QueryEscape(r.Query)
+	}
+	var body io.Reader
+	if method != http.MethodGet {
+		body = r.Reader()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if method != http.MethodGet && r.ContentType != "-" {
+		ct := r.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req, nil
 }
 
 // FragmentBomb is a document of about a kilobyte whose fragments expand to
