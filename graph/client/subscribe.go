@@ -356,7 +356,8 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 		}
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
-		event, data := "", data[:0]
+		event := ""
+		data = data[:0]
 		for sc.Scan() {
 			line := sc.Bytes()
 			switch {

@@ -17,10 +17,12 @@ import (
 	"cairn/graph/apierr"
 )
 
-// sseTransport serves GraphQL over server-sent events, byte for byte as
-// gqlgen's transport does on the wire: a comment line first, each result
-// as "event: next", "event: complete" at the end, and ": ping" while the
-// stream is quiet.
+// sseTransport serves GraphQL over server-sent events in the form gqlgen's
+// transport does: a comment line first, each result as "event: next" with
+// its JSON on one data line, "event: complete" at the end, and ": ping"
+// while the stream is quiet. (A result's data is written as the executor
+// made it, so <, > and & in its strings are not escaped as \u003c and so
+// on, as marshalling it again did: the same JSON either way.)
 //
 // It exists for what a subscriber costs under a flood of events. The
 // results a pushing subscription (Pushed) has ready at once are written
