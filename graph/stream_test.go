@@ -19,12 +19,12 @@ import (
 	"cairn/graph/transport"
 )
 
-// sseLines posts a request over server-sent events and returns the
-// stream's lines until the server ends it.
-func sseLines(t *testing.T, e *env, token, query string) []string {
+// openSSE posts a request asking for server-sent events and returns the
+// response, checked to be an event stream.
+func openSSE(ctx context.Context, t *testing.T, e *env, token, query string) *http.Response {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query})
-	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, e.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +35,20 @@ func sseLines(t *testing.T, e *env, token, query string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		t.Fatalf("Content-Type %q, body %s", ct, b)
 	}
+	return resp
+}
+
+// sseLines posts a request over server-sent events and returns the
+// stream's lines until the server ends it.
+func sseLines(t *testing.T, e *env, token, query string) []string {
+	t.Helper()
+	resp := openSSE(ctxT(t), t, e, token, query)
+	defer resp.Body.Close()
 	var lines []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -162,20 +171,9 @@ func TestSubscribersOfOneOperationGetTheSameResults(t *testing.T) {
 func TestServerSentEventsKeepAlive(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, graph.Config{Transport: transport.Options{KeepAlive: 100 * time.Millisecond}})
-	body, _ := json.Marshal(map[string]any{"query": `subscription { events(filter: {streamTypes: ["none"]}) { cursor } }`})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer admin")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openSSE(ctx, t, e, "admin", `subscription { events(filter: {streamTypes: ["none"]}) { cursor } }`)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	pings := 0
