@@ -322,7 +322,8 @@ func heartbeatWait(every time.Duration, second bool) time.Duration {
 // with backoff until it is stored or refused for good.
 func (s *Session) Report(ctx context.Context, op string, input map[string]any) error {
 	b := s.backoff()
-	for {
+	began := time.Now()
+	for tries := 1; ; tries++ {
 		err := send(ctx, s.c, op, map[string]any{"input": input}, nil)
 		if err == nil || client.Permanent(err) {
 			return err
@@ -330,7 +331,13 @@ func (s *Session) Report(ctx context.Context, op string, input map[string]any) e
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.log.Debug().Err(err).Any("job", input["jobId"]).Str("op", op).Msg("cannot reach the control plane; retrying")
+		// A report that keeps failing holds its job up: say so where an
+		// operator looks, the third time and every tenth after.
+		ev := s.log.Debug()
+		if tries%10 == 3 {
+			ev = s.log.Warn().Int("tries", tries).Dur("for", time.Since(began).Round(time.Millisecond))
+		}
+		ev.Err(err).Any("job", input["jobId"]).Str("op", op).Str("server", s.c.Endpoint()).Msg("cannot deliver a report about a job; retrying")
 		if err := b.wait(ctx); err != nil {
 			return err
 		}

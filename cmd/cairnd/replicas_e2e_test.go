@@ -422,6 +422,7 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 	marks := t.TempDir()
 	var nodeIDs []string
 	var agents []*testproc.Process
+	var agentDirs []string
 	for i := range 2 {
 		var jt struct {
 			CreateJoinToken struct{ Token string } `json:"createJoinToken"`
@@ -432,8 +433,10 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 			order = append([]string{owner}, slices.DeleteFunc(order, func(u string) bool { return u == owner })...)
 		}
 		host := fmt.Sprintf("flood-%d", i)
+		agentDir := filepath.Join(t.TempDir(), host)
+		agentDirs = append(agentDirs, agentDir)
 		agent := testproc.Start(t, filepath.Join(bins, "cairn-agent"), []string{"CAIRN_JOIN_TOKEN=" + jt.CreateJoinToken.Token},
-			"--server", strings.Join(order, ","), "--data-dir", filepath.Join(t.TempDir(), host), "--hostname", host, "--log-format", "json",
+			"--server", strings.Join(order, ","), "--data-dir", agentDir, "--hostname", host, "--log-format", "json", "--log-level", "debug",
 			"--file-root", sites)
 		t.Cleanup(func() {
 			if err := agent.Stop(time.Minute); err != nil {
@@ -621,6 +624,18 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 			for _, line := range strings.Split(p.Output(), "\n") {
 				if strings.Contains(line, stuck) {
 					t.Logf("  %s", line)
+				}
+			}
+		}
+		// Where the agent's journal has the job: whether its runner started,
+		// recorded a result, and what it wrote.
+		for _, dir := range agentDirs {
+			runs, _ := filepath.Glob(filepath.Join(dir, "jobs", stuck+"@*"))
+			for _, run := range runs {
+				files, _ := os.ReadDir(run)
+				for _, f := range files {
+					b, _ := os.ReadFile(filepath.Join(run, f.Name()))
+					t.Logf("  journal %s/%s: %.300s", filepath.Base(run), f.Name(), b)
 				}
 			}
 		}
