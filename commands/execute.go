@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"cairn/domain"
 	"cairn/eventstore"
@@ -59,33 +60,44 @@ func Load[S any, PS interface {
 	*S
 	Aggregate
 }](ctx context.Context, store Loader, streamType, id string) (S, int64, error) {
-	state, version, _, err := load[S, PS](ctx, store, streamType, id)
-	return state, version, err
+	h, err := readHistory(ctx, store, streamType, id)
+	if err != nil {
+		var zero S
+		return zero, 0, err
+	}
+	return fold[S, PS](h), h.version, nil
 }
 
-// load is Load that also returns the tenant the stream was created in ("" for
-// streams of no tenant, and for a stream that does not exist).
-func load[S any, PS interface {
-	*S
-	Aggregate
-}](ctx context.Context, store Loader, streamType, id string) (S, int64, string, error) {
-	var state S
-	evs, err := store.ReadStream(ctx, domain.StreamID(streamType, id), eventstore.ReadStreamOptions{})
+// readHistory reads and decodes a stream, with the tenant it was created in
+// ("" for streams of no tenant, and for a stream that does not exist).
+func readHistory(ctx context.Context, store Loader, streamType, id string) (history, error) {
+	recs, err := store.ReadStream(ctx, domain.StreamID(streamType, id), eventstore.ReadStreamOptions{})
 	var nf *eventstore.StreamNotFoundError
 	if errors.As(err, &nf) {
-		return state, 0, "", nil
+		return history{}, nil
 	}
 	if err != nil {
-		return state, 0, "", err
+		return history{}, err
 	}
-	for _, rec := range evs {
-		ev, err := store.Decode(rec)
-		if err != nil {
-			return state, 0, "", fmt.Errorf("load %s %q: %w", streamType, id, err)
+	h := history{events: make([]domain.Event, len(recs)), version: int64(len(recs)), tenant: recs[0].Metadata.Tenant}
+	for i, rec := range recs {
+		if h.events[i], err = store.Decode(rec); err != nil {
+			return history{}, fmt.Errorf("load %s %q: %w", streamType, id, err)
 		}
+	}
+	return h, nil
+}
+
+// fold applies a stream's events to a fresh state.
+func fold[S any, PS interface {
+	*S
+	Aggregate
+}](h history) S {
+	var state S
+	for _, ev := range h.events {
 		PS(&state).Apply(ev)
 	}
-	return state, int64(len(evs)), evs[0].Metadata.Tenant, nil
+	return state
 }
 
 // Execute runs one command against one aggregate: load, decide, append with
@@ -103,12 +115,27 @@ func Execute[S any, PS interface {
 		return Result{}, err
 	}
 	stream := domain.StreamID(streamType, id)
+	memory, remembers := store.(streamMemory)
 	for attempt := 0; ; attempt++ {
-		state, version, tenant, err := load[S, PS](ctx, store, streamType, id)
-		if err != nil {
-			return Result{}, err
+		h, recalled := history{}, false
+		if remembers {
+			h, recalled = memory.recall(stream)
 		}
+		if !recalled {
+			if h, err = readHistory(ctx, store, streamType, id); err != nil {
+				return Result{}, err
+			}
+		}
+		state, version, tenant := fold[S, PS](h), h.version, h.tenant
 		evs, err := decide(state)
+		if recalled && (err != nil || len(evs) == 0) {
+			// Refused, or nothing to do, on a remembered history: the
+			// stream may have moved on since. Decide again on the log's.
+			memory.forget(stream)
+			remembers = false
+			attempt--
+			continue
+		}
 		if err != nil || len(evs) == 0 {
 			// The state may refuse, or find nothing to do, because an
 			// earlier run of this very command id changed it (a client
@@ -140,11 +167,27 @@ func Execute[S any, PS interface {
 			}},
 		})
 		var conflict *eventstore.VersionConflictError
+		if memory != nil && (err != nil || res.Duplicate) {
+			// Whatever the stream holds now, it is not known here.
+			memory.forget(stream)
+		}
+		if errors.As(err, &conflict) && recalled {
+			// The remembered history was stale: not a race lost.
+			remembers = false
+			attempt--
+			continue
+		}
 		if errors.As(err, &conflict) && attempt < conflictRetries {
 			continue
 		}
 		if err != nil {
 			return Result{}, err
+		}
+		if memory != nil && !res.Duplicate {
+			if version == 0 {
+				tenant = md.Tenant
+			}
+			memory.remember(stream, history{events: append(slices.Clip(h.events), evs...), version: version + int64(len(evs)), tenant: tenant})
 		}
 		return fromAppend(res, stream), nil
 	}

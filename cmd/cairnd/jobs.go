@@ -73,6 +73,11 @@ func (c *jobConfig) bindFlags(fs *pflag.FlagSet) {
 		"path of a cairn-agent to run next to the server, enrolled to it (its files go in <data-dir>/agent)")
 }
 
+// recentJobStreams is how many job streams the job handlers remember, so
+// that a job's lease, start and finish, moments apart, decide without
+// reading it again: a fan-out to thousands has that many in flight.
+const recentJobStreams = 2048
+
 // jobSide is the server side of jobs and agents: the job handlers, the
 // dispatcher and the stores of job output and node statistics.
 type jobSide struct {
@@ -89,7 +94,7 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer
 		return nil, err
 	}
 	js := &jobSide{
-		jobs:      jobs.NewHandlers(store, time.Now, newID, validator, sealer),
+		jobs:      jobs.NewHandlers(commands.NewStreamCache(store, recentJobStreams), time.Now, newID, validator, sealer),
 		schedules: schedules.NewHandlers(store, time.Now, validator),
 		stats:     nodestats.New(pool, time.Now),
 	}

@@ -66,10 +66,12 @@ func StartReplica(pool *pgxpool.Pool, opts dispatch.Options, owner dispatch.Owne
 		return nil, err
 	}
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: log})
+	// Job streams are remembered between commands, as cairnd does.
+	jobStreams := commands.NewStreamCache(store, 256)
 	e := &Env{
 		Store:     store,
 		Pool:      pool,
-		Jobs:      jobs.NewHandlers(store, commands.Clock(clock), ids, validator, commandstest.Sealer()),
+		Jobs:      jobs.NewHandlers(jobStreams, commands.Clock(clock), ids, validator, commandstest.Sealer()),
 		Nodes:     nodes.NewHandlers(store, commands.Clock(clock), ids),
 		Access:    access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),
 		Schedules: schedules.NewHandlers(store, commands.Clock(clock), validator),
