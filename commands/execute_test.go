@@ -28,7 +28,7 @@ func newStore(t *testing.T) *eventstore.Store {
 
 var at = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 
-func enroll(ctx context.Context, s *eventstore.Store, meta commands.Meta, id string) (commands.Result, error) {
+func enroll(ctx context.Context, s commands.Store, meta commands.Meta, id string) (commands.Result, error) {
 	input := struct{ NodeID, Hostname string }{id, "host-" + id}
 	return commands.Execute[node.Node](ctx, s, domain.NodeStream, id, meta, input, func(n node.Node) ([]domain.Event, error) {
 		return n.Enroll(node.Enroll{NodeID: id, Hostname: input.Hostname, Labels: map[string]string{"rack": "a"}, At: at})

@@ -36,14 +36,6 @@ func undrain(ctx context.Context, s commands.Store, id string) (commands.Result,
 	})
 }
 
-func enrollThrough(ctx context.Context, s commands.Store, id string) error {
-	in := node.Enroll{NodeID: id, Hostname: "host-" + id, At: at}
-	_, err := commands.Execute[node.Node](ctx, s, domain.NodeStream, id, commands.Meta{}, in, func(n node.Node) ([]domain.Event, error) {
-		return n.Enroll(in)
-	})
-	return err
-}
-
 // A stream the cache remembers is decided on without a read; one another
 // writer moved on meanwhile (another replica, say) is decided again on the
 // log's history, whether the stale decision appended or decided nothing.
@@ -53,7 +45,7 @@ func TestStreamCacheDecidesOnTheLogWhenBehind(t *testing.T) {
 	store := &countingStore{Store: newStore(t)}
 	cached := commands.NewStreamCache(store, 16)
 
-	if err := enrollThrough(ctx, cached, "n1"); err != nil {
+	if _, err := enroll(ctx, cached, commands.Meta{}, "n1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := drain(ctx, cached, "n1"); err != nil {
