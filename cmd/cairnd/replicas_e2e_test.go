@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -628,14 +629,38 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 			}
 		}
 		// Where the agent's journal has the job: whether its runner started,
-		// recorded a result, and what it wrote.
+		// recorded a result, and what it wrote. A runner still there is
+		// asked for its goroutines (SIGQUIT writes them to runner.err).
 		for _, dir := range agentDirs {
 			runs, _ := filepath.Glob(filepath.Join(dir, "jobs", stuck+"@*"))
 			for _, run := range runs {
+				if b, err := os.ReadFile(filepath.Join(run, "pid")); err == nil {
+					if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && syscall.Kill(pid, syscall.SIGQUIT) == nil {
+						t.Logf("  the runner (pid %d) was still running", pid)
+						time.Sleep(time.Second)
+					}
+				}
 				files, _ := os.ReadDir(run)
 				for _, f := range files {
 					b, _ := os.ReadFile(filepath.Join(run, f.Name()))
-					t.Logf("  journal %s/%s: %.300s", filepath.Base(run), f.Name(), b)
+					t.Logf("  journal %s/%s: %.4000s", filepath.Base(run), f.Name(), b)
+				}
+			}
+		}
+		// Where each agent's handling of jobs waits: its goroutines that
+		// drive a job, from the dump SIGQUIT makes it print.
+		for i, p := range agents {
+			from := len(p.Output())
+			if syscall.Kill(p.Pid(), syscall.SIGQUIT) != nil {
+				continue
+			}
+			select {
+			case <-p.Exited():
+			case <-time.After(5 * time.Second):
+			}
+			for _, g := range strings.Split(p.Output()[min(from, len(p.Output())):], "\n\n") {
+				if strings.Contains(g, "(*Agent).launch") {
+					t.Logf("  flood-%d %s", i, g)
 				}
 			}
 		}
