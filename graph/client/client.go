@@ -204,9 +204,9 @@ func (c *Client) Raw(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		// The replica cannot reach its database: the next request tries
-		// another.
+	if resp.StatusCode >= http.StatusInternalServerError {
+		// The replica cannot reach its database (503), or is failing in a
+		// way of its own: the next request tries another.
 		c.ends.failed(resp.Request.URL.String())
 	}
 	var out Response
@@ -214,8 +214,9 @@ func (c *Client) Raw(ctx context.Context, req Request) (*Response, error) {
 		return nil, &HTTPError{Status: resp.StatusCode, Body: string(b)}
 	}
 	out.Status = resp.StatusCode
-	if out.Errors.Code() == "UNAVAILABLE" {
-		// The replica answered but could not reach its database: the next
+	if code := out.Errors.Code(); code == "UNAVAILABLE" || code == "INTERNAL" {
+		// The replica answered but could not reach its database, or failed
+		// in a way of its own that a retry there may meet again: the next
 		// request tries another.
 		c.ends.failed(resp.Request.URL.String())
 	}

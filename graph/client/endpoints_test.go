@@ -73,29 +73,35 @@ func TestSubscriptionMovesToAReplicaThatAnswers(t *testing.T) {
 }
 
 // A replica that answers but cannot reach its database (HTTP 503, or an
-// UNAVAILABLE error) is left for the next one on the following request.
+// UNAVAILABLE error), or fails in a way of its own (another 5xx, or an
+// INTERNAL error), is left for the next one on the following request.
 func TestClientLeavesAReplicaWithoutItsDatabase(t *testing.T) {
 	t.Parallel()
-	for name, away := range map[string]http.HandlerFunc{
-		"503": func(w http.ResponseWriter, _ *http.Request) {
+	answer := func(status int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"errors":[{"message":"the database cannot be reached now","extensions":{"code":"UNAVAILABLE"}}]}`))
-		},
-		"200 with UNAVAILABLE": func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"errors":[{"message":"the database cannot be reached now","extensions":{"code":"UNAVAILABLE"}}],"data":null}`))
-		},
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		}
+	}
+	for name, tc := range map[string]struct {
+		away http.HandlerFunc
+		code string
+	}{
+		"503":                  {answer(http.StatusServiceUnavailable, `{"errors":[{"message":"the database cannot be reached now","extensions":{"code":"UNAVAILABLE"}}]}`), "UNAVAILABLE"},
+		"200 with UNAVAILABLE": {answer(http.StatusOK, `{"errors":[{"message":"the database cannot be reached now","extensions":{"code":"UNAVAILABLE"}}],"data":null}`), "UNAVAILABLE"},
+		"200 with INTERNAL":    {answer(http.StatusOK, `{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}],"data":null}`), "INTERNAL"},
+		"502 from a proxy":     {answer(http.StatusBadGateway, `bad gateway`), ""},
 	} {
-		cut := httptest.NewServer(away)
+		cut := httptest.NewServer(tc.away)
 		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"data":{"viewer":{"role":"ADMIN"}}}`))
 		}))
 		c := New(cut.URL+","+up.URL, "token", nil)
 		var out struct{ Viewer struct{ Role string } }
-		if err := c.Do(context.Background(), `{ viewer { role } }`, nil, &out); CodeOf(err) != "UNAVAILABLE" {
-			t.Fatalf("%s: first request: %v", name, err)
+		if err := c.Do(context.Background(), `{ viewer { role } }`, nil, &out); err == nil || CodeOf(err) != tc.code {
+			t.Fatalf("%s: first request: %v, want an error with code %q", name, err, tc.code)
 		}
 		if err := c.Do(context.Background(), `{ viewer { role } }`, nil, &out); err != nil || out.Viewer.Role != "ADMIN" {
 			t.Fatalf("%s: the next request did not move on: %+v %v", name, out, err)
