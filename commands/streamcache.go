@@ -59,3 +59,25 @@ func (c *StreamCache) remember(streamID string, h history) {
 }
 
 func (c *StreamCache) forget(streamID string) { c.recent.Remove(streamID) }
+
+// Wrote tells the cache of events appended to a stream outside Execute, at
+// the version after (0: they begin it), in the tenant given: the
+// dispatcher spawns a fan-out's children and decides leases from its own
+// state, and an agent's start and finish follow within moments. The events
+// are remembered after the history held at that version, or as the whole
+// history of a new stream; a stream held at another version is forgotten,
+// and one not held stays so, as its history is not all here.
+func (c *StreamCache) Wrote(streamID string, after int64, tenant string, events []domain.Event) {
+	if after == 0 {
+		c.remember(streamID, history{events: slices.Clone(events), version: int64(len(events)), tenant: tenant})
+		return
+	}
+	h, ok := c.recall(streamID)
+	switch {
+	case !ok:
+	case h.version == after:
+		c.remember(streamID, history{events: slices.Concat(h.events, events), version: after + int64(len(events)), tenant: h.tenant})
+	default:
+		c.forget(streamID)
+	}
+}

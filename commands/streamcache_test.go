@@ -81,3 +81,62 @@ func TestStreamCacheDecidesOnTheLogWhenBehind(t *testing.T) {
 		t.Fatalf("the stream holds %d events (%v), want 5: %+v", len(evs), err, evs)
 	}
 }
+
+// Writes made outside Execute (the dispatcher spawns children and decides
+// leases itself) are remembered when the cache holds all the history
+// before them, so the commands that follow decide without a read; one it
+// cannot place after what it holds makes it forget the stream.
+func TestStreamCacheRemembersWritesMadeOutsideExecute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := &countingStore{Store: newStore(t)}
+	cached := commands.NewStreamCache(store, 16)
+	sid := domain.StreamID(domain.NodeStream, "n1")
+	write := func(after int64, evs []domain.Event) {
+		t.Helper()
+		expected := eventstore.Exactly(after)
+		if after == 0 {
+			expected = eventstore.NoStream
+		}
+		if _, err := store.Store.Append(ctx, eventstore.AppendRequest{Streams: []eventstore.StreamAppend{{
+			StreamID: sid, StreamType: domain.NodeStream, Expected: expected, Events: evs,
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		cached.Wrote(sid, after, "", evs)
+	}
+
+	var n node.Node
+	enrolled, err := n.Enroll(node.Enroll{NodeID: "n1", Hostname: "host-n1", At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(0, enrolled)
+	for _, e := range enrolled {
+		n.Apply(e)
+	}
+	drained, err := n.Drain(node.Drain{NodeID: "n1", Reason: "maintenance", At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(1, drained)
+	// Undraining decides on the history written: drained, at version 2.
+	res, err := undrain(ctx, cached, "n1")
+	if err != nil || res.Version != 3 {
+		t.Fatalf("undrain after the writes: %+v %v, want version 3", res, err)
+	}
+	if r := store.reads.Load(); r != 0 {
+		t.Fatalf("the undrain read the stream %d times; the writes were all it needed", r)
+	}
+
+	// A write after a version the cache does not hold (it holds 3) makes it
+	// forget: the next command reads the log.
+	cached.Wrote(sid, 7, "", drained)
+	res, err = drain(ctx, cached, "n1")
+	if err != nil || res.Version != 4 {
+		t.Fatalf("drain after a write the cache could not place: %+v %v, want version 4", res, err)
+	}
+	if r := store.reads.Load(); r != 1 {
+		t.Fatalf("the drain read the stream %d times, want 1", r)
+	}
+}

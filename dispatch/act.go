@@ -208,16 +208,19 @@ func (d *Dispatcher) lease(e *jobEntry, n *nodeEntry, now time.Time) {
 	n.leasing = true
 	id, version, tenant := e.j.ID, e.version, e.tenant
 	d.launchFor(e, "lease", func(ctx context.Context) (commands.Outcome, error) {
+		stream := domain.StreamID(domain.JobStream, id)
 		res, err := d.store.Append(ctx, eventstore.AppendRequest{
 			Metadata: eventstore.Metadata{Actor: Actor, Tenant: tenant},
 			Streams: []eventstore.StreamAppend{{
-				StreamID: domain.StreamID(domain.JobStream, id), StreamType: domain.JobStream,
+				StreamID: stream, StreamType: domain.JobStream,
 				Expected: eventstore.Exactly(version), Events: evs,
 			}},
 		})
 		if err != nil {
 			return commands.Outcome{}, err
 		}
+		// Before the agent hears of the lease: its start comes next.
+		d.written.Wrote(stream, version, tenant, evs)
 		return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, id), ID: id}, nil
 	}, func(out commands.Outcome, err error) {
 		n.leasing = false

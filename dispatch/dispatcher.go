@@ -131,7 +131,22 @@ type Deps struct {
 	Owner Owner
 	// Presence, when set, shares agent connections with other replicas.
 	Presence Presence
+	// JobStreams, when set, is told of the job streams the dispatcher
+	// writes itself; the job handlers' commands.StreamCache is one.
+	JobStreams StreamMemory
 }
+
+// StreamMemory remembers the events the dispatcher appends outside the
+// command handlers (a fan-out's children, leases), so that the agent's
+// start and finish that follow within moments decide without reading the
+// stream back (commands.StreamCache.Wrote).
+type StreamMemory interface {
+	Wrote(streamID string, after int64, tenant string, events []domain.Event)
+}
+
+type noStreamMemory struct{}
+
+func (noStreamMemory) Wrote(string, int64, string, []domain.Event) {}
 
 // Owner says whether this replica owns the dispatcher's decisions (leases,
 // expiries, retries, liveness, schedule firings) now, and fences the
@@ -153,15 +168,17 @@ type Presence interface {
 // Dispatcher drives jobs to agents. Build it with New, start it with Run; the
 // agent operations wait until it has caught up with the log.
 type Dispatcher struct {
-	store  Log
-	jobsH  *jobs.Handlers
-	nodesH *nodes.Handlers
-	access *access.Handlers
-	logs   Output
-	stats  Statistics
-	log    zerolog.Logger
-	opts   Options
-	owner  Owner
+	store Log
+	// written is told of the job streams the dispatcher appends to itself.
+	written StreamMemory
+	jobsH   *jobs.Handlers
+	nodesH  *nodes.Handlers
+	access  *access.Handlers
+	logs    Output
+	stats   Statistics
+	log     zerolog.Logger
+	opts    Options
+	owner   Owner
 	// presence is nil for a dispatcher alone on its database.
 	presence Presence
 	now      func() time.Time
@@ -197,8 +214,12 @@ func New(deps Deps, opts Options) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: Store, Jobs, Nodes, Access, Logs and Stats are required")
 	}
 	opts.defaults()
+	written := deps.JobStreams
+	if written == nil {
+		written = noStreamMemory{}
+	}
 	d := &Dispatcher{
-		store: deps.Store, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
+		store: deps.Store, written: written, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
 		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock, owner: deps.Owner, presence: deps.Presence,
 		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
 		undecodable: eventstore.NewUndecodable(deps.Log, "dispatcher"),

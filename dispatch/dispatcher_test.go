@@ -157,6 +157,48 @@ func TestFanOutAll(t *testing.T) {
 	agents[3].quiet(100 * time.Millisecond)
 }
 
+// A fan-out's children are spawned and leased by the dispatcher itself;
+// it tells the job handlers' cache what it wrote, so each agent's start and
+// finish decide without reading the child's stream back.
+func TestFanOutChildrenDecideWithoutReads(t *testing.T) {
+	t.Parallel()
+	e := start(t, fastOptions())
+	ids := []string{"w1", "w2", "w3"}
+	e.enroll(nil, ids...)
+	agents := map[string]*agent{}
+	for _, id := range ids {
+		agents[id] = e.connect(id, eventstore.Cursor{})
+	}
+	eventually(t, "nodes online", func() bool {
+		for _, id := range ids {
+			if e.node(id).Status != node.StatusOnline {
+				return false
+			}
+		}
+		return true
+	})
+	parent := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Every: true, Mode: job.ModeAll}})
+	leased := map[string]string{}
+	eventually(t, "every child leased", func() bool {
+		for id, a := range agents {
+			select {
+			case it := <-a.items:
+				leased[id] = it.Job.ID
+			default:
+			}
+		}
+		return len(leased) == len(ids)
+	})
+	before := e.JobStreamReads.Load()
+	for id, child := range leased {
+		agents[id].run(child, job.StatusSucceeded)
+	}
+	if n := e.JobStreamReads.Load() - before; n != 0 {
+		t.Errorf("the children's starts and finishes read %d job streams, want none", n)
+	}
+	e.waitStatus(parent, job.StatusSucceeded)
+}
+
 // Job targets beyond a label map: every node, the nodes of a location, and
 // set-based requirements; a fan-out reaches exactly the nodes they select.
 func TestFanOutTargetSets(t *testing.T) {

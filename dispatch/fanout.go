@@ -99,6 +99,16 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 	if err != nil {
 		return commands.Outcome{}, err
 	}
+	for i, st := range req.Streams {
+		if res.Duplicate {
+			break // what was appended is the first spawn's, not these
+		}
+		after := int64(0)
+		if i == len(req.Streams)-1 {
+			after = version // the parent's
+		}
+		d.written.Wrote(st.StreamID, after, tenant, st.Events)
+	}
 	return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, parent.ID), ID: parent.ID}, nil
 }
 

@@ -75,8 +75,11 @@ func (c *jobConfig) bindFlags(fs *pflag.FlagSet) {
 
 // recentJobStreams is how many job streams the job handlers remember, so
 // that a job's lease, start and finish, moments apart, decide without
-// reading it again: a fan-out to thousands has that many in flight.
-const recentJobStreams = 2048
+// reading it again. A fan-out to 10,000 nodes spawns that many children
+// at once, remembered as they are written, and leases them over seconds:
+// with room for fewer, most were forgotten before their lease. A child's
+// history is under a kilobyte (its spec is shared with its parent's).
+const recentJobStreams = 16384
 
 // jobSide is the server side of jobs and agents: the job handlers, the
 // dispatcher and the stores of job output and node statistics.
@@ -93,8 +96,9 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer
 	if err != nil {
 		return nil, err
 	}
+	jobStreams := commands.NewStreamCache(store, recentJobStreams)
 	js := &jobSide{
-		jobs:      jobs.NewHandlers(commands.NewStreamCache(store, recentJobStreams), time.Now, newID, validator, sealer),
+		jobs:      jobs.NewHandlers(jobStreams, time.Now, newID, validator, sealer),
 		schedules: schedules.NewHandlers(store, time.Now, validator),
 		stats:     nodestats.New(pool, time.Now),
 	}
@@ -103,7 +107,7 @@ func newJobSide(store *eventstore.Store, pool *pgxpool.Pool, sealer *seal.Sealer
 		Store: store, Jobs: js.jobs, Nodes: nodes.NewHandlers(store, time.Now, newID),
 		Access: access.NewHandlers(store, time.Now, newID, access.Options{}), Logs: js.logs, Stats: js.stats,
 		Log:   log.With().Str("component", "dispatcher").Logger(),
-		Owner: owner, Presence: presence,
+		Owner: owner, Presence: presence, JobStreams: jobStreams,
 	}, dispatch.Options{
 		Lease: cfg.Lease, HeartbeatInterval: cfg.HeartbeatInterval, MaxHeartbeatsPerSecond: cfg.MaxHeartbeats, DisconnectAfter: cfg.DisconnectAfter,
 		DownAfter: cfg.DownAfter,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,9 @@ type Env struct {
 	Stats      *nodestats.Store
 	Auth       *auth.Authenticator
 	Dispatcher *dispatch.Dispatcher
+	// JobStreamReads counts the job streams the job handlers read from the
+	// log rather than recalled.
+	JobStreamReads *atomic.Int64
 
 	cancel context.CancelFunc
 	done   chan error
@@ -67,23 +71,25 @@ func StartReplica(pool *pgxpool.Pool, opts dispatch.Options, owner dispatch.Owne
 	}
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{Log: log})
 	// Job streams are remembered between commands, as cairnd does.
-	jobStreams := commands.NewStreamCache(store, 256)
+	reads := &atomic.Int64{}
+	jobStreams := commands.NewStreamCache(countingStore{store, reads}, 256)
 	e := &Env{
-		Store:     store,
-		Pool:      pool,
-		Jobs:      jobs.NewHandlers(jobStreams, commands.Clock(clock), ids, validator, commandstest.Sealer()),
-		Nodes:     nodes.NewHandlers(store, commands.Clock(clock), ids),
-		Access:    access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),
-		Schedules: schedules.NewHandlers(store, commands.Clock(clock), validator),
-		Stats:     nodestats.New(pool, clock),
-		Auth:      auth.NewAuthenticator(store, auth.AuthenticatorOptions{CacheTTL: time.Second}),
-		done:      make(chan error, 1),
+		JobStreamReads: reads,
+		Store:          store,
+		Pool:           pool,
+		Jobs:           jobs.NewHandlers(jobStreams, commands.Clock(clock), ids, validator, commandstest.Sealer()),
+		Nodes:          nodes.NewHandlers(store, commands.Clock(clock), ids),
+		Access:         access.NewHandlers(store, commands.Clock(clock), ids, access.Options{}),
+		Schedules:      schedules.NewHandlers(store, commands.Clock(clock), validator),
+		Stats:          nodestats.New(pool, clock),
+		Auth:           auth.NewAuthenticator(store, auth.AuthenticatorOptions{CacheTTL: time.Second}),
+		done:           make(chan error, 1),
 	}
 	var d *dispatch.Dispatcher
 	e.Logs = joblogs.New(pool, endsFunc(func(ctx context.Context, id string) (bool, error) { return d.JobEnded(ctx, id) }))
 	d, err = dispatch.New(dispatch.Deps{
 		Store: store, Jobs: e.Jobs, Nodes: e.Nodes, Access: e.Access, Logs: e.Logs, Stats: e.Stats, Log: log,
-		Owner: owner, Presence: presence,
+		Owner: owner, Presence: presence, JobStreams: jobStreams,
 	}, opts)
 	if err != nil {
 		store.Close()
@@ -94,6 +100,17 @@ func StartReplica(pool *pgxpool.Pool, opts dispatch.Options, owner dispatch.Owne
 	e.cancel = cancel
 	go func() { e.done <- d.Run(ctx) }()
 	return e, nil
+}
+
+// countingStore counts the streams read through it.
+type countingStore struct {
+	*eventstore.Store
+	reads *atomic.Int64
+}
+
+func (c countingStore) ReadStream(ctx context.Context, id string, o eventstore.ReadStreamOptions) ([]eventstore.RecordedEvent, error) {
+	c.reads.Add(1)
+	return c.Store.ReadStream(ctx, id, o)
 }
 
 type endsFunc func(context.Context, string) (bool, error)
