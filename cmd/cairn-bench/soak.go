@@ -29,6 +29,8 @@ const (
 	soakWriters     = 16
 	soakFlood       = 60 * time.Second
 	soakSettle      = 30 * time.Second
+	// soakFloodProfile is how much of the flood -profiles records.
+	soakFloodProfile = 20 * time.Second
 )
 
 func benchSoak(ctx context.Context, e *env) (result, error) {
@@ -122,7 +124,13 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 			}
 		})
 	}
+	profiled := srv.cpuProfile(ctx, "soak-flood.cpu", soakFloodProfile)
+	clientProfiled := driverProfile(e, srv.profiles, "soak-flood-clients.cpu")
 	with, err := flood.run(ctx, soakFlood)
+	clientProfiled()
+	if perr := profiled(); perr != nil {
+		return nil, perr
+	}
 	if err != nil {
 		return nil, err
 	}
