@@ -75,7 +75,8 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 		if len(evs) > 0 {
 			full := len(evs) == read
 			if full {
-				read = min(read*2, size*maxReadBatches)
+				// Never past the room a read makes at once (scanEvents).
+				read = min(read*2, max(size, min(size*maxReadBatches, longRead)))
 				ahead = s.readAhead(ctx, evs[len(evs)-1].Cursor(), read)
 			}
 			for part := range slices.Chunk(evs, size) {
