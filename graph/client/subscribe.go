@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -184,8 +185,15 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	}
 	conn.SetReadLimit(64 << 20)
 	life, cancel := context.WithCancel(context.Background())
+	var reading atomic.Bool // a read waits for the server
 	closeAll := func() {
 		cancel()
+		if reading.Load() {
+			// Ends the waiting read at once, as a server that no longer
+			// answers would hold a closing handshake up.
+			_ = conn.CloseNow()
+			return
+		}
 		_ = conn.Close(websocket.StatusNormalClosure, "done")
 	}
 	// Writes before the subscription starts are the caller's (ctx); later
@@ -198,25 +206,52 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	}
 	// Messages are read one at a time into one buffer; what is kept of one
 	// is copied out as it is decoded.
+	//
+	// The library is given a context that never ends: given one that can,
+	// it registers a callback on it for every message, and a subscriber of
+	// a busy log spent a tenth of its time doing so. What ends a read
+	// instead is the connection closing: when the caller's context ends,
+	// when the subscription is closed, or when the server was silent for
+	// the idle limit (a timer that runs only while a read waits).
 	var buf bytes.Buffer
+	var idle *time.Timer
+	var idled atomic.Bool
+	if c.idle > 0 {
+		idle = time.AfterFunc(time.Hour, func() {
+			idled.Store(true)
+			_ = conn.CloseNow()
+		})
+		idle.Stop()
+	}
 	read := func(ctx context.Context) (wsMessage, error) {
-		if c.idle > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.idle)
-			defer cancel()
+		if ctx.Done() != nil {
+			defer context.AfterFunc(ctx, func() { _ = conn.CloseNow() })()
+		}
+		if idle != nil {
+			idle.Reset(c.idle)
 		}
 		if buf.Cap() > 256<<10 {
 			buf = bytes.Buffer{} // a large message's buffer is not kept
 		}
-		_, msg, err := conn.Reader(ctx)
+		reading.Store(true)
+		_, msg, err := conn.Reader(context.Background())
 		if err == nil {
 			buf.Reset()
 			_, err = buf.ReadFrom(msg)
 		}
+		reading.Store(false)
+		if idle != nil {
+			idle.Stop()
+		}
 		b := buf.Bytes()
 		if err != nil {
 			var ce websocket.CloseError
-			if errors.As(err, &ce) {
+			switch {
+			case ctx.Err() != nil:
+				return wsMessage{}, fmt.Errorf("read from %s: %w", wsURL(ep), ctx.Err())
+			case idled.Load():
+				return wsMessage{}, fmt.Errorf("read from %s: the server sent nothing for %s: %w", wsURL(ep), c.idle, context.DeadlineExceeded)
+			case errors.As(err, &ce):
 				if ce.Code == websocket.StatusTryAgainLater {
 					c.ends.failed(ep) // the replica cannot reach its database
 				}
@@ -273,9 +308,6 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		if done {
 			return nil, ErrComplete
 		}
-		ctx, stop := context.WithCancel(ctx)
-		defer stop()
-		defer context.AfterFunc(life, stop)()
 		for {
 			m, err := read(ctx)
 			if err != nil {

@@ -1,0 +1,127 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// wsServer speaks enough graphql-transport-ws for a client: it acknowledges
+// the connection, sends results n of them, 1 to n, and then stays silent.
+func wsServer(t *testing.T, results int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{string(TransportWS)}})
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		ctx := r.Context()
+		if _, _, err := conn.Read(ctx); err != nil { // connection_init
+			return
+		}
+		if conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_ack"}`)) != nil {
+			return
+		}
+		if _, _, err := conn.Read(ctx); err != nil { // subscribe
+			return
+		}
+		for i := 1; i <= results; i++ {
+			msg := `{"id":"1","type":"next","payload":{"data":{"n":` + strconv.Itoa(i) + `}}}`
+			if conn.Write(ctx, websocket.MessageText, []byte(msg)) != nil {
+				return
+			}
+		}
+		_, _, _ = conn.Read(ctx) // until the client leaves
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A WebSocket subscription delivers results in order, and a read that
+// waits ends when the caller's context does, when the server is silent for
+// the idle limit, or when the subscription is closed; none leaves a read
+// waiting for ever.
+func TestWebSocketReadsEnd(t *testing.T) {
+	t.Parallel()
+	srv := wsServer(t, 3)
+	subscribe := func(c *Client) *Subscription {
+		t.Helper()
+		sub, err := c.Subscribe(context.Background(), TransportWS, Request{Query: "subscription { n }"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			r, err := sub.Next(context.Background())
+			if want := `{"n":` + strconv.Itoa(i) + `}`; err != nil || string(r.Data) != want {
+				t.Fatalf("result %d: %v %v, want %s", i, r, err, want)
+			}
+		}
+		return sub
+	}
+
+	t.Run("the caller's context ends", func(t *testing.T) {
+		t.Parallel()
+		sub := subscribe(New(srv.URL, "", nil))
+		defer sub.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		began := time.Now()
+		if _, err := sub.Next(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 5*time.Second {
+			t.Fatalf("after %s: %v, want the context's deadline", time.Since(began), err)
+		}
+	})
+	t.Run("the server is silent", func(t *testing.T) {
+		t.Parallel()
+		sub := subscribe(New(srv.URL, "", nil).WithIdleTimeout(300 * time.Millisecond))
+		defer sub.Close()
+		// Time spent between reads does not count: the results came.
+		began := time.Now()
+		_, err := sub.Next(context.Background())
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) < 250*time.Millisecond || time.Since(began) > 5*time.Second {
+			t.Fatalf("after %s: %v, want the idle limit's error", time.Since(began), err)
+		}
+	})
+	t.Run("the subscription is closed", func(t *testing.T) {
+		t.Parallel()
+		sub := subscribe(New(srv.URL, "", nil))
+		ended := make(chan error, 1)
+		go func() {
+			_, err := sub.Next(context.Background())
+			ended <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		sub.Close()
+		select {
+		case err := <-ended:
+			if err == nil {
+				t.Fatal("a read of a closed subscription returned a result")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a read still waits 5 s after the subscription was closed")
+		}
+	})
+	t.Run("slow reader", func(t *testing.T) {
+		t.Parallel()
+		// With an idle limit shorter than the pause between two reads, the
+		// results the server sent meanwhile are still read.
+		c := New(srv.URL, "", nil).WithIdleTimeout(200 * time.Millisecond)
+		sub, err := c.Subscribe(context.Background(), TransportWS, Request{Query: "subscription { n }"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		for i := 1; i <= 3; i++ {
+			time.Sleep(300 * time.Millisecond)
+			if r, err := sub.Next(context.Background()); err != nil || string(r.Data) != `{"n":`+strconv.Itoa(i)+`}` {
+				t.Fatalf("result %d after a pause: %v %v", i, r, err)
+			}
+		}
+	})
+}
