@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -206,4 +207,32 @@ func metricValue(exposition []byte, name string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/metrics has no %s", name)
+}
+
+// benchSideProfile records this process's CPU (the simulated agents or
+// subscribers driving cairnd) into dir/name.pb.gz until the returned
+// function is called, when profiles are kept: on one machine their CPU is
+// CPU the server does not get. A whole-run -cpuprofile already recording
+// takes precedence.
+func benchSideProfile(e *env, dir, name string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pb.gz"))
+	if err != nil {
+		e.log.Warn().Err(err).Msg("no CPU profile of the bench's side")
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		e.log.Warn().Err(err).Msg("no CPU profile of the bench's side")
+		f.Close()
+		os.Remove(f.Name())
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			e.log.Warn().Err(err).Msg("the bench's side CPU profile")
+		}
+	}
 }

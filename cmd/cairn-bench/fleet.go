@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,7 +176,7 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 			return nil, err
 		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
-		driverProfiled := driverProfile(e, srv.profiles, fmt.Sprintf("fleet-%d-fanout-driver.cpu", n))
+		driverProfiled := benchSideProfile(e, srv.profiles, fmt.Sprintf("fleet-%d-fanout-driver.cpu", n))
 		p.fanout, err = d.fanOut(ctx, n)
 		driverProfiled()
 		if perr := profiled(); perr != nil {
@@ -566,31 +564,4 @@ func (d *fleetDriver) dispatchP99(ctx context.Context) (time.Duration, error) {
 	}
 	slices.Sort(lat)
 	return lat[len(lat)*99/100-1], nil
-}
-
-// driverProfile records this process's CPU (the simulated agents' side)
-// into dir/name.pb.gz until the returned function is called, when profiles
-// are kept: on one machine the agents' CPU is CPU the server does not get.
-// A whole-run -cpuprofile already recording takes precedence.
-func driverProfile(e *env, dir, name string) func() {
-	if dir == "" {
-		return func() {}
-	}
-	f, err := os.Create(filepath.Join(dir, name+".pb.gz"))
-	if err != nil {
-		e.log.Warn().Err(err).Msg("no CPU profile of the agents' side")
-		return func() {}
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		e.log.Warn().Err(err).Msg("no CPU profile of the agents' side")
-		f.Close()
-		os.Remove(f.Name())
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			e.log.Warn().Err(err).Msg("the agents' side CPU profile")
-		}
-	}
 }

@@ -125,7 +125,7 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		})
 	}
 	profiled := srv.cpuProfile(ctx, "soak-flood.cpu", soakFloodProfile)
-	clientProfiled := driverProfile(e, srv.profiles, "soak-flood-clients.cpu")
+	clientProfiled := benchSideProfile(e, srv.profiles, "soak-flood-clients.cpu")
 	with, err := flood.run(ctx, soakFlood)
 	clientProfiled()
 	if perr := profiled(); perr != nil {
