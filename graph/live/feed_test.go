@@ -63,3 +63,23 @@ func TestFollowStartsOnceTheReadModelsReachTheHead(t *testing.T) {
 		t.Fatalf("position %v, %v; want %v", c, err, head)
 	}
 }
+
+func TestPace(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		subscribers, batch int
+		want               time.Duration
+	}{
+		{0, 1, 0},
+		{1, 1, pacePerSubscriber},
+		{40, 10, 40 * pacePerSubscriber},
+		{200, 10, maxPace},
+		{5000, 1, maxPace},
+		{200, paceBelow - 1, maxPace},
+		{200, paceBelow, 0}, // the log moves fast: read on at once
+	} {
+		if got := pace(c.subscribers, c.batch); got != c.want {
+			t.Errorf("pace(%d subscribers, %d events) = %v, want %v", c.subscribers, c.batch, got, c.want)
+		}
+	}
+}
