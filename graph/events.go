@@ -234,6 +234,8 @@ func (d *delivery[T]) wake() {
 }
 
 func (d *delivery[T]) run() {
+	d.push.Hold()
+	defer d.push.Release()
 	for {
 		d.mu.Lock()
 		d.again = false

@@ -131,6 +131,22 @@ func (p *Push) send(it pushed) {
 	p.kick()
 }
 
+// Hold holds back what the transport writes until Release: values a
+// resolver makes ready in a row (the events of one wake-up) then leave in
+// one write, however the worker taking them interleaves with the resolver.
+func (p *Push) Hold() {
+	if p != nil && p.busy != nil {
+		p.busy()
+	}
+}
+
+// Release ends a Hold; the last one writes what was held back.
+func (p *Push) Release() {
+	if p != nil && p.idle != nil {
+		p.idle()
+	}
+}
+
 // Closed says no value will follow the ones already sent.
 func (p *Push) Closed() {
 	if p == nil {

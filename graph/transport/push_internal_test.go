@@ -207,3 +207,36 @@ func (w *writeCounter) isClosed() bool {
 	defer w.mu.Unlock()
 	return w.closed
 }
+
+// What a held Push takes waits for Release, however the worker taking
+// values interleaves with the resolver sending them, and leaves in one
+// write.
+func TestHeldPushWritesWhatItTookOnRelease(t *testing.T) {
+	t.Parallel()
+	raw := &writeCounter{}
+	c := &corkConn{Conn: raw, buffers: newHeldBuffers()}
+	push := newPush(context.Background(), workpool.New(0), nil)
+	push.busy, push.idle = c.cork, c.uncork
+	push.claimed = true
+	taken := make(chan string, 3)
+	n := 0
+	push.arm(func(pushed) bool {
+		v := string(rune('a' + n))
+		n++
+		_, _ = c.Write([]byte(v))
+		taken <- v
+		return false
+	})
+	push.Hold()
+	for range 3 {
+		push.Sent()
+		<-taken // the worker took it (and went idle) before the next is sent
+	}
+	if got := raw.got(); len(got) != 0 {
+		t.Fatalf("writes reached the connection while held: %q", got)
+	}
+	push.Release()
+	if got := raw.got(); len(got) != 1 || got[0] != "abc" {
+		t.Fatalf("writes: %q, want one: abc", got)
+	}
+}

@@ -70,7 +70,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	var push *Push
 	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
 		push = newPush(ctx, t.h.deps.Workers, t.h.shared)
-		push.idle = s.flush
+		push.busy, push.idle = s.cork, s.uncork
 		ctx = context.WithValue(ctx, pushKey{}, push)
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
@@ -127,6 +127,7 @@ type sseStream struct {
 	mu      sync.Mutex
 	closed  bool
 	pending bool      // written since the last flush
+	corks   int       // flushes wait until as many uncork calls
 	last    time.Time // of the last flush
 	timer   *time.Timer
 	buf     []byte // the event being written
@@ -184,6 +185,23 @@ func (s *sseStream) flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flushLocked()
+}
+
+// cork holds back the flushes of results until as many uncork calls have
+// been made; the last one flushes.
+func (s *sseStream) cork() {
+	s.mu.Lock()
+	s.corks++
+	s.mu.Unlock()
+}
+
+func (s *sseStream) uncork() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.corks--
+	if s.corks == 0 {
+		s.flushLocked()
+	}
 }
 
 // keepAlive pings a stream that sent nothing for the keep-alive interval.
