@@ -32,13 +32,17 @@ func Feed(ctx context.Context, store Log, h *Hub) error {
 		head, err = store.Head(ctx)
 	}
 	h.Start(head)
+	var published time.Time // the last publish
 	err = store.Subscribe(ctx, eventstore.SubscribeOptions{From: head}, func(ctx context.Context, b eventstore.Batch) error {
 		evs := make([]Event, len(b.Events))
 		for i := range b.Events {
 			evs[i] = &b.Events[i]
 		}
 		h.Publish(evs)
-		if d := pace(h.Subscribers(), len(evs)); d > 0 {
+		now := time.Now()
+		d := pace(h.Subscribers(), len(evs), now.Sub(published))
+		published = now
+		if d > 0 {
 			// The commits of the next moment are read together.
 			t := time.NewTimer(d)
 			defer t.Stop()
@@ -59,9 +63,9 @@ func Feed(ctx context.Context, store Log, h *Hub) error {
 // subscriber's connection a write and its client a read, whatever it
 // carries. Under a steady flow of small commits with two hundred
 // subscribers following, those wake-ups were most of what the subscribers
-// cost. So after publishing a small batch, Feed lets the commits of the
-// next moment gather before it reads again, longer the more subscribers
-// there are: a quiet log's next event still goes out at once, a large
+// cost. So while commits flow, Feed lets those of the next moment gather
+// after it published a small batch, longer the more subscribers there are:
+// an event that follows a quiet moment still goes out at once, a large
 // batch (the log moving fast, or a backlog) is never held back, and no
 // event waits more than maxPace for its turn.
 const (
@@ -74,12 +78,16 @@ const (
 )
 
 // pace is how long Feed waits after publishing a batch of n events to
-// subscribers subscribers.
-func pace(subscribers, n int) time.Duration {
-	if n >= paceBelow {
+// subscribers subscribers, since the publish before. Commits flow when that
+// one came less than twice the pace before: after a wait, the next publish
+// comes a read later. A publish after a longer quiet is not followed by a
+// wait, so an event or two now and then never wait for a gathering.
+func pace(subscribers, n int, sincePrevious time.Duration) time.Duration {
+	d := min(maxPace, time.Duration(subscribers)*pacePerSubscriber)
+	if n >= paceBelow || sincePrevious >= 2*d {
 		return 0
 	}
-	return min(maxPace, time.Duration(subscribers)*pacePerSubscriber)
+	return d
 }
 
 // Gate waits until the read models have applied every event up to a cursor

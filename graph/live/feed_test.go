@@ -66,20 +66,27 @@ func TestFollowStartsOnceTheReadModelsReachTheHead(t *testing.T) {
 
 func TestPace(t *testing.T) {
 	t.Parallel()
+	const flowing = 100 * time.Microsecond
 	for _, c := range []struct {
 		subscribers, batch int
+		since              time.Duration
 		want               time.Duration
 	}{
-		{0, 1, 0},
-		{1, 1, pacePerSubscriber},
-		{40, 10, 40 * pacePerSubscriber},
-		{200, 10, maxPace},
-		{5000, 1, maxPace},
-		{200, paceBelow - 1, maxPace},
-		{200, paceBelow, 0}, // the log moves fast: read on at once
+		{0, 1, flowing, 0},
+		{1, 1, flowing, pacePerSubscriber},
+		{40, 10, flowing, 40 * pacePerSubscriber},
+		{200, 10, flowing, maxPace},
+		{5000, 1, flowing, maxPace},
+		{200, paceBelow - 1, flowing, maxPace},
+		{200, paceBelow, flowing, 0},                   // the log moves fast: read on at once
+		{200, 10, maxPace + time.Millisecond, maxPace}, // a read after a wait
+		{200, 1, 2 * maxPace, 0},                       // after a quiet moment
+		{200, 1, time.Hour, 0},
+		{4, 1, 2 * time.Millisecond, 0}, // quiet for as many subscribers
+		{4, 1, time.Millisecond, 4 * pacePerSubscriber},
 	} {
-		if got := pace(c.subscribers, c.batch); got != c.want {
-			t.Errorf("pace(%d subscribers, %d events) = %v, want %v", c.subscribers, c.batch, got, c.want)
+		if got := pace(c.subscribers, c.batch, c.since); got != c.want {
+			t.Errorf("pace(%d subscribers, %d events, %v since the last) = %v, want %v", c.subscribers, c.batch, c.since, got, c.want)
 		}
 	}
 }
