@@ -99,15 +99,12 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	for i, st := range req.Streams {
-		if res.Duplicate {
-			break // what was appended is the first spawn's, not these
+	if !res.Duplicate { // a duplicate's events are the first spawn's, not these
+		children, parentStream := req.Streams[:len(req.Streams)-1], req.Streams[len(req.Streams)-1]
+		for _, st := range children {
+			d.written.Wrote(st.StreamID, 0, tenant, st.Events)
 		}
-		after := int64(0)
-		if i == len(req.Streams)-1 {
-			after = version // the parent's
-		}
-		d.written.Wrote(st.StreamID, after, tenant, st.Events)
+		d.written.Wrote(parentStream.StreamID, version, tenant, parentStream.Events)
 	}
 	return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, parent.ID), ID: parent.ID}, nil
 }

@@ -45,9 +45,9 @@ func Feed(ctx context.Context, store Log, h *Hub) error {
 		if d > 0 {
 			// The commits of the next moment are read together.
 			t := time.NewTimer(d)
-			defer t.Stop()
 			select {
 			case <-ctx.Done():
+				t.Stop()
 			case <-t.C:
 			}
 		}
