@@ -55,9 +55,9 @@ services:
   - {name: spare, template: note, running: false}
 `)
 	// diff before: everything to create, exit 3.
-	out, _, code := c.run("diff", "-f", bp)
+	out, errOut, code := c.run("diff", "-f", bp)
 	if code != exitChanges || !strings.Contains(out, "greeter") || !strings.Contains(out, "create") {
-		t.Fatalf("diff before apply: exit %d\n%s", code, out)
+		t.Fatalf("diff before apply: exit %d\n%s%s", code, out, errOut)
 	}
 	out = c.must("apply", "-f", bp)
 	if !strings.Contains(out, "applied to tenant acme") {
@@ -90,7 +90,7 @@ services:
 	if !strings.Contains(out, "update") || !strings.Contains(out, "content") || !strings.Contains(out, "1 to update in place") {
 		t.Fatalf("services plan:\n%s", out)
 	}
-	out, errOut, code := c.run("services", "update", "acme/greeter", "--var", "greeting=bonjour", "--wait")
+	out, errOut, code = c.run("services", "update", "acme/greeter", "--var", "greeting=bonjour", "--wait")
 	if code != 0 || !strings.Contains(out, "revision 2") {
 		t.Fatalf("services update: exit %d\n%s\n%s", code, out, errOut)
 	}
