@@ -36,7 +36,13 @@ func TestBlueprintAndUpdate(t *testing.T) {
 	admin := client.New(srv.url, srv.token, nil)
 	gql(t, admin, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`, map[string]any{"d": noteTemplate}, nil)
 	gql(t, admin, `mutation { publishTemplate(input: {name: "note", version: "1.0.0"}) { template { status } } }`, nil, nil)
-	gql(t, admin, `mutation { createTenant(input: {id: "acme", name: "Acme"}) { tenant { id } } }`, nil, nil)
+	var created struct{ CreateTenant struct{ Cursor string } }
+	gql(t, admin, `mutation { createTenant(input: {id: "acme", name: "Acme"}) { cursor } }`, nil, &created)
+	// The blueprint names no version: its plan takes the newest published
+	// one from the read models, which must have applied the publish first
+	// (as a script reads its own writes).
+	gql(t, admin, `query($c: Cursor) { templates(filter: {name: "note"}, consistentWith: $c) { edges { node { version } } } }`,
+		map[string]any{"c": created.CreateTenant.Cursor}, nil)
 
 	dir := t.TempDir()
 	write := func(name, body string) string {
