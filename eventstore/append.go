@@ -60,6 +60,8 @@ type appendOp struct {
 	// reread is set once the op was retried with its streams' heads read
 	// from the database, after they conflicted with the cached ones.
 	reread bool
+	// queued is when the op joined the queue.
+	queued time.Time
 }
 
 type appendOutcome struct {
@@ -143,8 +145,13 @@ type appender struct {
 	// started holds when each batch in flight began, by its first request.
 	started map[*appendOp]time.Time
 	// timer is armed while pending requests wait for a batch in flight
-	// rather than start a small one beside it.
-	timer  *time.Timer
+	// rather than start a small one beside it, or for the writers of the
+	// last batch to join them (see claimLocked); timerAt is when it fires.
+	timer   *time.Timer
+	timerAt time.Time
+	// flying counts the requests in the batches in flight.
+	flying int
+	crowd  crowd
 	closed bool
 	idle   *sync.Cond // signalled when inflight drops to zero
 }
@@ -173,7 +180,9 @@ func (a *appender) submit(op *appendOp) ([]*appendOp, error) {
 	if a.closed {
 		return nil, ErrClosed
 	}
+	op.queued = time.Now()
 	a.pending = append(a.pending, op)
+	a.crowd.observe(op.queued, a.flying+len(a.pending))
 	return a.claimLocked(), nil
 }
 
@@ -183,11 +192,17 @@ func (a *appender) claimLocked() []*appendOp {
 	if a.inflight >= a.s.opts.AppendWorkers || len(a.pending) == 0 {
 		return nil
 	}
+	now := time.Now()
+	crowd := a.crowd.peak(now)
+	if a.inflight == 0 && len(a.pending) < crowd {
+		if wait := a.s.opts.GatherFor - now.Sub(a.pending[0].queued); wait > 0 {
+			a.wakeLocked(now, wait)
+			return nil
+		}
+	}
 	if a.inflight > 0 && len(a.pending) < sideBatchMin {
-		if wait := a.s.opts.SideBatchAfter - time.Since(a.oldestLocked()); wait > 0 {
-			if a.timer == nil {
-				a.timer = time.AfterFunc(wait, a.lingered)
-			}
+		if wait := a.s.opts.SideBatchAfter - now.Sub(a.oldestLocked()); wait > 0 {
+			a.wakeLocked(now, wait)
 			return nil
 		}
 	}
@@ -225,8 +240,21 @@ func (a *appender) claimLocked() []*appendOp {
 		}
 	}
 	a.inflight++
-	a.started[batch[0]] = time.Now()
+	a.flying += len(batch)
+	a.started[batch[0]] = now
 	return batch
+}
+
+// wakeLocked makes sure claimLocked runs again within wait.
+func (a *appender) wakeLocked(now time.Time, wait time.Duration) {
+	at := now.Add(wait)
+	if a.timer != nil && !a.timerAt.After(at) {
+		return
+	}
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.timer, a.timerAt = time.AfterFunc(wait, a.lingered), at
 }
 
 func (a *appender) oldestLocked() time.Time {
@@ -268,6 +296,7 @@ func (a *appender) run(batch []*appendOp) {
 		}
 	}
 	a.inflight--
+	a.flying -= len(batch)
 	delete(a.started, batch[0])
 	next := a.claimLocked()
 	if a.inflight == 0 {

@@ -372,3 +372,60 @@ func TestSmallAppendsShareOneBatchBesideALongOne(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Writers that append over and over share transactions rather than split
+// into cohorts that alternate: with no batch in flight, the requests queued
+// wait, up to GatherFor, for as many writers as were seen waiting at once
+// lately. A writer that does not come back holds the others up no longer
+// than that, and a lone writer never waits.
+func TestAppendsOfACrowdGatherIntoOneBatch(t *testing.T) {
+	t.Parallel()
+	const gather = 300 * time.Millisecond
+	e := newEnv(t, eventstore.Options{GatherFor: gather})
+	c := ctx(t)
+	round := func(r, writers int) (int64, time.Duration) {
+		before := e.store.Stats().Batches
+		start := time.Now()
+		var g errgroup.Group
+		for w := range writers {
+			g.Go(func() error {
+				_, err := e.store.Append(c, one(fmt.Sprintf("crowd-%d-%d", r, w), eventstore.NoStream, widgetCounted{N: w}))
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		return e.store.Stats().Batches - before, time.Since(start)
+	}
+	round(0, 4) // the store sees four writers waiting at once
+	const rounds = 8
+	var batches int64
+	for r := 1; r <= rounds; r++ {
+		n, took := round(r, 4)
+		batches += n
+		if took >= gather {
+			t.Errorf("round %d: four writers of a crowd of four took %s, as if one waited for a writer that did not come", r, took)
+		}
+	}
+	// Without gathering, the first writer of a round runs alone and the
+	// other three follow in a second transaction: 16.
+	if batches > rounds+2 {
+		t.Errorf("%d rounds of four appends arriving together took %d transactions, want about one each", rounds, batches)
+	}
+
+	if n, took := round(rounds+1, 3); took < gather/2 || took > 5*gather || n != 1 {
+		t.Errorf("three of a crowd of four: %d transactions after %s, want one after about %s", n, took, gather)
+	}
+
+	lone := newEnv(t, eventstore.Options{GatherFor: gather})
+	start := time.Now()
+	for i := range 10 {
+		if _, err := lone.store.Append(c, one(fmt.Sprint("lone-", i), eventstore.NoStream, widgetCounted{N: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took > 2*gather {
+		t.Errorf("a lone writer's ten appends took %s: it waited for writers that were never there", took)
+	}
+}

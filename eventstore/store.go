@@ -32,6 +32,9 @@ type Options struct {
 	// fewer than a handful of pending requests start one beside it rather
 	// than wait to join the next (see appender); default 2 ms.
 	SideBatchAfter time.Duration
+	// GatherFor is how long, at most, a batch waits for the writers seen
+	// recently to join it when none is in flight; default 1 ms.
+	GatherFor time.Duration
 	// PollInterval is how often subscribers look for events when no
 	// notification arrives (a fallback: notifications normally wake them).
 	PollInterval time.Duration
@@ -52,6 +55,9 @@ func (o *Options) defaults() {
 	}
 	if o.SideBatchAfter <= 0 {
 		o.SideBatchAfter = 2 * time.Millisecond
+	}
+	if o.GatherFor <= 0 {
+		o.GatherFor = time.Millisecond
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
