@@ -188,6 +188,12 @@ func (a *appender) submit(op *appendOp) ([]*appendOp, error) {
 
 // claimLocked takes the oldest pending requests whose keys are free, keeping
 // arrival order among requests that share a key, if a slot is free.
+//
+// With no batch in flight, fewer requests than the crowd lately seen
+// waiting at once wait for the rest, up to Options.GatherFor: the writers
+// of the batch that just committed are on their way back, and a batch
+// started without them splits the writers into two cohorts that alternate
+// in half-sized transactions.
 func (a *appender) claimLocked() []*appendOp {
 	if a.inflight >= a.s.opts.AppendWorkers || len(a.pending) == 0 {
 		return nil
