@@ -149,11 +149,13 @@ type appender struct {
 	// last batch to join them (see claimLocked); timerAt is when it fires.
 	timer   *time.Timer
 	timerAt time.Time
-	// flying counts the requests in the batches in flight.
-	flying int
-	crowd  crowd
-	closed bool
-	idle   *sync.Cond // signalled when inflight drops to zero
+	// waitingLanes counts the requests not answered yet by lane (see
+	// appendOp.lane), queuedLanes those of them not in a batch yet: how
+	// many could share one batch.
+	waitingLanes, queuedLanes map[string]int
+	crowd                     crowd
+	closed                    bool
+	idle                      *sync.Cond // signalled when inflight drops to zero
 }
 
 // sideBatchMin: a batch beside one in flight starts only when it is worth
@@ -167,7 +169,8 @@ type appender struct {
 const sideBatchMin = 4
 
 func newAppender(s *Store) *appender {
-	a := &appender{s: s, heads: newHeadCache(s.opts.HeadCacheSize), busy: map[string]bool{}, started: map[*appendOp]time.Time{}}
+	a := &appender{s: s, heads: newHeadCache(s.opts.HeadCacheSize), busy: map[string]bool{}, started: map[*appendOp]time.Time{},
+		waitingLanes: map[string]int{}, queuedLanes: map[string]int{}}
 	a.idle = sync.NewCond(&a.mu)
 	return a
 }
@@ -182,25 +185,28 @@ func (a *appender) submit(op *appendOp) ([]*appendOp, error) {
 	}
 	op.queued = time.Now()
 	a.pending = append(a.pending, op)
-	a.crowd.observe(op.queued, a.flying+len(a.pending))
+	a.waitingLanes[op.lane()]++
+	a.queuedLanes[op.lane()]++
+	a.crowd.observe(op.queued, len(a.waitingLanes))
 	return a.claimLocked(), nil
 }
 
 // claimLocked takes the oldest pending requests whose keys are free, keeping
 // arrival order among requests that share a key, if a slot is free.
 //
-// With no batch in flight, fewer requests than the crowd lately seen
-// waiting at once wait for the rest, up to Options.GatherFor: the writers
-// of the batch that just committed are on their way back, and a batch
-// started without them splits the writers into two cohorts that alternate
-// in half-sized transactions.
+// With no batch in flight, requests for fewer streams than the crowd lately
+// seen waiting at once wait for the rest, up to Options.GatherFor: the
+// writers of the batch that just committed are on their way back, and a
+// batch started without them splits the writers into two cohorts that
+// alternate in half-sized transactions. The crowd counts streams, not
+// requests: requests for one stream go in separate batches anyway.
 func (a *appender) claimLocked() []*appendOp {
 	if a.inflight >= a.s.opts.AppendWorkers || len(a.pending) == 0 {
 		return nil
 	}
 	now := time.Now()
 	crowd := a.crowd.peak(now)
-	if a.inflight == 0 && len(a.pending) < crowd {
+	if a.inflight == 0 && len(a.queuedLanes) < crowd {
 		if wait := a.s.opts.GatherFor - now.Sub(a.pending[0].queued); wait > 0 {
 			a.wakeLocked(now, wait)
 			return nil
@@ -218,6 +224,8 @@ func (a *appender) claimLocked() []*appendOp {
 	for _, op := range a.pending {
 		if err := op.ctx.Err(); err != nil {
 			op.respond(AppendResult{}, err)
+			release(a.queuedLanes, op.lane())
+			release(a.waitingLanes, op.lane())
 			continue
 		}
 		free := len(batch) < a.s.opts.MaxBatch
@@ -231,6 +239,7 @@ func (a *appender) claimLocked() []*appendOp {
 		}
 		if free {
 			batch = append(batch, op)
+			release(a.queuedLanes, op.lane())
 		} else {
 			rest = append(rest, op)
 		}
@@ -246,9 +255,26 @@ func (a *appender) claimLocked() []*appendOp {
 		}
 	}
 	a.inflight++
-	a.flying += len(batch)
 	a.started[batch[0]] = now
 	return batch
+}
+
+// lane is what an append cannot share a batch with another for: its first
+// stream.
+func (op *appendOp) lane() string {
+	if len(op.keys) == 0 {
+		return ""
+	}
+	return op.keys[0]
+}
+
+// release takes one request of lane off a count.
+func release(counts map[string]int, lane string) {
+	if counts[lane] <= 1 {
+		delete(counts, lane)
+		return
+	}
+	counts[lane]--
 }
 
 // wakeLocked makes sure claimLocked runs again within wait.
@@ -302,7 +328,9 @@ func (a *appender) run(batch []*appendOp) {
 		}
 	}
 	a.inflight--
-	a.flying -= len(batch)
+	for _, op := range batch {
+		release(a.waitingLanes, op.lane())
+	}
 	delete(a.started, batch[0])
 	next := a.claimLocked()
 	if a.inflight == 0 {
@@ -327,6 +355,7 @@ func (a *appender) close() {
 		op.respond(AppendResult{}, ErrClosed)
 	}
 	a.pending = nil
+	clear(a.queuedLanes)
 	for a.inflight > 0 {
 		a.idle.Wait()
 	}

@@ -429,3 +429,30 @@ func TestAppendsOfACrowdGatherIntoOneBatch(t *testing.T) {
 		t.Errorf("a lone writer's ten appends took %s: it waited for writers that were never there", took)
 	}
 }
+
+// Writers of one stream cannot share a batch, so gathering them would only
+// hold each batch up: they never wait for the crowd.
+func TestAppendsToOneStreamDoNotGather(t *testing.T) {
+	t.Parallel()
+	const gather = time.Second
+	e := newEnv(t, eventstore.Options{GatherFor: gather})
+	c := ctx(t)
+	start := time.Now()
+	var g errgroup.Group
+	for w := range 4 {
+		g.Go(func() error {
+			for i := range 5 {
+				if _, err := e.store.Append(c, one("one-hot-stream", eventstore.AnyVersion, widgetCounted{N: w*10 + i})); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= gather {
+		t.Errorf("four writers' twenty appends to one stream took %s: batches waited for writers that could not join them", took)
+	}
+}
