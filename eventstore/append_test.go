@@ -375,8 +375,8 @@ func TestSmallAppendsShareOneBatchBesideALongOne(t *testing.T) {
 
 // Writers that append over and over share transactions rather than split
 // into cohorts that alternate: with no batch in flight, the requests queued
-// wait, up to GatherFor, for as many writers as were seen waiting at once
-// lately. A writer that does not come back holds the others up no longer
+// wait, up to GatherFor, for appends to as many streams as were seen
+// waiting at once lately. A writer that does not come back holds the others up no longer
 // than that, and a lone writer never waits.
 func TestAppendsOfACrowdGatherIntoOneBatch(t *testing.T) {
 	t.Parallel()

@@ -5,9 +5,9 @@ import "time"
 // crowdWindow is how long a crowd of writers is remembered.
 const crowdWindow = 50 * time.Millisecond
 
-// crowd remembers the most appends that were waiting at once (queued or in
-// a batch in flight) over the last one to two crowdWindows: how many writers
-// are active, as a batch can tell no other way.
+// crowd remembers the most streams that had appends waiting at once (queued
+// or in a batch in flight) over the last one to two crowdWindows: how many
+// writers could share a batch, as a batch can tell no other way.
 type crowd struct {
 	since     time.Time
 	cur, prev int
