@@ -27,6 +27,9 @@ var (
 )
 
 func (r *Resolver) templatePayload(ctx context.Context, out commands.Outcome) (*model.TemplatePayload, error) {
+	if !selects(ctx, "template") {
+		return &model.TemplatePayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	}
 	t, v, err := load[template.TemplateVersion](ctx, r, domain.TemplateStream, out.ID)
 	if err != nil {
 		return nil, err
@@ -60,6 +63,9 @@ func (r *Resolver) authorizeTemplate(ctx context.Context, action auth.Action, na
 }
 
 func (r *Resolver) servicePayload(ctx context.Context, out commands.Outcome) (*model.ServicePayload, error) {
+	if !selects(ctx, "service") {
+		return &model.ServicePayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	}
 	sv, v, err := load[service.Service](ctx, r, domain.ServiceStream, out.ID)
 	if err != nil {
 		return nil, err

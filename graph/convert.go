@@ -1,15 +1,17 @@
 package graph
 
 import (
-	"cairn/auth"
-	"cairn/domain"
 	"context"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+
+	"cairn/auth"
 	"cairn/commands"
+	"cairn/domain"
 	"cairn/domain/jointoken"
 	"cairn/domain/node"
 	"cairn/domain/tenant"
@@ -20,7 +22,7 @@ import (
 
 // Mutations return the entity they changed as its own stream shows it right
 // after the command: one stream read, consistent with the returned cursor
-// whatever the read models' lag.
+// whatever the read models' lag, made only when the entity is selected.
 
 func load[S any, PS interface {
 	*S
@@ -137,36 +139,65 @@ func factsModel(f node.Facts) *model.NodeFacts {
 	return out
 }
 
+// selects reports whether the request selects field of the value the
+// current resolver returns. A mutation's payload loads the entity after
+// the command only when it is asked for: agents report thousands of job
+// results a second and a flood of creations asks for cursors, and neither
+// reads the entity back, so reading its stream again would be wasted.
+func selects(ctx context.Context, field string) bool {
+	return slices.Contains(graphql.CollectAllFields(ctx), field)
+}
+
 func (r *Resolver) tenantPayload(ctx context.Context, out commands.Outcome) (*model.TenantPayload, error) {
+	p := &model.TenantPayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
+	if !selects(ctx, "tenant") {
+		return p, nil
+	}
 	t, v, err := load[tenant.Tenant](ctx, r, domain.TenantStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.TenantPayload{Tenant: tenantModel(t, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	p.Tenant = tenantModel(t, v)
+	return p, nil
 }
 
 func (r *Resolver) userPayload(ctx context.Context, out commands.Outcome) (*model.UserPayload, error) {
+	p := &model.UserPayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
+	if !selects(ctx, "user") {
+		return p, nil
+	}
 	u, v, err := load[tenant.User](ctx, r, domain.UserStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.UserPayload{User: userModel(u, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	p.User = userModel(u, v)
+	return p, nil
 }
 
 func (r *Resolver) locationPayload(ctx context.Context, out commands.Outcome) (*model.LocationPayload, error) {
+	p := &model.LocationPayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
+	if !selects(ctx, "location") {
+		return p, nil
+	}
 	l, v, err := load[tenant.Location](ctx, r, domain.LocationStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.LocationPayload{Location: locationModel(l, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	p.Location = locationModel(l, v)
+	return p, nil
 }
 
 func (r *Resolver) nodePayload(ctx context.Context, out commands.Outcome) (*model.NodePayload, error) {
+	p := &model.NodePayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
+	if !selects(ctx, "node") {
+		return p, nil
+	}
 	n, v, err := load[node.Node](ctx, r, domain.NodeStream, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.NodePayload{Node: nodeModel(n, v), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	p.Node = nodeModel(n, v)
+	return p, nil
 }
 
 // visibleUser loads a user the caller may know of, for action: to a tenant

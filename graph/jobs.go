@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql"
-
 	"cairn/auth"
 	"cairn/commands"
 	"cairn/commands/jobs"
@@ -102,8 +100,6 @@ func (r *Resolver) visibleJob(ctx context.Context, id string) (loadedJob, error)
 func (r *Resolver) jobPayload(ctx context.Context, out commands.Outcome) (*model.JobPayload, error) {
 	p := &model.JobPayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
 	if !selects(ctx, "job") {
-		// Agents report thousands of results a second and read none of
-		// the job back: reading its stream again would be wasted.
 		return p, nil
 	}
 	j, err := r.loadJob(ctx, out.ID)
@@ -112,12 +108,6 @@ func (r *Resolver) jobPayload(ctx context.Context, out commands.Outcome) (*model
 	}
 	p.Job = jobModel(j)
 	return p, nil
-}
-
-// selects reports whether the request selects field of the value the
-// current resolver returns.
-func selects(ctx context.Context, field string) bool {
-	return slices.Contains(graphql.CollectAllFields(ctx), field)
 }
 
 func jobModel(j loadedJob) *model.Job {

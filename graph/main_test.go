@@ -67,7 +67,11 @@ type env struct {
 	url    string
 }
 
-func newEnv(t testing.TB, cfg graph.Config) *env {
+func newEnv(t testing.TB, cfg graph.Config) *env { return newEnvWith(t, cfg, nil) }
+
+// newEnvWith is newEnv whose API reads the log through what log makes of
+// the store (nil: the store itself).
+func newEnvWith(t testing.TB, cfg graph.Config, log func(*eventstore.Store) graph.EventLog) *env {
 	t.Helper()
 	db := testdb.New(t)
 	pool := db.AppPool(t)
@@ -86,9 +90,13 @@ func newEnv(t testing.TB, cfg graph.Config) *env {
 	for name, p := range principals {
 		tk.m[name] = p
 	}
+	var apiLog graph.EventLog = store
+	if log != nil {
+		apiLog = log(store)
+	}
 	api, err := graph.New(cfg, graph.Deps{
 		Log:         zerolog.Nop(),
-		Store:       store,
+		Store:       apiLog,
 		Reader:      readmodel.New(pool),
 		Auth:        tk,
 		Projections: visible{store},

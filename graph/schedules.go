@@ -68,11 +68,16 @@ func (r *Resolver) loadOwnedSchedule(ctx context.Context, id string) (schedule.S
 }
 
 func (r *Resolver) schedulePayload(ctx context.Context, out commands.Outcome) (*model.SchedulePayload, error) {
+	p := &model.SchedulePayload{Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}
+	if !selects(ctx, "schedule") {
+		return p, nil
+	}
 	sc, v, err := r.loadSchedule(ctx, out.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.SchedulePayload{Schedule: scheduleModel(sc, v, r.deps.Now()), Cursor: model.Cursor(out.Cursor), Duplicate: out.Duplicate}, nil
+	p.Schedule = scheduleModel(sc, v, r.deps.Now())
+	return p, nil
 }
 
 func scheduleTemplate(in jobs.Submit) schedule.JobTemplate {
