@@ -28,6 +28,10 @@ type Meta struct {
 	Actor string
 	// Tenant is the tenant the command acts within, if any.
 	Tenant string
+	// created is the stream of an entity whose id EntityID has just
+	// generated: nothing can be in it yet, so Execute decides without
+	// reading it first.
+	created string
 }
 
 func (m Meta) metadata() eventstore.Metadata {
@@ -116,9 +120,13 @@ func Execute[S any, PS interface {
 	}
 	stream := domain.StreamID(streamType, id)
 	memory, remembers := store.(streamMemory)
+	created := meta.created == stream
 	for attempt := 0; ; attempt++ {
 		h, recalled := history{}, false
-		if remembers {
+		switch {
+		case created:
+			recalled = true // the empty history of a stream just named
+		case remembers:
 			h, recalled = memory.recall(stream)
 		}
 		if !recalled {
@@ -131,8 +139,10 @@ func Execute[S any, PS interface {
 		if recalled && (err != nil || len(evs) == 0) {
 			// Refused, or nothing to do, on a remembered history: the
 			// stream may have moved on since. Decide again on the log's.
-			memory.forget(stream)
-			remembers = false
+			if memory != nil {
+				memory.forget(stream)
+			}
+			created, remembers = false, false
 			attempt--
 			continue
 		}
@@ -173,7 +183,7 @@ func Execute[S any, PS interface {
 		}
 		if errors.As(err, &conflict) && recalled {
 			// The remembered history was stale: not a race lost.
-			remembers = false
+			created, remembers = false, false
 			attempt--
 			continue
 		}

@@ -246,3 +246,54 @@ func TestExecuteTagsEventsWithTheStreamsTenant(t *testing.T) {
 		}
 	}
 }
+
+// A stream named by an id EntityID just generated is decided on as empty,
+// without reading it; should the generator repeat an id in use, the log's
+// refusal makes Execute read the stream after all and answer as it would
+// have.
+func TestExecuteDecidesOnAGeneratedIDsStreamWithoutReadingIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := &countingStore{Store: newStore(t)}
+	cases := []struct {
+		name      string
+		generated string
+		wantReads int64
+		wantErr   bool
+	}{
+		{"a new id", "n-new", 0, false},
+		{"an id in use", "n-new", 1, true},
+	}
+	for _, c := range cases {
+		meta := commands.Meta{}
+		id, err := commands.EntityID(ctx, store, &meta, domain.NodeStream, "", func() string { return c.generated })
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := store.reads.Load()
+		_, err = enroll(ctx, store, meta, id)
+		var se *domain.StateError
+		if c.wantErr != errors.As(err, &se) {
+			t.Fatalf("%s: enroll: %v", c.name, err)
+		}
+		if got := store.reads.Load() - before; got != c.wantReads {
+			t.Errorf("%s: %d stream reads, want %d", c.name, got, c.wantReads)
+		}
+	}
+	if v, _ := store.StreamVersion(ctx, "node-n-new"); v != 1 {
+		t.Fatalf("version %d, want 1", v)
+	}
+	// A caller's own id is checked against the log as ever.
+	meta := commands.Meta{}
+	id, err := commands.EntityID(ctx, store, &meta, domain.NodeStream, "n-given", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := store.reads.Load()
+	if _, err := enroll(ctx, store, meta, id); err != nil {
+		t.Fatal(err)
+	}
+	if store.reads.Load() == before {
+		t.Error("a caller-given id's stream was not read")
+	}
+}

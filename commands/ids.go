@@ -12,8 +12,10 @@ import (
 // the caller gave, else the one an earlier run of the same command id chose,
 // else a new one from gen. Reusing the earlier id is what lets a retried
 // command be recognised: its fingerprint covers the stream, so a fresh id
-// would make the retry look like a different command.
-func EntityID(ctx context.Context, store Store, meta Meta, streamType, given string, gen IDGenerator) (string, error) {
+// would make the retry look like a different command. A new id's stream is
+// noted in meta: Execute then decides on it as empty without reading it
+// (and reads it after all if the log says otherwise).
+func EntityID(ctx context.Context, store Store, meta *Meta, streamType, given string, gen IDGenerator) (string, error) {
 	if given != "" {
 		return given, IDFree(ctx, store, streamType, given)
 	}
@@ -29,7 +31,9 @@ func EntityID(ctx context.Context, store Store, meta Meta, streamType, given str
 	if gen == nil {
 		return "", errors.New("no id was given and the handler has no id generator")
 	}
-	return gen(), nil
+	id := gen()
+	meta.created = domain.StreamID(streamType, id)
+	return id, nil
 }
 
 // IDFree refuses a caller-chosen id that an object of another kind already

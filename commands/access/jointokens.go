@@ -68,7 +68,7 @@ func (h *Handlers) IssueJoinToken(ctx context.Context, meta commands.Meta, in Is
 	if err := commands.RequireLocation(ctx, h.store, in.LocationID); err != nil {
 		return IssuedJoinToken{}, err
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, domain.JoinTokenStream, "", h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.JoinTokenStream, "", h.newID)
 	if err != nil {
 		return IssuedJoinToken{}, err
 	}
@@ -114,7 +114,7 @@ func (h *Handlers) RedeemJoinToken(ctx context.Context, meta commands.Meta, in R
 	if meta.Actor == "" {
 		meta.Actor = "join_token:" + tokenID
 	}
-	nodeID, err := commands.EntityID(ctx, h.store, meta, domain.NodeStream, "", h.newID)
+	nodeID, err := commands.EntityID(ctx, h.store, &meta, domain.NodeStream, "", h.newID)
 	if err != nil {
 		return Enrollment{}, err
 	}

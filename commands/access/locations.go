@@ -32,7 +32,7 @@ type RetireLocation struct {
 
 // CreateLocation creates a location.
 func (h *Handlers) CreateLocation(ctx context.Context, meta commands.Meta, in CreateLocation) (commands.Outcome, error) {
-	id, err := commands.EntityID(ctx, h.store, meta, domain.LocationStream, in.LocationID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.LocationStream, in.LocationID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}

@@ -34,7 +34,7 @@ type ResumeTenant struct {
 
 // CreateTenant creates a tenant.
 func (h *Handlers) CreateTenant(ctx context.Context, meta commands.Meta, in CreateTenant) (commands.Outcome, error) {
-	id, err := commands.EntityID(ctx, h.store, meta, domain.TenantStream, in.TenantID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.TenantStream, in.TenantID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}

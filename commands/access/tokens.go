@@ -52,7 +52,7 @@ func (h *Handlers) IssueToken(ctx context.Context, meta commands.Meta, in IssueT
 	case !u.Active():
 		return IssuedToken{}, &domain.StateError{Entity: "user", ID: in.UserID, Command: "issue a token for", State: string(u.Status)}
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, domain.TokenStream, "", h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.TokenStream, "", h.newID)
 	if err != nil {
 		return IssuedToken{}, err
 	}

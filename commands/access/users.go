@@ -37,7 +37,7 @@ func (h *Handlers) CreateUser(ctx context.Context, meta commands.Meta, in Create
 			return commands.Outcome{}, err
 		}
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, domain.UserStream, in.UserID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.UserStream, in.UserID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}

@@ -67,7 +67,7 @@ func (h *Handlers) Submit(ctx context.Context, meta commands.Meta, in Submit) (c
 	if err := commands.RequireLocation(ctx, h.store, in.Target.Location); err != nil {
 		return commands.Outcome{}, err
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, domain.JobStream, in.JobID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.JobStream, in.JobID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}

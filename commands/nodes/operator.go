@@ -53,7 +53,7 @@ func (h *Handlers) Enroll(ctx context.Context, meta commands.Meta, in Enroll) (c
 	if err := commands.RequireLocation(ctx, h.store, in.LocationID); err != nil {
 		return commands.Outcome{}, err
 	}
-	id, err := commands.EntityID(ctx, h.store, meta, domain.NodeStream, in.NodeID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.NodeStream, in.NodeID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}

@@ -104,7 +104,7 @@ type MarkCleanedUp struct {
 // plans the resources (their ids derive from the service id), seals the
 // sensitive values, and records the request.
 func (h *Handlers) Register(ctx context.Context, meta commands.Meta, in Register) (commands.Outcome, error) {
-	id, err := commands.EntityID(ctx, h.store, meta, domain.ServiceStream, in.ServiceID, h.newID)
+	id, err := commands.EntityID(ctx, h.store, &meta, domain.ServiceStream, in.ServiceID, h.newID)
 	if err != nil {
 		return commands.Outcome{}, err
 	}
