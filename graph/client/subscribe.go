@@ -126,7 +126,7 @@ var dataOnly = []byte(`{"data":`)
 // reads the data three times over); anything else is decoded generally.
 func decodeResult(b []byte) (*Response, error) {
 	if bytes.HasPrefix(b, dataOnly) && len(b) > len(dataOnly)+1 && b[len(b)-1] == '}' {
-		if data := b[len(dataOnly) : len(b)-1]; json.Valid(data) {
+		if data := b[len(dataOnly) : len(b)-1]; validJSON(data) {
 			return &Response{Data: bytes.Clone(bytes.TrimSpace(data))}, nil
 		}
 	}
@@ -186,8 +186,10 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	conn.SetReadLimit(64 << 20)
 	life, cancel := context.WithCancel(context.Background())
 	var reading atomic.Bool // a read waits for the server
+	watch := &readWatch{abort: func() { _ = conn.CloseNow() }}
 	closeAll := func() {
 		cancel()
+		watch.close()
 		if reading.Load() {
 			// Ends the waiting read at once, as a server that no longer
 			// answers would hold a closing handshake up.
@@ -224,8 +226,10 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		idle.Stop()
 	}
 	read := func(ctx context.Context) (wsMessage, error) {
-		if ctx.Done() != nil {
-			defer context.AfterFunc(ctx, func() { _ = conn.CloseNow() })()
+		err := watch.begin(ctx)
+		defer watch.end()
+		if err != nil {
+			return wsMessage{}, fmt.Errorf("read from %s: %w", wsURL(ep), err)
 		}
 		if idle != nil {
 			idle.Reset(c.idle)
@@ -234,7 +238,8 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			buf = bytes.Buffer{} // a large message's buffer is not kept
 		}
 		reading.Store(true)
-		_, msg, err := conn.Reader(context.Background())
+		var msg io.Reader
+		_, msg, err = conn.Reader(context.Background())
 		if err == nil {
 			buf.Reset()
 			_, err = buf.ReadFrom(msg)
@@ -382,12 +387,16 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	done := false
 	var data []byte // the event being read, reused: results are decoded out of it
+	watch := &readWatch{abort: cancel}
 	next := func(ctx context.Context) (*Response, error) {
 		if done {
 			return nil, ErrComplete
 		}
-		stop := context.AfterFunc(ctx, cancel)
-		defer stop()
+		err := watch.begin(ctx)
+		defer watch.end()
+		if err != nil {
+			return nil, err
+		}
 		event := ""
 		data = data[:0]
 		for sc.Scan() {
@@ -421,5 +430,5 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 		done = true
 		return nil, ErrComplete
 	}
-	return &Subscription{next: next, close: func() { cancel(); resp.Body.Close() }}, nil
+	return &Subscription{next: next, close: func() { cancel(); watch.close(); resp.Body.Close() }}, nil
 }

@@ -77,6 +77,46 @@ func TestWebSocketReadsEnd(t *testing.T) {
 			t.Fatalf("after %s: %v, want the context's deadline", time.Since(began), err)
 		}
 	})
+	t.Run("a context that ends between reads", func(t *testing.T) {
+		t.Parallel()
+		c := New(srv.URL, "", nil)
+		sub, err := c.Subscribe(context.Background(), TransportWS, Request{Query: "subscription { n }"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		// One context for two reads, ended while none waits: the next read
+		// with it returns at once, and the connection stays usable.
+		ctx, cancel := context.WithCancel(context.Background())
+		for i := 1; i <= 2; i++ {
+			if _, err := sub.Next(ctx); err != nil {
+				t.Fatalf("result %d: %v", i, err)
+			}
+		}
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+		if _, err := sub.Next(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a read with an ended context: %v", err)
+		}
+		later, cancelLater := context.WithCancel(context.Background())
+		if r, err := sub.Next(later); err != nil || string(r.Data) != `{"n":3}` {
+			t.Fatalf("result 3: %v %v", r, err)
+		}
+		// An earlier call's context ending does not end a read that waits
+		// with another.
+		ended := make(chan error, 1)
+		go func() {
+			_, err := sub.Next(context.Background())
+			ended <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		cancelLater()
+		select {
+		case err := <-ended:
+			t.Fatalf("the waiting read ended: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
 	t.Run("the server is silent", func(t *testing.T) {
 		t.Parallel()
 		sub := subscribe(New(srv.URL, "", nil).WithIdleTimeout(300 * time.Millisecond))

@@ -1,0 +1,73 @@
+package client
+
+import (
+	"context"
+	"sync"
+)
+
+// readWatch ends a subscription's waiting read when the context of the
+// call that waits ends (abort closes the connection under the read).
+//
+// It registers with a context once, not once for each result: a
+// subscriber of a busy log passes the same context to thousands of calls a
+// second, and registering and removing a callback each time took a tenth
+// of its time. The registration outlives the call, so the callback acts
+// only while a call with that context waits; a later call with a context
+// that ended returns at once.
+type readWatch struct {
+	abort func()
+
+	mu      sync.Mutex
+	done    <-chan struct{} // the Done of the context registered with
+	stop    func() bool     // removes the registration
+	waiting bool            // a call with that context waits
+}
+
+// begin marks a call with ctx as waiting and returns ctx's error, if it
+// has ended already; end must follow either way.
+func (w *readWatch) begin(ctx context.Context) error {
+	done := ctx.Done()
+	if done == nil {
+		return nil // never ends
+	}
+	w.mu.Lock()
+	if done != w.done {
+		// Contexts that share a Done end together: comparing it, not the
+		// contexts, also keeps a context type that cannot be compared
+		// from panicking here.
+		if w.stop != nil {
+			w.stop()
+		}
+		w.done = done
+		w.stop = context.AfterFunc(ctx, func() {
+			w.mu.Lock()
+			act := w.waiting && w.done == done
+			w.mu.Unlock()
+			if act {
+				w.abort()
+			}
+		})
+	}
+	w.waiting = true
+	w.mu.Unlock()
+	// After waiting is set: a context that ends from here on aborts the
+	// read, and one that ended before is seen now.
+	return ctx.Err()
+}
+
+// end marks the call as no longer waiting.
+func (w *readWatch) end() {
+	w.mu.Lock()
+	w.waiting = false
+	w.mu.Unlock()
+}
+
+// close removes the registration, if any.
+func (w *readWatch) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+		w.stop, w.done = nil, nil
+	}
+}
