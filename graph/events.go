@@ -261,6 +261,9 @@ func (d *delivery[T]) deliverReady() bool {
 			d.end(nil)
 			return false
 		}
+		if !d.push.Room(deliveryBurst, d.wake) {
+			return true // woken again once the transport took some
+		}
 		e, err := d.sub.TryNext(d.ctx)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
@@ -288,14 +291,16 @@ func (d *delivery[T]) deliverReady() bool {
 			}
 			return false
 		}
-		if v == nil && !isKept {
+		if isKept {
+			d.push.SentKept(kept)
+			continue
+		}
+		if v == nil {
 			continue
 		}
 		select {
-		case d.out <- v: // nil when kept: the transport drops it unseen
+		case d.out <- v:
 			switch {
-			case isKept:
-				d.push.SentKept(kept)
 			case d.shared:
 				d.push.SentEvent(e.Cursor())
 			default:

@@ -48,6 +48,13 @@ type Push struct {
 	// drop takes the next value off the channel unseen (Shares); nil when
 	// the resolver's results are not the event's alone.
 	drop func()
+	// onRoom, when set, is called once fewer than roomAt values wait
+	// (Room).
+	onRoom func()
+	roomAt int
+	// kept is the response a kept result is handed over in: one at a
+	// time, as results are taken one at a time.
+	kept graphql.Response
 }
 
 // pushed is one value ready on the channel, of event when shared is set;
@@ -109,8 +116,8 @@ func (p *Push) Shares(drop func()) {
 func (p *Push) SentEvent(event eventstore.Cursor) { p.send(pushed{shared: true, event: event}) }
 
 // Kept returns the result kept for event, if another subscription of the
-// same operation and caller made it: the resolver then puts a placeholder
-// on the channel (its zero value) and says so with SentKept.
+// same operation and caller made it: the resolver then says so with
+// SentKept, and puts nothing on the channel for it.
 func (p *Push) Kept(event eventstore.Cursor) (json.RawMessage, bool) {
 	if p == nil || p.shared == nil || p.drop == nil {
 		return nil, false
@@ -118,8 +125,8 @@ func (p *Push) Kept(event eventstore.Cursor) (json.RawMessage, bool) {
 	return p.shared.results.Get(sharedKey{op: p.op, event: event})
 }
 
-// SentKept says one more value is on the channel, a placeholder for the
-// result kept (Kept).
+// SentKept says one more result is ready, the one kept (Kept); nothing is
+// on the channel for it.
 func (p *Push) SentKept(data json.RawMessage) { p.send(pushed{shared: true, data: data}) }
 
 func (p *Push) send(it pushed) {
@@ -145,6 +152,23 @@ func (p *Push) Release() {
 	if p != nil && p.idle != nil {
 		p.idle()
 	}
+}
+
+// Room reports whether fewer than n values wait for the transport. When
+// not, wake is called once they do: a resolver that sends nothing on its
+// channel for a kept result (SentKept) is held back by that instead of by
+// the channel's buffer, without a goroutine waiting.
+func (p *Push) Room(n int, wake func()) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue)-p.head < n {
+		return true
+	}
+	p.onRoom, p.roomAt = wake, n
+	return false
 }
 
 // Closed says no value will follow the ones already sent.
@@ -211,8 +235,15 @@ func (p *Push) run() {
 				p.head = 0
 			}
 		}
+		var room func()
+		if p.onRoom != nil && len(p.queue)-p.head < p.roomAt {
+			room, p.onRoom = p.onRoom, nil
+		}
 		take := p.take
 		p.mu.Unlock()
+		if room != nil {
+			room()
+		}
 		if take(it) {
 			p.mu.Lock()
 			p.queue, p.head, p.closed, p.take = nil, 0, false, nil
@@ -224,19 +255,21 @@ func (p *Push) run() {
 }
 
 // result is the result of the value it stands for: the one kept for its
-// event (the value is dropped), or the operation's next, which is kept
-// for the others when it may be.
+// event (SentKept, or kept since its value was sent: that value is
+// dropped), or the operation's next, which is kept for the others when it
+// may be. The response is the transport's until the next call.
 func (p *Push) result(ctx context.Context, it pushed, responses graphql.ResponseHandler) *graphql.Response {
 	share := it.shared && p.shared != nil && p.drop != nil
 	if share && it.data != nil {
-		p.drop()
-		return &graphql.Response{Data: it.data}
+		p.kept = graphql.Response{Data: it.data}
+		return &p.kept
 	}
 	key := sharedKey{op: p.op, event: it.event}
 	if share {
 		if data, ok := p.shared.results.Get(key); ok {
 			p.drop()
-			return &graphql.Response{Data: data}
+			p.kept = graphql.Response{Data: data}
+			return &p.kept
 		}
 	}
 	resp := responses(ctx)

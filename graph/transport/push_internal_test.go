@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"sync"
@@ -86,16 +87,22 @@ func TestPushSharesResultsOfOneOperationAndCaller(t *testing.T) {
 				t.Fatalf("kept result found: %v, want %v", ok, tt.wantShared)
 			}
 			x2 := &executor{data: []string{`{"events":{"cursor":"7:42","own":true}}`}}
-			it := pushed{shared: true, event: event}
-			if ok {
-				it = pushed{shared: true, data: kept}
+			if !ok {
+				got = second.result(context.Background(), pushed{shared: true, event: event}, x2.responses)
+				if x2.calls != 1 || dropped != 0 {
+					t.Fatalf("second: %d calls, %d dropped; want its own result", x2.calls, dropped)
+				}
+				return
 			}
-			got = second.result(context.Background(), it, x2.responses)
-			switch {
-			case tt.wantShared && (string(got.Data) != `{"events":{"cursor":"7:42"}}` || x2.calls != 0 || dropped != 1):
-				t.Fatalf("second: %s, %d calls, %d dropped; want the kept result, no call, its value dropped", got.Data, x2.calls, dropped)
-			case !tt.wantShared && (x2.calls != 1 || dropped != 0):
-				t.Fatalf("second: %d calls, %d dropped; want its own result", x2.calls, dropped)
+			// Sent as kept: nothing is on the channel to drop.
+			got = second.result(context.Background(), pushed{shared: true, data: kept}, x2.responses)
+			if string(got.Data) != `{"events":{"cursor":"7:42"}}` || x2.calls != 0 || dropped != 0 {
+				t.Fatalf("second: %s, %d calls, %d dropped; want the kept result, no call, nothing dropped", got.Data, x2.calls, dropped)
+			}
+			// Kept after its value was sent: that value is dropped.
+			got = second.result(context.Background(), pushed{shared: true, event: event}, x2.responses)
+			if string(got.Data) != `{"events":{"cursor":"7:42"}}` || x2.calls != 0 || dropped != 1 {
+				t.Fatalf("second, sent before it was kept: %s, %d calls, %d dropped; want the kept result, no call, its value dropped", got.Data, x2.calls, dropped)
 			}
 		})
 	}
@@ -244,5 +251,36 @@ func TestHeldPushWritesWhatItTookOnRelease(t *testing.T) {
 	}
 	if got := raw.got(); len(got) != 1 || got[0] != "abc" {
 		t.Fatalf("writes: %q, want one: abc", got)
+	}
+}
+
+// A resolver held back for lack of room (Room) is woken once the
+// transport took enough of what waits, not before.
+func TestPushRoomWakesOnceTheTransportTookSome(t *testing.T) {
+	t.Parallel()
+	p := &Push{workers: workpool.New(0), claimed: true}
+	for range 3 {
+		p.SentKept(json.RawMessage(`{}`))
+	}
+	woken := make(chan struct{}, 1)
+	if p.Room(3, func() { woken <- struct{}{} }) {
+		t.Fatal("room with three waiting of three")
+	}
+	if !p.Room(4, nil) {
+		t.Fatal("no room with three waiting of four")
+	}
+	took := make(chan struct{}, 3)
+	release := make(chan struct{})
+	defer close(release)
+	p.arm(func(pushed) bool {
+		took <- struct{}{}
+		<-release
+		return false
+	})
+	<-took
+	select {
+	case <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken after the transport took one")
 	}
 }

@@ -175,6 +175,9 @@ type wsOperation struct {
 	// quotedID is id as JSON, made once: every result of a subscription
 	// is framed with it.
 	quotedID []byte
+	// frame is where its results are put together, one at a time (the
+	// connection copies what it writes).
+	frame []byte
 }
 
 // wsMessage is one graphql-transport-ws message.
@@ -464,8 +467,7 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 	// The message is put together here rather than marshalled whole: that
 	// would compact the result's data (the bulk of it) twice, a tenth of
 	// what a subscription's event cost to deliver.
-	b := make([]byte, 0, len(resp.Data)+len(op.quotedID)+48)
-	b = append(b, `{"id":`...)
+	b := append(op.frame[:0], `{"id":`...)
 	b = append(b, op.quotedID...)
 	b = append(b, `,"type":"next","payload":`...)
 	b, err := appendResponse(b, resp)
@@ -474,6 +476,9 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 		return
 	}
 	c.writeFrame(append(b, '}'))
+	if cap(b) <= 16<<10 {
+		op.frame = b // a large result's buffer is not kept
+	}
 }
 
 // appendResponse appends a response's JSON. A plain result (data alone,
