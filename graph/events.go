@@ -196,9 +196,16 @@ func subscribeTo[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *
 	return out, nil
 }
 
-// deliveryBurst is how many results of a subscription may wait for its
-// transport.
+// deliveryBurst is how many results of a subscription it renders itself
+// may wait for its transport on the channel.
 const deliveryBurst = 16
+
+// deliveryQueue is how many results of a subscription may wait for its
+// transport in all: enough for a paced publish (live.Feed) to be handed
+// over in one go, so that its results leave in one write. Kept results
+// (rendered for another subscription) cost a slot of the transport's
+// queue each, not a copy.
+const deliveryQueue = 256
 
 // delivery hands a hub subscription's events to a subscription's channel,
 // one goroutine at a time and only while there is something to hand over.
@@ -261,7 +268,7 @@ func (d *delivery[T]) deliverReady() bool {
 			d.end(nil)
 			return false
 		}
-		if !d.push.Room(deliveryBurst, d.wake) {
+		if !d.push.Room(deliveryQueue, d.wake) {
 			return true // woken again once the transport took some
 		}
 		e, err := d.sub.TryNext(d.ctx)
