@@ -100,10 +100,25 @@ func space(b []byte, i int) int {
 	return i
 }
 
+// plain marks the bytes a string holds as they are: all but its quote,
+// the escape and control characters.
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str reads the string starting at i (its quote) and returns the index
 // after it, or -1.
 func str(b []byte, i int) int {
 	for i++; i < len(b); i++ {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1
