@@ -191,8 +191,9 @@ func subscribeTo[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *
 	if shared {
 		d.push.Shares(func() { <-out })
 	}
-	context.AfterFunc(d.ctx, d.wake)
-	sub.Notify(d.wake)
+	d.woken = d.wake
+	context.AfterFunc(d.ctx, d.woken)
+	sub.Notify(d.woken)
 	return out, nil
 }
 
@@ -220,6 +221,7 @@ type delivery[T any] struct {
 	push    *transport.Push
 	workers *workpool.Pool
 	stopEnd func() bool
+	woken   func() // wake, made a func once: each use of d.wake as one allocates
 
 	mu      sync.Mutex
 	running bool // a goroutine is delivering
@@ -268,7 +270,7 @@ func (d *delivery[T]) deliverReady() bool {
 			d.end(nil)
 			return false
 		}
-		if !d.push.Room(deliveryQueue, d.wake) {
+		if !d.push.Room(deliveryQueue, d.woken) {
 			return true // woken again once the transport took some
 		}
 		e, err := d.sub.TryNext(d.ctx)

@@ -95,7 +95,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	}
 	opts.defaults()
 	h := &Handler{opts: opts, deps: deps, log: deps.Log, quotas: newQuotas(opts.Quota, opts.AnonymousQuota),
-		shared: newSharedResults(), heldBuffers: newHeldBuffers()}
+		shared: newSharedResults(sharedResultsKept), heldBuffers: newHeldBuffers()}
 	if r, ok := deps.Auth.(Revoker); ok {
 		r.OnRevoke(h.sessions.revoked)
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"cairn/eventstore"
 	"cairn/internal/workpool"
@@ -122,7 +121,7 @@ func (p *Push) Kept(event eventstore.Cursor) (json.RawMessage, bool) {
 	if p == nil || p.shared == nil || p.drop == nil {
 		return nil, false
 	}
-	return p.shared.results.Get(sharedKey{op: p.op, event: event})
+	return p.shared.Get(sharedKey{op: p.op, event: event})
 }
 
 // SentKept says one more result is ready, the one kept (Kept); nothing is
@@ -266,7 +265,7 @@ func (p *Push) result(ctx context.Context, it pushed, responses graphql.Response
 	}
 	key := sharedKey{op: p.op, event: it.event}
 	if share {
-		if data, ok := p.shared.results.Get(key); ok {
+		if data, ok := p.shared.Get(key); ok {
 			p.drop()
 			p.kept = graphql.Response{Data: data}
 			return &p.kept
@@ -276,16 +275,54 @@ func (p *Push) result(ctx context.Context, it pushed, responses graphql.Response
 	if share && resp != nil && plainResponse(resp) && len(resp.Data) <= maxSharedResult {
 		// The executor writes a subscription's every result into one
 		// buffer: what is kept is a copy.
-		p.shared.results.Add(key, bytes.Clone(resp.Data))
+		p.shared.Add(key, bytes.Clone(resp.Data))
 	}
 	return resp
 }
 
 // sharedResults are the results of subscriptions kept for the others of
-// the same operation and caller: the most recent events' only, as every
-// subscriber is sent an event within moments of the others.
+// the same operation and caller: the most recent ones only, as every
+// subscriber is sent an event within moments of the others. Every
+// subscriber looks up every event here, so a look-up shares a read lock
+// and changes nothing (a least-recently-used list, moving what it finds,
+// made them wait on each other); the oldest result made goes first.
 type sharedResults struct {
-	results *lru.Cache[sharedKey, json.RawMessage]
+	mu    sync.RWMutex
+	kept  map[sharedKey]json.RawMessage
+	order []sharedKey // a ring of the keys kept, oldest at next once full
+	next  int
+}
+
+// Get returns the result kept for key.
+func (r *sharedResults) Get(key sharedKey) (json.RawMessage, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	data, ok := r.kept[key]
+	return data, ok
+}
+
+// Add keeps a result, in place of the oldest once full.
+func (r *sharedResults) Add(key sharedKey, data json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.kept[key]; ok {
+		return
+	}
+	if len(r.order) < cap(r.order) {
+		r.order = append(r.order, key)
+	} else {
+		delete(r.kept, r.order[r.next])
+		r.order[r.next] = key
+		r.next = (r.next + 1) % len(r.order)
+	}
+	r.kept[key] = data
+}
+
+// Len is how many results are kept.
+func (r *sharedResults) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.kept)
 }
 
 type sharedKey struct {
@@ -300,10 +337,8 @@ const sharedResultsKept = 8192
 // maxSharedResult bounds one kept result.
 const maxSharedResult = 64 << 10
 
-func newSharedResults() *sharedResults {
-	c, err := lru.New[sharedKey, json.RawMessage](sharedResultsKept)
-	if err != nil {
-		return nil // only a size below one fails: nothing is shared then
-	}
-	return &sharedResults{results: c}
+// newSharedResults keeps up to size results (at least one).
+func newSharedResults(size int) *sharedResults {
+	size = max(size, 1)
+	return &sharedResults{kept: make(map[sharedKey]json.RawMessage, size), order: make([]sharedKey, 0, size)}
 }

@@ -63,7 +63,7 @@ func TestPushSharesResultsOfOneOperationAndCaller(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			shared := newSharedResults()
+			shared := newSharedResults(sharedResultsKept)
 			workers := workpool.New(0)
 			event := eventstore.Cursor{TxID: 7, Position: 42}
 
@@ -113,12 +113,12 @@ func TestPushSharesResultsOfOneOperationAndCaller(t *testing.T) {
 func TestPushWithoutSharesKeepsNothing(t *testing.T) {
 	t.Parallel()
 	p := auth.Principal{Kind: auth.KindUser, ID: "u1", Role: tenant.RoleAdmin}
-	shared := newSharedResults()
+	shared := newSharedResults(sharedResultsKept)
 	push := newPush(operationCtx(p, "subscription { jobChanged { id } }"), workpool.New(0), shared)
 	x := &executor{data: []string{`{"jobChanged":{"id":"j"}}`}}
 	push.result(context.Background(), pushed{}, x.responses)
-	if shared.results.Len() != 0 {
-		t.Fatalf("%d results kept", shared.results.Len())
+	if shared.Len() != 0 {
+		t.Fatalf("%d results kept", shared.Len())
 	}
 	if _, ok := push.Kept(eventstore.Cursor{}); ok {
 		t.Fatal("a push that does not share found a kept result")
@@ -282,5 +282,30 @@ func TestPushRoomWakesOnceTheTransportTookSome(t *testing.T) {
 	case <-woken:
 	case <-time.After(5 * time.Second):
 		t.Fatal("not woken after the transport took one")
+	}
+}
+
+// Shared results are kept up to their number, the oldest made going first.
+func TestSharedResultsDropTheOldestMade(t *testing.T) {
+	t.Parallel()
+	key := func(pos int64) sharedKey { return sharedKey{event: eventstore.Cursor{TxID: 1, Position: pos}} }
+	r := newSharedResults(3)
+	for pos := int64(1); pos <= 3; pos++ {
+		r.Add(key(pos), json.RawMessage(`{}`))
+	}
+	r.Get(key(1)) // a look-up does not keep a result longer
+	r.Add(key(2), json.RawMessage(`{"again":true}`))
+	r.Add(key(4), json.RawMessage(`{}`))
+	r.Add(key(5), json.RawMessage(`{}`))
+	for pos, want := range map[int64]bool{1: false, 2: false, 3: true, 4: true, 5: true} {
+		if _, ok := r.Get(key(pos)); ok != want {
+			t.Errorf("result of %d kept: %v, want %v", pos, ok, want)
+		}
+	}
+	if data, _ := r.Get(key(3)); string(data) != `{}` {
+		t.Errorf("result of 3: %s", data)
+	}
+	if r.Len() != 3 {
+		t.Errorf("%d kept, want 3", r.Len())
 	}
 }

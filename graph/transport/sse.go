@@ -59,7 +59,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	header.Set("Cache-Control", "no-cache")
 	header.Set("Connection", "keep-alive")
 	header.Set("Content-Type", "text/event-stream")
-	s := &sseStream{w: w, flusher: http.NewResponseController(w), interval: t.h.opts.KeepAlive}
+	s := &sseStream{w: w, flusher: http.NewResponseController(w), interval: t.h.opts.KeepAlive, buffers: t.h.heldBuffers}
 	s.open()
 	defer s.close()
 	if opErr != nil {
@@ -124,13 +124,18 @@ type sseStream struct {
 	flusher  *http.ResponseController
 	interval time.Duration // of the keep-alive; 0: none
 
+	buffers *sync.Pool // of *[]byte, a stream's while it holds events back
+
 	mu      sync.Mutex
 	closed  bool
 	pending bool      // written since the last flush
 	corks   int       // flushes wait until as many uncork calls
 	last    time.Time // of the last flush
 	timer   *time.Timer
-	buf     []byte // the event being written
+	// held is the events not yet written: while corked, a burst is put
+	// together here and written to the response in one piece (each write
+	// to a response cost more than the event's bytes); nil when none.
+	held *[]byte
 }
 
 // open starts the stream as gqlgen's transport does, with a comment line.
@@ -151,25 +156,43 @@ func (s *sseStream) next(resp *graphql.Response) {
 	if s.closed {
 		return
 	}
-	b := append(s.buf[:0], "event: next\ndata: "...)
+	if s.held == nil {
+		s.held = s.buffers.Get().(*[]byte)
+	}
+	start := len(*s.held)
+	b := append(*s.held, "event: next\ndata: "...)
 	b, err := appendResponse(b, resp)
 	if err != nil {
-		b = append(s.buf[:0], "event: next\ndata: "...)
+		b = append(b[:start], "event: next\ndata: "...)
 		b, _ = appendResponse(b, &graphql.Response{Errors: gqlerror.List{gqlerror.Errorf("could not encode a result: %v", err)}})
 	}
 	// An event's data is one line: gqlgen's results have no line breaks,
 	// but a result with one (a JSON value written as it was stored) would
 	// end the event early.
-	if data := b[len("event: next\ndata: "):]; bytes.IndexByte(data, '\n') >= 0 {
+	dataAt := start + len("event: next\ndata: ")
+	if bytes.IndexByte(b[dataAt:], '\n') >= 0 {
 		var compact bytes.Buffer
-		if json.Compact(&compact, data) == nil {
-			b = append(b[:len("event: next\ndata: ")], compact.Bytes()...)
+		if json.Compact(&compact, b[dataAt:]) == nil {
+			b = append(b[:dataAt], compact.Bytes()...)
 		}
 	}
-	b = append(b, "\n\n"...)
-	s.writeLocked(b)
-	if cap(b) <= 16<<10 {
-		s.buf = b
+	*s.held = append(b, "\n\n"...)
+	if s.corks == 0 || len(*s.held) >= corkLimit {
+		s.writeHeldLocked()
+	}
+}
+
+// writeHeldLocked writes the events held back to the response.
+func (s *sseStream) writeHeldLocked() {
+	if s.held == nil {
+		return
+	}
+	b := s.held
+	s.held = nil
+	s.writeLocked(*b)
+	if cap(*b) <= 2*corkLimit { // one event past the limit is kept, no giant
+		*b = (*b)[:0]
+		s.buffers.Put(b)
 	}
 }
 
@@ -177,6 +200,7 @@ func (s *sseStream) next(resp *graphql.Response) {
 func (s *sseStream) complete() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.writeHeldLocked()
 	s.writeLocked([]byte("event: complete\n\n"))
 	s.flushLocked()
 }
@@ -225,6 +249,7 @@ func (s *sseStream) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.writeHeldLocked() // writes nothing now: gives the buffer back
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -242,6 +267,7 @@ func (s *sseStream) writeLocked(b []byte) {
 }
 
 func (s *sseStream) flushLocked() {
+	s.writeHeldLocked()
 	if s.closed || !s.pending {
 		return
 	}
