@@ -62,7 +62,10 @@ type Subscription struct {
 
 // Next returns the next result: a response (which may carry errors, such as
 // a slow subscriber's CONFLICT with a cursor to resume from), ErrComplete
-// after the last one, a *CloseError, or a transport error.
+// after the last one, a *CloseError, or a transport error. A ctx that ends
+// while Next waits ends the subscription's connection; one that ended
+// before the call makes it return ctx's error at once, the subscription
+// still usable.
 func (s *Subscription) Next(ctx context.Context) (*Response, error) { return s.next(ctx) }
 
 // Close ends the subscription and its connection.
