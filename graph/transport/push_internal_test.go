@@ -89,8 +89,8 @@ func TestPushSharesResultsOfOneOperationAndCaller(t *testing.T) {
 			x2 := &executor{data: []string{`{"events":{"cursor":"7:42","own":true}}`}}
 			if !ok {
 				got = second.result(context.Background(), pushed{shared: true, event: event}, x2.responses)
-				if x2.calls != 1 || dropped != 0 {
-					t.Fatalf("second: %d calls, %d dropped; want its own result", x2.calls, dropped)
+				if string(got.Data) != `{"events":{"cursor":"7:42","own":true}}` || x2.calls != 1 || dropped != 0 {
+					t.Fatalf("second: %s, %d calls, %d dropped; want its own result", got.Data, x2.calls, dropped)
 				}
 				return
 			}
