@@ -15,24 +15,18 @@ func validJSON(b []byte) bool {
 			return false
 		}
 		switch c := b[i]; {
-		case c == '{':
+		case c == '{' || c == '[':
 			i = space(b, i+1)
-			if i < len(b) && b[i] == '}' {
+			if i < len(b) && b[i] == closing(c) {
 				i++
 				break
 			}
-			open = append(open, '{')
-			if i = member(b, i); i < 0 {
-				return false
+			open = append(open, c)
+			if c == '{' {
+				if i = member(b, i); i < 0 {
+					return false
+				}
 			}
-			continue
-		case c == '[':
-			i = space(b, i+1)
-			if i < len(b) && b[i] == ']' {
-				i++
-				break
-			}
-			open = append(open, '[')
 			continue
 		case c == '"':
 			i = str(b, i)
@@ -68,7 +62,7 @@ func validJSON(b []byte) bool {
 				}
 				break
 			}
-			if inner == '{' && b[i] == '}' || inner == '[' && b[i] == ']' {
+			if b[i] == closing(inner) {
 				open = open[:len(open)-1]
 				i++
 				continue
@@ -77,6 +71,10 @@ func validJSON(b []byte) bool {
 		}
 	}
 }
+
+// closing is the byte that closes the container c opens ('}' or ']', two
+// after '{' and '[' in ASCII).
+func closing(c byte) byte { return c + 2 }
 
 // member reads an object member's name and colon at i and returns where
 // its value starts, or -1.
