@@ -309,3 +309,43 @@ func TestSharedResultsDropTheOldestMade(t *testing.T) {
 		t.Errorf("%d kept, want 3", r.Len())
 	}
 }
+
+// A drained Push keeps the queue a paced publish filled, for the next, and
+// lets a longer burst's go.
+func TestDrainedPushKeepsAQueueOfAPublish(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		burst int
+		kept  bool
+	}{{40, true}, {keptQueue, true}, {keptQueue + 1, false}} {
+		p := &Push{workers: workpool.New(0), claimed: true}
+		for range tt.burst {
+			p.SentKept(json.RawMessage(`{}`))
+		}
+		drained := make(chan struct{})
+		taken := 0
+		p.arm(func(pushed) bool {
+			if taken++; taken == tt.burst {
+				close(drained)
+			}
+			return false
+		})
+		<-drained
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			p.mu.Lock()
+			running, kept := p.running, cap(p.queue) >= tt.burst
+			p.mu.Unlock()
+			if !running {
+				if kept != tt.kept {
+					t.Errorf("burst of %d: queue kept %v, want %v", tt.burst, kept, tt.kept)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("burst of %d: still taking after 5 s", tt.burst)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
