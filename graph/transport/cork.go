@@ -29,8 +29,9 @@ type corkConn struct {
 	err   error   // the write that failed: the connection is closed
 }
 
-// newHeldBuffers recycles the buffers of bursts: a connection holds one
-// only while it is corked, so thousands of waiting ones hold none.
+// newHeldBuffers recycles the buffers of bursts (and of the messages in
+// them): a connection holds one only while it is corked or writing, so
+// thousands of waiting ones hold none.
 func newHeldBuffers() *sync.Pool {
 	return &sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 }

@@ -84,7 +84,8 @@ type Handler struct {
 	wsOpen atomic.Int64
 	// shared keeps subscriptions' results for the same operation elsewhere.
 	shared *sharedResults
-	// heldBuffers hold what corked WebSocket connections hold back.
+	// heldBuffers hold what corked WebSocket connections and event streams
+	// hold back, and each WebSocket result while it is put together.
 	heldBuffers *sync.Pool
 }
 

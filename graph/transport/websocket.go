@@ -175,9 +175,6 @@ type wsOperation struct {
 	// quotedID is id as JSON, made once: every result of a subscription
 	// is framed with it.
 	quotedID []byte
-	// frame is where its results are put together, one at a time (the
-	// connection copies what it writes).
-	frame []byte
 }
 
 // wsMessage is one graphql-transport-ws message.
@@ -466,8 +463,12 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 	}
 	// The message is put together here rather than marshalled whole: that
 	// would compact the result's data (the bulk of it) twice, a tenth of
-	// what a subscription's event cost to deliver.
-	b := append(op.frame[:0], `{"id":`...)
+	// what a subscription's event cost to deliver. It is put together in a
+	// buffer of the handler's, given back once written (the connection
+	// copies what it writes): a buffer kept by each operation held a few
+	// KiB for every idle agent.
+	buf := c.h.heldBuffers.Get().(*[]byte)
+	b := append((*buf)[:0], `{"id":`...)
 	b = append(b, op.quotedID...)
 	b = append(b, `,"type":"next","payload":`...)
 	b, err := appendResponse(b, resp)
@@ -476,8 +477,9 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 		return
 	}
 	c.writeFrame(append(b, '}'))
-	if cap(b) <= 16<<10 {
-		op.frame = b // a large result's buffer is not kept
+	if cap(b) <= 2*corkLimit { // a large result's buffer is not kept
+		*buf = b[:0]
+		c.h.heldBuffers.Put(buf)
 	}
 }
 
