@@ -62,7 +62,7 @@ type Push struct {
 const keptQueue = 4096 / int(unsafe.Sizeof(pushed{}))
 
 // pushed is one value ready on the channel, of event when shared is set;
-// with data, the result kept for it, and the value is a placeholder.
+// with data, the result kept for it instead, and nothing on the channel.
 type pushed struct {
 	shared bool
 	event  eventstore.Cursor
