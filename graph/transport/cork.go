@@ -21,7 +21,7 @@ const corkLimit = 32 << 10
 // corks behaves as the plain one.
 type corkConn struct {
 	net.Conn
-	buffers *sync.Pool // of *[]byte, a connection's while it holds back
+	buffers *heldBuffers // a connection's while it holds back
 
 	mu    sync.Mutex
 	corks int
@@ -29,11 +29,25 @@ type corkConn struct {
 	err   error   // the write that failed: the connection is closed
 }
 
-// newHeldBuffers recycles the buffers of bursts (and of the messages in
+// heldBuffers recycles the buffers of bursts (and of the messages in
 // them): a connection holds one only while it is corked or writing, so
 // thousands of waiting ones hold none.
-func newHeldBuffers() *sync.Pool {
-	return &sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+type heldBuffers struct{ pool sync.Pool }
+
+func newHeldBuffers() *heldBuffers {
+	return &heldBuffers{pool: sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}}
+}
+
+// get returns an empty buffer.
+func (h *heldBuffers) get() *[]byte { return h.pool.Get().(*[]byte) }
+
+// put gives a buffer back, unless it grew past twice corkLimit: one
+// message past the limit is kept, no giant.
+func (h *heldBuffers) put(b *[]byte) {
+	if cap(*b) <= 2*corkLimit {
+		*b = (*b)[:0]
+		h.pool.Put(b)
+	}
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -46,7 +60,7 @@ func (c *corkConn) Write(p []byte) (int, error) {
 		return c.writeLocked(p)
 	}
 	if c.held == nil {
-		c.held = c.buffers.Get().(*[]byte)
+		c.held = c.buffers.get()
 	}
 	*c.held = append(*c.held, p...)
 	if len(*c.held) >= corkLimit {
@@ -82,12 +96,7 @@ func (c *corkConn) flushLocked() error {
 	}
 	b := c.held
 	c.held = nil
-	defer func() {
-		if cap(*b) <= 2*corkLimit { // one message past the limit is kept, no giant
-			*b = (*b)[:0]
-			c.buffers.Put(b)
-		}
-	}()
+	defer c.buffers.put(b)
 	if len(*b) == 0 {
 		return nil
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,7 +85,7 @@ type Handler struct {
 	shared *sharedResults
 	// heldBuffers hold what corked WebSocket connections and event streams
 	// hold back, and each WebSocket result while it is put together.
-	heldBuffers *sync.Pool
+	heldBuffers *heldBuffers
 }
 
 // New serves schema with the options and collaborators.

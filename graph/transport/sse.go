@@ -124,7 +124,7 @@ type sseStream struct {
 	flusher  *http.ResponseController
 	interval time.Duration // of the keep-alive; 0: none
 
-	buffers *sync.Pool // of *[]byte, a stream's while it holds events back
+	buffers *heldBuffers // a stream's while it holds events back
 
 	mu      sync.Mutex
 	closed  bool
@@ -157,7 +157,7 @@ func (s *sseStream) next(resp *graphql.Response) {
 		return
 	}
 	if s.held == nil {
-		s.held = s.buffers.Get().(*[]byte)
+		s.held = s.buffers.get()
 	}
 	start := len(*s.held)
 	b := append(*s.held, "event: next\ndata: "...)
@@ -190,10 +190,7 @@ func (s *sseStream) writeHeldLocked() {
 	b := s.held
 	s.held = nil
 	s.writeLocked(*b)
-	if cap(*b) <= 2*corkLimit { // one event past the limit is kept, no giant
-		*b = (*b)[:0]
-		s.buffers.Put(b)
-	}
+	s.buffers.put(b)
 }
 
 // complete ends the stream's events and sends what is left.

@@ -95,7 +95,7 @@ const wsBufferSize = 1024
 // and keeps the connection, which it wraps to be corked.
 type smallBuffers struct {
 	http.ResponseWriter
-	held *sync.Pool // the corked connections' buffers
+	held *heldBuffers // the corked connections' buffers
 	conn *corkConn
 }
 
@@ -467,20 +467,19 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 	// buffer of the handler's, given back once written (the connection
 	// copies what it writes): a buffer kept by each operation held a few
 	// KiB for every idle agent.
-	buf := c.h.heldBuffers.Get().(*[]byte)
+	buf := c.h.heldBuffers.get()
 	b := append((*buf)[:0], `{"id":`...)
 	b = append(b, op.quotedID...)
 	b = append(b, `,"type":"next","payload":`...)
 	b, err := appendResponse(b, resp)
 	if err != nil {
+		c.h.heldBuffers.put(buf)
 		c.sendError(op, gqlerror.Errorf("could not encode a result: %v", err))
 		return
 	}
-	c.writeFrame(append(b, '}'))
-	if cap(b) <= 2*corkLimit { // a large result's buffer is not kept
-		*buf = b[:0]
-		c.h.heldBuffers.Put(buf)
-	}
+	*buf = append(b, '}')
+	c.writeFrame(*buf)
+	c.h.heldBuffers.put(buf)
 }
 
 // appendResponse appends a response's JSON. A plain result (data alone,
