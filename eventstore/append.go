@@ -736,14 +736,22 @@ func (s *Store) commandResult(ctx context.Context, commandID string) (AppendResu
 	return res, fp, found, nil
 }
 
-// AppendStats counts the store's work since it started.
-type AppendStats struct {
+// Stats counts the store's work since it started.
+type Stats struct {
 	Batches int64 // transactions run
 	Appends int64 // append requests (commands) they carried
 	Events  int64
+	// TailReads are the subscriptions' reads of the log made, TailReadsShared
+	// those that took another's read instead, and RecentServed the events
+	// given out of the window of recent events instead of read.
+	TailReads, TailReadsShared, RecentServed int64
 }
 
-// Stats reports how appends were grouped into transactions.
-func (s *Store) Stats() AppendStats {
-	return AppendStats{Batches: s.appender.batches.Load(), Appends: s.appender.appends.Load(), Events: s.appender.events.Load()}
+// Stats reports how appends were grouped into transactions and how the
+// subscriptions' reads were shared.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Batches: s.appender.batches.Load(), Appends: s.appender.appends.Load(), Events: s.appender.events.Load(),
+		TailReads: s.tail.ran.Load(), TailReadsShared: s.tail.joined.Load(), RecentServed: s.recent.served.Load(),
+	}
 }

@@ -13,7 +13,3 @@ const EventColumns = eventColumns
 func (s *Store) ReadAllQuery(after Cursor, limit int, f Filter) (string, []any) {
 	return s.readAllQuery(after, limit, f)
 }
-
-// TailReads counts the reads of the log's tail that subscriptions made and
-// those they shared.
-func (s *Store) TailReads() (ran, joined int64) { return s.tail.ran.Load(), s.tail.joined.Load() }

@@ -75,6 +75,7 @@ type Store struct {
 	appender *appender
 	notifier *notifier
 	tail     *tailReads
+	recent   *recentEvents
 	// floor is the highest horizon this store has seen (see horizon).
 	floor atomic.Uint64
 
@@ -92,6 +93,7 @@ func New(pool *pgxpool.Pool, registry *domain.Registry, opts Options) *Store {
 	s.appender = newAppender(s)
 	s.notifier = newNotifier(pool, opts.Log)
 	s.tail = newTailReads()
+	s.recent = newRecentEvents(recentEventsKept, recentBytesKept)
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.notifier.run(ctx) }()
 	go func() { defer s.wg.Done(); s.notifier.notifyLoop(ctx) }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -392,7 +393,8 @@ func TestSubscriptionsAtTheHeadShareTheirReads(t *testing.T) {
 			}
 		}
 	}
-	ran, joined := e.store.TailReads()
+	st := e.store.Stats()
+	ran, joined := st.TailReads, st.TailReadsShared
 	t.Logf("reads of the tail: %d made, %d shared", ran, joined)
 	if joined < ran {
 		t.Errorf("%d reads of the tail made and only %d shared by %d subscriptions at the head", ran, joined, subscribers)
@@ -435,5 +437,80 @@ func TestSubscribeCatchUpHandsBatchesOfItsSize(t *testing.T) {
 	})
 	if seen != events {
 		t.Fatalf("%d of %d events delivered: %v", seen, events, err)
+	}
+}
+
+// A subscription a little behind the others is given what they read out of
+// the window of recent events, and still gets every event once, in order,
+// the same as one at the head.
+func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
+	c := ctx(t)
+	head, err := e.store.Head(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, appends = 4, 100
+	const want = writers * appends
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
+	// One at the head, and two that take a while over each batch (a read
+	// model's transaction, say), so they fall behind and catch up.
+	delays := []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond}
+	got := make([][]eventstore.Cursor, len(delays))
+	var received atomic.Int64
+	var wg sync.WaitGroup
+	for i, delay := range delays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: head, BatchSize: 16}, func(_ context.Context, b eventstore.Batch) error {
+				for _, ev := range b.Events {
+					got[i] = append(got[i], ev.Cursor())
+				}
+				received.Add(int64(len(b.Events)))
+				time.Sleep(delay)
+				return nil
+			})
+		}()
+	}
+	var ww sync.WaitGroup
+	for w := range writers {
+		ww.Add(1)
+		go func() {
+			defer ww.Done()
+			for n := range appends {
+				if _, err := e.store.Append(c, one(fmt.Sprint("recent-", w), eventstore.AnyVersion, widgetCounted{N: n})); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	ww.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for received.Load() < int64(len(delays)*want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for i, cursors := range got {
+		if len(cursors) != want {
+			t.Fatalf("subscriber %d got %d events, want %d", i, len(cursors), want)
+		}
+		for j := 1; j < len(cursors); j++ {
+			if !cursors[j-1].Less(cursors[j]) {
+				t.Fatalf("subscriber %d got %s after %s", i, cursors[j], cursors[j-1])
+			}
+		}
+		if !slices.Equal(cursors, got[0]) {
+			t.Fatalf("subscriber %d got other events than the one at the head", i)
+		}
+	}
+	served := e.store.Stats().RecentServed
+	t.Logf("%d events of %d given out of the window of recent events", served, int64(len(delays)*want))
+	if served == 0 {
+		t.Error("no subscription behind was given an event out of the window of recent events")
 	}
 }

@@ -43,7 +43,15 @@ func newTailReads() *tailReads {
 // callers must not change them.
 func (s *Store) readAfter(ctx context.Context, after Cursor, limit int) ([]RecordedEvent, error) {
 	evs, err := shareRead(ctx, s.tail, s.tail.events, after, s.notifier.generation(), limit,
-		func(ctx context.Context) ([]RecordedEvent, error) { return s.ReadAll(ctx, after, limit, Filter{}) })
+		func(ctx context.Context) ([]RecordedEvent, error) {
+			evs, err := s.ReadAll(ctx, after, limit, Filter{})
+			if err != nil {
+				s.recent.forget()
+				return nil, err
+			}
+			s.recent.add(after, evs, limit)
+			return evs, nil
+		})
 	if len(evs) > limit {
 		evs = evs[:limit:limit]
 	}

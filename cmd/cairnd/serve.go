@@ -137,6 +137,9 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
+	if err := metrics.Register(newStoreCollector(store)); err != nil {
+		return fmt.Errorf("register the event store's metrics: %w", err)
+	}
 	mountPortal(srv)
 	key, err := loadSecretsKey(cfg.DataDir, cfg.SecretsKeyFile)
 	if err != nil {

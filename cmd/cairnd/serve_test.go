@@ -68,6 +68,8 @@ func TestServe(t *testing.T) {
 		`cairn_db_pool_total_conns{pool="app"}`,
 		`cairn_db_pool_acquired_conns{pool="app"}`,
 		`cairn_db_pool_idle_conns{pool="app"}`,
+		"cairn_eventstore_append_transactions_total",
+		"cairn_eventstore_recent_events_served_total",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
