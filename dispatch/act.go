@@ -198,16 +198,28 @@ func (d *Dispatcher) place(e *jobEntry, parent *jobEntry, now time.Time) {
 // twice), and hands the lease to the node's connections the moment it is
 // recorded, without waiting to read it back from the log. One lease per
 // node is in flight at a time, so a node's leases reach it in log order.
+//
+// The lease's period starts when it is appended, not when it was decided:
+// a fan-out to 10,000 nodes decides every lease in one pass, and the last
+// were appended 18 s later, with less than half of a 30 s lease left.
 func (d *Dispatcher) lease(e *jobEntry, n *nodeEntry, now time.Time) {
-	evs, err := e.j.Lease(job.Lease{JobID: e.j.ID, NodeID: n.n.ID, LeaseUntil: now.Add(d.opts.Lease), At: now})
-	if err != nil {
+	decided, nodeID := e.j, n.n.ID
+	leaseAt := func(at time.Time) ([]domain.Event, error) {
+		return decided.Lease(job.Lease{JobID: decided.ID, NodeID: nodeID, LeaseUntil: at.Add(d.opts.Lease), At: at})
+	}
+	if _, err := leaseAt(now); err != nil {
 		d.log.Debug().Err(err).Str("job", e.j.ID).Msg("lease not decided")
 		return
 	}
 	d.reserve(e, n)
 	n.leasing = true
 	id, version, tenant := e.j.ID, e.version, e.tenant
+	var evs []domain.Event
 	d.launchFor(e, "lease", func(ctx context.Context) (commands.Outcome, error) {
+		var err error
+		if evs, err = leaseAt(later(now, d.now())); err != nil {
+			return commands.Outcome{}, err
+		}
 		stream := domain.StreamID(domain.JobStream, id)
 		res, err := d.store.Append(ctx, eventstore.AppendRequest{
 			Metadata: eventstore.Metadata{Actor: Actor, Tenant: tenant},

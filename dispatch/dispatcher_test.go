@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,6 +198,56 @@ func TestFanOutChildrenDecideWithoutReads(t *testing.T) {
 		t.Errorf("the children's starts and finishes read %d job streams, want none", n)
 	}
 	e.waitStatus(parent, job.StatusSucceeded)
+}
+
+// A lease's period starts when it is appended, not when it was decided: a
+// fan-out decides every child's lease in one pass, and the appends queue
+// behind the dispatcher's workers (on a loaded server, for many seconds).
+// With one worker and a clock that moves on every reading, leases timed at
+// their decision would share one time.
+func TestLeaseIsTimedWhenAppended(t *testing.T) {
+	t.Parallel()
+	opts := fastOptions()
+	opts.Workers = 1
+	var ticks atomic.Int64
+	base := time.Now()
+	opts.Clock = func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	e := start(t, opts)
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, fmt.Sprintf("lt%02d", i))
+	}
+	e.enroll(nil, ids...)
+	agents := map[string]*agent{}
+	for _, id := range ids {
+		agents[id] = e.connect(id, eventstore.Cursor{})
+	}
+	eventually(t, "nodes online", func() bool {
+		for _, id := range ids {
+			if e.node(id).Status != node.StatusOnline {
+				return false
+			}
+		}
+		return true
+	})
+	e.submit(jobs.Submit{Spec: echo, Target: job.Target{Every: true, Mode: job.ModeAll}})
+	at := map[time.Time]string{}
+	for id, a := range agents {
+		var it dispatch.AgentJob
+		select {
+		case it = <-a.items:
+		case <-time.After(wait):
+			t.Fatalf("node %s received no lease", id)
+		}
+		leased := e.job(it.Job.ID) // not started: its last change is the lease
+		if got := leased.LeaseUntil.Sub(leased.UpdatedAt); got != opts.Lease {
+			t.Errorf("child %s leased for %s, want %s", it.Job.ID, got, opts.Lease)
+		}
+		if other, ok := at[leased.UpdatedAt]; ok {
+			t.Errorf("children %s and %s were leased at the same reading of the clock: timed when decided, not appended", other, it.Job.ID)
+		}
+		at[leased.UpdatedAt] = it.Job.ID
+	}
 }
 
 // Job targets beyond a label map: every node, the nodes of a location, and
