@@ -149,13 +149,16 @@ func (s *Store) readRecent(ctx context.Context, after Cursor, limit int) ([]Reco
 	if len(kept) > 0 {
 		from = kept[len(kept)-1].Cursor()
 	}
-	rest, err := s.readAfter(ctx, from, limit-len(kept))
+	// The whole limit, not what is missing: the subscriptions served from
+	// the window then ask the same of the log at its end, and share one read.
+	rest, err := s.readAfter(ctx, from, limit)
 	if err != nil || len(rest) == 0 {
 		return kept, err
 	}
 	if len(kept) == 0 {
 		return rest, nil
 	}
+	rest = rest[:min(len(rest), limit-len(kept))]
 	out := make([]RecordedEvent, 0, len(kept)+len(rest))
 	return append(append(out, kept...), rest...), nil
 }

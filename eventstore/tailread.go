@@ -51,7 +51,7 @@ func (s *Store) readAfter(ctx context.Context, after Cursor, limit int) ([]Recor
 			}
 			s.recent.add(after, evs, limit)
 			return evs, nil
-		})
+		}, func(evs []RecordedEvent) int { return len(evs) })
 	if len(evs) > limit {
 		evs = evs[:limit:limit]
 	}
@@ -61,31 +61,40 @@ func (s *Store) readAfter(ctx context.Context, after Cursor, limit int) ([]Recor
 // heldBackShared is heldBack, shared the same way.
 func (s *Store) heldBackShared(ctx context.Context, after Cursor) (bool, error) {
 	return shareRead(ctx, s.tail, s.tail.held, after, s.notifier.generation(), 0,
-		func(ctx context.Context) (bool, error) { return s.heldBack(ctx, after) })
+		func(ctx context.Context) (bool, error) { return s.heldBack(ctx, after) }, func(bool) int { return 0 })
 }
 
 // shareRead joins the read of key that began at generation gen or later
 // and reads at least limit, under way or done, or else runs read itself for
 // whoever joins it. A read done stays to be joined until the next wake-up:
 // subscriptions woken together arrive over a while, some after it ended.
+//
+// A read of fewer events than limit may be joined too: when it found fewer
+// than it asked for, it read to the head and holds all there is; otherwise
+// the joiner reads alone after all. Subscriptions ask for batches of
+// different sizes, and at the head every one of them would otherwise make
+// its own read of the same few events.
 func shareRead[T any](ctx context.Context, t *tailReads, reads map[Cursor]*sharedRead[T], key Cursor, gen uint64, limit int,
-	read func(context.Context) (T, error)) (T, error) {
+	read func(context.Context) (T, error), found func(T) int) (T, error) {
 	t.mu.Lock()
-	if r, ok := reads[key]; ok && r.gen >= gen && r.limit >= limit {
+	if r, ok := reads[key]; ok && r.gen >= gen {
 		t.mu.Unlock()
-		t.joined.Add(1)
 		select {
 		case <-r.done:
 		case <-ctx.Done():
 			var zero T
 			return zero, ctx.Err()
 		}
-		if r.err == nil || !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+		if r.err != nil && (errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded)) {
+			// The subscription that began the read went away mid-read:
+			// read alone.
+			return read(ctx)
+		}
+		if r.limit >= limit || r.err == nil && found(r.val) < r.limit {
+			t.joined.Add(1)
 			return r.val, r.err
 		}
-		// The subscription that began the read went away mid-read: read
-		// alone.
-		return read(ctx)
+		return read(ctx) // it stopped short of the head and of limit
 	}
 	for k, old := range reads {
 		select {
