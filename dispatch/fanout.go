@@ -56,12 +56,40 @@ func (d *Dispatcher) spawn(e *jobEntry, now time.Time) {
 	}
 	slices.Sort(targets)
 	parent, version, tenant := e.j, e.version, e.tenant
-	d.command(e, "fan out", func(ctx context.Context) (commands.Outcome, error) {
-		return d.appendFanOut(ctx, parent, version, tenant, targets, now)
+	var appended []eventstore.StreamAppend
+	d.launchFor(e, "fan out", func(ctx context.Context) (out commands.Outcome, err error) {
+		out, appended, err = d.appendFanOut(ctx, parent, version, tenant, targets, now)
+		return out, err
+	}, func(out commands.Outcome, err error) {
+		if err == nil && !out.Duplicate {
+			d.applyAppended(tenant, appended)
+		}
 	})
 }
 
-func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version int64, tenant string, targets []string, at time.Time) (commands.Outcome, error) {
+// applyAppended applies what the dispatcher appended itself, as the
+// subscription will bring it back (which then finds it applied): the
+// children of a fan-out to 10,000 nodes are leased at once rather than
+// after their 10,000 events were read back and decoded, a second later.
+func (d *Dispatcher) applyAppended(tenant string, streams []eventstore.StreamAppend) {
+	for _, st := range streams {
+		if st.Expected == eventstore.AnyVersion {
+			continue // its versions are not known here: the subscription brings them
+		}
+		version := int64(st.Expected)
+		for _, ev := range st.Events {
+			version++
+			d.applyJob(eventstore.RecordedEvent{
+				StreamID: st.StreamID, StreamType: st.StreamType, Version: version, Type: ev.EventType(),
+				Metadata: eventstore.Metadata{Tenant: tenant},
+			}, ev)
+		}
+	}
+}
+
+// appendFanOut appends a fan-out's children and its record of them, and
+// returns what it appended.
+func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version int64, tenant string, targets []string, at time.Time) (commands.Outcome, []eventstore.StreamAppend, error) {
 	ids := make([]string, len(targets))
 	req := eventstore.AppendRequest{
 		CommandID: "fanout:" + parent.ID,
@@ -75,7 +103,7 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 			Submitter: parent.Submitter, At: at,
 		})
 		if err != nil {
-			return commands.Outcome{}, fmt.Errorf("child %d of fan-out %q: %w", i+1, parent.ID, err)
+			return commands.Outcome{}, nil, fmt.Errorf("child %d of fan-out %q: %w", i+1, parent.ID, err)
 		}
 		req.Streams = append(req.Streams, eventstore.StreamAppend{
 			StreamID: domain.StreamID(domain.JobStream, ids[i]), StreamType: domain.JobStream,
@@ -84,7 +112,7 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 	}
 	spawned, err := parent.SpawnChildren(job.SpawnChildren{JobID: parent.ID, ChildIDs: ids, At: at})
 	if err != nil {
-		return commands.Outcome{}, err
+		return commands.Outcome{}, nil, err
 	}
 	req.Streams = append(req.Streams, eventstore.StreamAppend{
 		StreamID: domain.StreamID(domain.JobStream, parent.ID), StreamType: domain.JobStream,
@@ -92,12 +120,12 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 	})
 	fp, err := commands.Fingerprint("job.fan_out", parent.ID, ids)
 	if err != nil {
-		return commands.Outcome{}, err
+		return commands.Outcome{}, nil, err
 	}
 	req.Fingerprint = fp
 	res, err := d.store.Append(ctx, req)
 	if err != nil {
-		return commands.Outcome{}, err
+		return commands.Outcome{}, nil, err
 	}
 	if !res.Duplicate { // a duplicate's events are the first spawn's, not these
 		children, parentStream := req.Streams[:len(req.Streams)-1], req.Streams[len(req.Streams)-1]
@@ -106,7 +134,7 @@ func (d *Dispatcher) appendFanOut(ctx context.Context, parent job.Job, version i
 		}
 		d.written.Wrote(parentStream.StreamID, version, tenant, parentStream.Events)
 	}
-	return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, parent.ID), ID: parent.ID}, nil
+	return commands.Outcome{Result: commands.ResultFor(res, domain.JobStream, parent.ID), ID: parent.ID}, req.Streams, nil
 }
 
 // ChildID is the id of a fan-out's n-th child (from 1): the parent's id and
