@@ -183,8 +183,8 @@ type Dispatcher struct {
 	presence Presence
 	now      func() time.Time
 
-	workers chan struct{} // semaphore of commands in flight
-	ready   chan struct{} // closed once the state has caught up with the log
+	commands commandQueue
+	ready    chan struct{} // closed once the state has caught up with the log
 
 	mu    sync.Mutex
 	jobs  map[string]*jobEntry
@@ -221,7 +221,7 @@ func New(deps Deps, opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{
 		store: deps.Store, written: written, jobsH: deps.Jobs, nodesH: deps.Nodes, access: deps.Access,
 		logs: deps.Logs, stats: deps.Stats, log: deps.Log, opts: opts, now: opts.Clock, owner: deps.Owner, presence: deps.Presence,
-		workers: make(chan struct{}, opts.Workers), ready: make(chan struct{}),
+		commands: commandQueue{max: opts.Workers}, ready: make(chan struct{}),
 		undecodable: eventstore.NewUndecodable(deps.Log, "dispatcher"),
 		jobs:        map[string]*jobEntry{}, nodes: map[string]*nodeEntry{}, touched: map[*nodeEntry]struct{}{}, touchedJobs: map[*jobEntry]struct{}{}, schedules: map[string]*scheduleEntry{},
 	}
@@ -348,8 +348,9 @@ func (d *Dispatcher) Ready() bool {
 	}
 }
 
-// launch runs a command in the background, bounded by the worker pool, and
-// hands its result to done under the dispatcher's lock.
+// launch runs a command in the background, in the order decided and at
+// most Options.Workers at once, and hands its result to done under the
+// dispatcher's lock.
 func (d *Dispatcher) launch(what string, run func(context.Context) (commands.Outcome, error), done func(commands.Outcome, error)) {
 	ctx := d.runCtx
 	if d.owner != nil {
@@ -367,14 +368,11 @@ func (d *Dispatcher) launch(what string, run func(context.Context) (commands.Out
 		}
 		ctx = eventstore.WithFence(ctx, f)
 	}
-	go func() {
-		select {
-		case d.workers <- struct{}{}:
-		case <-ctx.Done():
+	d.commands.push(func() {
+		if ctx.Err() != nil {
 			return
 		}
 		out, err := run(ctx)
-		<-d.workers
 		if err != nil && ctx.Err() == nil {
 			lvl := d.log.Warn()
 			if isExpected(err) {
@@ -387,7 +385,7 @@ func (d *Dispatcher) launch(what string, run func(context.Context) (commands.Out
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		done(out, err)
-	}()
+	})
 }
 
 // meta is the metadata of the dispatcher's own commands.
