@@ -46,7 +46,9 @@ func (s *Store) readAfter(ctx context.Context, after Cursor, limit int) ([]Recor
 		func(ctx context.Context) ([]RecordedEvent, error) {
 			evs, err := s.ReadAll(ctx, after, limit, Filter{})
 			if err != nil {
-				s.recent.forget()
+				if ctx.Err() == nil { // not just a subscription going away
+					s.recent.forget()
+				}
 				return nil, err
 			}
 			s.recent.add(after, evs, limit)
