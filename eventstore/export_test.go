@@ -13,3 +13,11 @@ const EventColumns = eventColumns
 func (s *Store) ReadAllQuery(after Cursor, limit int, f Filter) (string, []any) {
 	return s.readAllQuery(after, limit, f)
 }
+
+// TailReadsKept is how many reads of the log the store keeps for
+// subscriptions to share.
+func (s *Store) TailReadsKept() int {
+	s.tail.mu.Lock()
+	defer s.tail.mu.Unlock()
+	return len(s.tail.events)
+}

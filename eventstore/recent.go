@@ -134,13 +134,31 @@ func eventBytes(e *RecordedEvent) int {
 	return len(e.Payload) + len(e.RawMetadata) + len(e.StreamID) + len(e.Hash) + len(e.PrevHash)
 }
 
-// readRecent is readAfter served from the window of recent events where it
-// holds the cursor: what the window lacks to fill limit is read from the
-// database after its end, shared like any read of the tail.
-func (s *Store) readRecent(ctx context.Context, after Cursor, limit int) ([]RecordedEvent, error) {
+// readLog reads the whole log after a cursor from the database, keeping
+// what it read in the window of recent events where it fits.
+func (s *Store) readLog(ctx context.Context, after Cursor, limit int) ([]RecordedEvent, error) {
+	evs, err := s.ReadAll(ctx, after, limit, Filter{})
+	if err != nil {
+		if ctx.Err() == nil { // not just a subscription going away
+			s.recent.forget()
+		}
+		return nil, err
+	}
+	s.recent.add(after, evs, limit)
+	return evs, nil
+}
+
+// readRecent serves a subscription's read from the window of recent events
+// where it holds the cursor; what the window lacks to fill limit, or all
+// of it when the window does not hold the cursor, comes from read: the
+// shared read of the tail (readAfter) for a subscription at the head, or a
+// read of its own (readLog) for one catching up, whose reads nobody else
+// makes and which a shared read would keep until the next commit.
+func (s *Store) readRecent(ctx context.Context, after Cursor, limit int,
+	read func(context.Context, Cursor, int) ([]RecordedEvent, error)) ([]RecordedEvent, error) {
 	kept, ok := s.recent.after(after, limit)
 	if !ok {
-		return s.readAfter(ctx, after, limit)
+		return read(ctx, after, limit)
 	}
 	if len(kept) == limit {
 		return kept, nil
@@ -151,7 +169,7 @@ func (s *Store) readRecent(ctx context.Context, after Cursor, limit int) ([]Reco
 	}
 	// The whole limit, not what is missing: the subscriptions served from
 	// the window then ask the same of the log at its end, and share one read.
-	rest, err := s.readAfter(ctx, from, limit)
+	rest, err := read(ctx, from, limit)
 	if err != nil || len(rest) == 0 {
 		return kept, err
 	}

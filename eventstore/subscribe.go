@@ -56,7 +56,7 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 			evs, err, ahead = r.events, r.err, nil
 		} else {
 			read = size
-			evs, err = s.readRecent(ctx, cursor, size)
+			evs, err = s.readRecent(ctx, cursor, size, s.readAfter)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -136,7 +136,7 @@ type readResult struct {
 func (s *Store) readAhead(ctx context.Context, cursor Cursor, size int) <-chan readResult {
 	out := make(chan readResult, 1)
 	go func() {
-		evs, err := s.readRecent(ctx, cursor, size)
+		evs, err := s.readRecent(ctx, cursor, size, s.readLog)
 		out <- readResult{evs, err}
 	}()
 	return out

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"cairn/domain"
 	"cairn/eventstore"
 	"cairn/internal/database"
 	"cairn/internal/testdb"
@@ -512,5 +513,47 @@ func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 	t.Logf("%d events of %d given out of the window of recent events", served, int64(len(delays)*want))
 	if served == 0 {
 		t.Error("no subscription behind was given an event out of the window of recent events")
+	}
+}
+
+// A subscription catching up reads ahead on its own: the events it reads
+// are not kept for others to share, which would hold a whole catch-up (a
+// read model's rebuild, say) in memory until the next commit.
+func TestCatchingUpKeepsNoReadsForOthers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
+	c := ctx(t)
+	const streams, each = 60, 100
+	for s := range streams {
+		var evs []domain.Event
+		for n := range each {
+			evs = append(evs, widgetCounted{N: n})
+		}
+		if _, err := e.store.Append(c, one(fmt.Sprint("catch-up-", s), eventstore.NoStream, evs...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		sctx, stop := context.WithCancel(c)
+		var n int
+		last := eventstore.Start
+		err := e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: eventstore.Start, BatchSize: 100}, func(_ context.Context, b eventstore.Batch) error {
+			for _, ev := range b.Events {
+				if !last.Less(ev.Cursor()) {
+					return fmt.Errorf("event %s after %s", ev.Cursor(), last)
+				}
+				last = ev.Cursor()
+			}
+			if n += len(b.Events); n >= streams*each {
+				stop()
+			}
+			return nil
+		})
+		if n < streams*each {
+			t.Fatalf("round %d: caught up with %d of %d events: %v", round, n, streams*each, err)
+		}
+		if kept := e.store.TailReadsKept(); kept > 2 {
+			t.Errorf("round %d: %d reads of the log kept for sharing after catching up on %d events in batches of 100", round, kept, streams*each)
+		}
 	}
 }

@@ -43,17 +43,8 @@ func newTailReads() *tailReads {
 // callers must not change them.
 func (s *Store) readAfter(ctx context.Context, after Cursor, limit int) ([]RecordedEvent, error) {
 	evs, err := shareRead(ctx, s.tail, s.tail.events, after, s.notifier.generation(), limit,
-		func(ctx context.Context) ([]RecordedEvent, error) {
-			evs, err := s.ReadAll(ctx, after, limit, Filter{})
-			if err != nil {
-				if ctx.Err() == nil { // not just a subscription going away
-					s.recent.forget()
-				}
-				return nil, err
-			}
-			s.recent.add(after, evs, limit)
-			return evs, nil
-		}, func(evs []RecordedEvent) int { return len(evs) })
+		func(ctx context.Context) ([]RecordedEvent, error) { return s.readLog(ctx, after, limit) },
+		func(evs []RecordedEvent) int { return len(evs) })
 	if len(evs) > limit {
 		evs = evs[:limit:limit]
 	}
