@@ -204,7 +204,7 @@ func benchDispatch(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	defer api.Close()
-	const agents, samples = 20, 500
+	const agents, samples = 20, 300
 	creds, err := enrollAgents(ctx, js, "p99-", agents, nil)
 	if err != nil {
 		return nil, err

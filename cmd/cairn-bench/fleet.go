@@ -267,9 +267,10 @@ func raiseFileLimit() uint64 {
 	return l.Cur
 }
 
-// quietMemory is the served cairnd's live memory after a moment's quiet.
+// quietMemory is the served cairnd's live memory after a moment's quiet
+// (the collections the heap profile asks for do the rest).
 func quietMemory(ctx context.Context, srv *servedCairnd, label string) (liveMemory, error) {
-	time.Sleep(3 * time.Second)
+	time.Sleep(2 * time.Second)
 	return srv.liveMemory(ctx, label)
 }
 

@@ -44,7 +44,7 @@ resources:
 //     moments, half an interval apart on average, with the interval at
 //     2 s: from the removal to the resource made again.
 func benchReconcile(ctx context.Context, e *env) (result, error) {
-	const services, interval, samples = 1000, 2 * time.Second, 30
+	const services, interval, samples = 1000, 2 * time.Second, 20
 	store := eventstore.New(e.app, events.Registry(), eventstore.Options{Log: e.log, AppendWorkers: e.cfg.appendWorkers})
 	defer store.Close()
 	reg := plugins.NewRegistry()
