@@ -62,9 +62,7 @@ func TestAnyMatchingNode(t *testing.T) {
 	for _, id := range []string{"w1", "w2", "d1"} { // w3 is not connected
 		agents[id] = e.connect(id, eventstore.Cursor{})
 	}
-	eventually(t, "nodes online", func() bool {
-		return e.node("w1").Status == node.StatusOnline && e.node("w2").Status == node.StatusOnline
-	})
+	e.waitOnline("w1", "w2")
 	got := map[string]int{}
 	for range 4 {
 		id := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"role": "web"}, Mode: job.ModeAny}})
@@ -95,14 +93,7 @@ func TestFanOutAll(t *testing.T) {
 	for _, id := range []string{"e1", "e2", "e3", "c1"} {
 		agents = append(agents, e.connect(id, eventstore.Cursor{}))
 	}
-	eventually(t, "nodes online", func() bool {
-		for _, id := range []string{"e1", "e2", "e3", "c1"} {
-			if e.node(id).Status != node.StatusOnline {
-				return false
-			}
-		}
-		return true
-	})
+	e.waitOnline("e1", "e2", "e3", "c1")
 	parent := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"tier": "edge"}, Mode: job.ModeAll, MaxParallel: 2}})
 	p := e.waitStatus(parent, job.StatusRunning)
 	if len(p.Children) != 3 {
@@ -170,14 +161,7 @@ func TestFanOutChildrenDecideWithoutReads(t *testing.T) {
 	for _, id := range ids {
 		agents[id] = e.connect(id, eventstore.Cursor{})
 	}
-	eventually(t, "nodes online", func() bool {
-		for _, id := range ids {
-			if e.node(id).Status != node.StatusOnline {
-				return false
-			}
-		}
-		return true
-	})
+	e.waitOnline(ids...)
 	parent := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Every: true, Mode: job.ModeAll}})
 	leased := map[string]string{}
 	eventually(t, "every child leased", func() bool {
@@ -222,14 +206,7 @@ func TestLeaseIsTimedWhenAppended(t *testing.T) {
 	for _, id := range ids {
 		agents[id] = e.connect(id, eventstore.Cursor{})
 	}
-	eventually(t, "nodes online", func() bool {
-		for _, id := range ids {
-			if e.node(id).Status != node.StatusOnline {
-				return false
-			}
-		}
-		return true
-	})
+	e.waitOnline(ids...)
 	e.submit(jobs.Submit{Spec: echo, Target: job.Target{Every: true, Mode: job.ModeAll}})
 	at := map[time.Time]string{}
 	for id, a := range agents {
@@ -271,14 +248,7 @@ func TestFanOutTargetSets(t *testing.T) {
 	for _, id := range []string{"s1", "s2", "s3", "s4"} {
 		agents[id] = e.connect(id, eventstore.Cursor{})
 	}
-	eventually(t, "nodes online", func() bool {
-		for id := range agents {
-			if e.node(id).Status != node.StatusOnline {
-				return false
-			}
-		}
-		return true
-	})
+	e.waitOnline("s1", "s2", "s3", "s4")
 	for _, tc := range []struct {
 		name   string
 		target job.Target

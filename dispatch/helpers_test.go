@@ -128,6 +128,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitOnline waits until the nodes are recorded online.
+func (e env) waitOnline(ids ...string) {
+	e.t.Helper()
+	eventually(e.t, "nodes online", func() bool {
+		for _, id := range ids {
+			if e.node(id).Status != node.StatusOnline {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func (e env) waitStatus(id string, want job.Status) job.Job {
 	e.t.Helper()
 	var j job.Job

@@ -339,61 +339,8 @@ func TestReadModelSessionsDoNotHoldReadersBack(t *testing.T) {
 func TestSubscriptionsAtTheHeadShareTheirReads(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
-	c := ctx(t)
-	head, err := e.store.Head(c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const subscribers, writers, appends = 8, 4, 50
-	sctx, cancel := context.WithCancel(c)
-	defer cancel()
-	got := make([][]eventstore.Cursor, subscribers)
-	var wg sync.WaitGroup
-	var received atomic.Int64
-	for i := range subscribers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: head}, func(_ context.Context, b eventstore.Batch) error {
-				for _, ev := range b.Events {
-					got[i] = append(got[i], ev.Cursor())
-				}
-				received.Add(int64(len(b.Events)))
-				return nil
-			})
-		}()
-	}
-	var ww sync.WaitGroup
-	for w := range writers {
-		ww.Add(1)
-		go func() {
-			defer ww.Done()
-			for n := range appends {
-				if _, err := e.store.Append(c, one(fmt.Sprint("shared-", w), eventstore.AnyVersion, widgetCounted{N: n})); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	ww.Wait()
-	const want = subscribers * writers * appends
-	deadline := time.Now().Add(20 * time.Second)
-	for received.Load() < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	for i, cursors := range got {
-		if len(cursors) != writers*appends {
-			t.Fatalf("subscriber %d got %d events, want %d: a wake-up was missed", i, len(cursors), writers*appends)
-		}
-		for j := 1; j < len(cursors); j++ {
-			if !cursors[j-1].Less(cursors[j]) {
-				t.Fatalf("subscriber %d got %s after %s", i, cursors[j], cursors[j-1])
-			}
-		}
-	}
+	followTheWriters(t, e.store, 0, make([]time.Duration, subscribers), "shared-", writers, appends)
 	st := e.store.Stats()
 	ran, joined := st.TailReads, st.TailReadsShared
 	t.Logf("reads of the tail: %d made, %d shared", ran, joined)
@@ -447,18 +394,31 @@ func TestSubscribeCatchUpHandsBatchesOfItsSize(t *testing.T) {
 func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
-	c := ctx(t)
-	head, err := e.store.Head(c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const writers, appends = 4, 100
-	const want = writers * appends
-	sctx, cancel := context.WithCancel(c)
-	defer cancel()
 	// One at the head, and two that take a while over each batch (a read
 	// model's transaction, say), so they fall behind and catch up.
 	delays := []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond}
+	followTheWriters(t, e.store, 16, delays, "recent-", writers, appends)
+	served := e.store.Stats().RecentServed
+	t.Logf("%d events of %d given out of the window of recent events", served, len(delays)*writers*appends)
+	if served == 0 {
+		t.Error("no subscription behind was given an event out of the window of recent events")
+	}
+}
+
+// followTheWriters subscribes from the head once for each of delays (how
+// long each takes over a batch of up to batch events), has writers append
+// appends events each, and checks that every subscription got every event
+// once, in the same order.
+func followTheWriters(t *testing.T, store *eventstore.Store, batch int, delays []time.Duration, prefix string, writers, appends int) {
+	t.Helper()
+	c := ctx(t)
+	head, err := store.Head(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
 	got := make([][]eventstore.Cursor, len(delays))
 	var received atomic.Int64
 	var wg sync.WaitGroup
@@ -466,7 +426,7 @@ func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: head, BatchSize: 16}, func(_ context.Context, b eventstore.Batch) error {
+			_ = store.Subscribe(sctx, eventstore.SubscribeOptions{From: head, BatchSize: batch}, func(_ context.Context, b eventstore.Batch) error {
 				for _, ev := range b.Events {
 					got[i] = append(got[i], ev.Cursor())
 				}
@@ -476,20 +436,8 @@ func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 			})
 		}()
 	}
-	var ww sync.WaitGroup
-	for w := range writers {
-		ww.Add(1)
-		go func() {
-			defer ww.Done()
-			for n := range appends {
-				if _, err := e.store.Append(c, one(fmt.Sprint("recent-", w), eventstore.AnyVersion, widgetCounted{N: n})); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	ww.Wait()
+	appendConcurrently(t, store, prefix, writers, appends)
+	want := writers * appends
 	deadline := time.Now().Add(30 * time.Second)
 	for received.Load() < int64(len(delays)*want) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -498,7 +446,7 @@ func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 	wg.Wait()
 	for i, cursors := range got {
 		if len(cursors) != want {
-			t.Fatalf("subscriber %d got %d events, want %d", i, len(cursors), want)
+			t.Fatalf("subscriber %d got %d events, want %d: a wake-up was missed", i, len(cursors), want)
 		}
 		for j := 1; j < len(cursors); j++ {
 			if !cursors[j-1].Less(cursors[j]) {
@@ -506,13 +454,8 @@ func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 			}
 		}
 		if !slices.Equal(cursors, got[0]) {
-			t.Fatalf("subscriber %d got other events than the one at the head", i)
+			t.Fatalf("subscriber %d got other events than the first", i)
 		}
-	}
-	served := e.store.Stats().RecentServed
-	t.Logf("%d events of %d given out of the window of recent events", served, int64(len(delays)*want))
-	if served == 0 {
-		t.Error("no subscription behind was given an event out of the window of recent events")
 	}
 }
 
@@ -556,4 +499,25 @@ func TestCatchingUpKeepsNoReadsForOthers(t *testing.T) {
 			t.Errorf("round %d: %d reads of the log kept for sharing after catching up on %d events in batches of 100", round, kept, streams*each)
 		}
 	}
+}
+
+// appendConcurrently has writers append appends events each, one at a time,
+// to a stream of their own named after prefix, and waits for them.
+func appendConcurrently(t *testing.T, store *eventstore.Store, prefix string, writers, appends int) {
+	t.Helper()
+	c := ctx(t)
+	var ww sync.WaitGroup
+	for w := range writers {
+		ww.Add(1)
+		go func() {
+			defer ww.Done()
+			for n := range appends {
+				if _, err := store.Append(c, one(fmt.Sprint(prefix, w), eventstore.AnyVersion, widgetCounted{N: n})); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	ww.Wait()
 }

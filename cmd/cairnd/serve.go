@@ -126,9 +126,10 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 
 	metrics := prometheus.NewRegistry()
 	srv, err := httpserver.New(httpserver.Deps{
-		Log:   log.With().Str("component", "http").Logger(),
-		Pool:  pool,
-		Store: store,
+		Log:        log.With().Str("component", "http").Logger(),
+		Pool:       pool,
+		Store:      store,
+		StoreStats: store.Stats,
 		Schema: func(ctx context.Context) (migrations.Status, error) {
 			return migrations.Check(ctx, owner)
 		},
@@ -136,9 +137,6 @@ func serve(ctx context.Context, cfg *config, log zerolog.Logger, ln net.Listener
 	})
 	if err != nil {
 		return err
-	}
-	if err := metrics.Register(newStoreCollector(store)); err != nil {
-		return fmt.Errorf("register the event store's metrics: %w", err)
 	}
 	mountPortal(srv)
 	key, err := loadSecretsKey(cfg.DataDir, cfg.SecretsKeyFile)

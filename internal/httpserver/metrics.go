@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"cairn/eventstore"
 )
 
 type httpMetrics struct {
@@ -51,11 +53,16 @@ type poolCollector struct {
 	acquires, emptyAcquires, acquireWait *prometheus.Desc
 }
 
-func newPoolCollector(name string, pool *pgxpool.Pool) *poolCollector {
-	labels := prometheus.Labels{"pool": name}
-	desc := func(metric, help string) *prometheus.Desc {
-		return prometheus.NewDesc("cairn_db_pool_"+metric, help, nil, labels)
+// descriptions makes the descriptions of one collector's metrics, named
+// prefix plus the metric's name, with labels fixed.
+func descriptions(prefix string, labels prometheus.Labels) func(metric, help string) *prometheus.Desc {
+	return func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prefix+metric, help, nil, labels)
 	}
+}
+
+func newPoolCollector(name string, pool *pgxpool.Pool) *poolCollector {
+	desc := descriptions("cairn_db_pool_", prometheus.Labels{"pool": name})
 	return &poolCollector{
 		pool:          pool,
 		acquired:      desc("acquired_conns", "Connections currently in use."),
@@ -89,4 +96,43 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.acquires, float64(st.AcquireCount()))
 	counter(c.emptyAcquires, float64(st.EmptyAcquireCount()))
 	counter(c.acquireWait, st.AcquireDuration().Seconds())
+}
+
+// storeCollector reports the event store's counters at scrape time: how
+// appends were grouped into transactions, and how much of the reading of
+// the log the subscriptions shared.
+type storeCollector struct {
+	stats func() eventstore.Stats
+
+	batches, appends, events      *prometheus.Desc
+	reads, readsShared, recentHit *prometheus.Desc
+}
+
+func newStoreCollector(stats func() eventstore.Stats) *storeCollector {
+	desc := descriptions("cairn_eventstore_", nil)
+	return &storeCollector{
+		stats:       stats,
+		batches:     desc("append_transactions_total", "Transactions the appender ran."),
+		appends:     desc("appends_total", "Append requests (commands) the transactions carried."),
+		events:      desc("events_appended_total", "Events appended."),
+		reads:       desc("tail_reads_total", "Reads of the log the subscriptions made."),
+		readsShared: desc("tail_reads_shared_total", "Reads of the log a subscription took from another's read instead of making it."),
+		recentHit:   desc("recent_events_served_total", "Events given to subscriptions out of the window of recent events instead of read."),
+	}
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.batches, c.appends, c.events, c.reads, c.readsShared, c.recentHit} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	for d, v := range map[*prometheus.Desc]int64{
+		c.batches: st.Batches, c.appends: st.Appends, c.events: st.Events,
+		c.reads: st.TailReads, c.readsShared: st.TailReadsShared, c.recentHit: st.RecentServed,
+	} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
 }

@@ -40,6 +40,8 @@ type Deps struct {
 	Pool *pgxpool.Pool
 	// Store is the event log; readiness checks the app role can read it.
 	Store Log
+	// StoreStats, if set, gives /metrics the event store's counters.
+	StoreStats func() eventstore.Stats
 	// Schema reports the database's schema version against the binary's
 	// migrations. It needs a connection that may read the migration table,
 	// which the app role may not.
@@ -101,13 +103,17 @@ func New(d Deps) (*Server, error) {
 		reqMetrics:   newHTTPMetrics(),
 	}
 	s.ready = newReadiness(s.checkReady)
-	for _, c := range []prometheus.Collector{
+	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		s.reqMetrics.requests,
 		s.reqMetrics.duration,
 		newPoolCollector("app", d.Pool),
-	} {
+	}
+	if d.StoreStats != nil {
+		cs = append(cs, newStoreCollector(d.StoreStats))
+	}
+	for _, c := range cs {
 		if err := d.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics (is the registry shared with another server?): %w", err)
 		}
