@@ -742,9 +742,10 @@ type Stats struct {
 	Appends int64 // append requests (commands) they carried
 	Events  int64
 	// TailReads are the subscriptions' reads of the log made, TailReadsShared
-	// those that took another's read instead, and RecentServed the events
-	// given out of the window of recent events instead of read.
-	TailReads, TailReadsShared, RecentServed int64
+	// those that took another's read instead, RecentServed the events given
+	// out of the window of recent events instead of read, and EventsRead
+	// the events the subscriptions read from the database.
+	TailReads, TailReadsShared, RecentServed, EventsRead int64
 }
 
 // Stats reports how appends were grouped into transactions and how the
@@ -753,5 +754,6 @@ func (s *Store) Stats() Stats {
 	return Stats{
 		Batches: s.appender.batches.Load(), Appends: s.appender.appends.Load(), Events: s.appender.events.Load(),
 		TailReads: s.tail.ran.Load(), TailReadsShared: s.tail.joined.Load(), RecentServed: s.recent.served.Load(),
+		EventsRead: s.recent.read.Load(),
 	}
 }

@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -56,7 +57,7 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 			evs, err, ahead = r.events, r.err, nil
 		} else {
 			read = size
-			evs, err = s.readRecent(ctx, cursor, size, s.readAfter)
+			evs, err = s.readRecent(ctx, cursor, size, s.notifier.generation(), s.readAfter)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -136,7 +137,8 @@ type readResult struct {
 func (s *Store) readAhead(ctx context.Context, cursor Cursor, size int) <-chan readResult {
 	out := make(chan readResult, 1)
 	go func() {
-		evs, err := s.readRecent(ctx, cursor, size, s.readLog)
+		// Behind the head, any read under way of the same events will do.
+		evs, err := s.readRecent(ctx, cursor, size, math.MaxUint64, s.readLog)
 		out <- readResult{evs, err}
 	}()
 	return out

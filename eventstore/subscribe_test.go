@@ -406,6 +406,68 @@ func TestSubscriptionsBehindAreServedFromRecentEvents(t *testing.T) {
 	}
 }
 
+// Subscriptions woken by one large commit read it from the database about
+// once between them, whatever their batch sizes: a read of the same events
+// under way is waited for and taken from the window of recent events. Each
+// read it on its own before, as many times over as there were
+// subscriptions.
+func TestSubscriptionsReadALargeCommitOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{PollInterval: time.Minute})
+	c := ctx(t)
+	head, err := e.store.Head(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 3000
+	sizes := []int{100, 150, 250, 400, 500, 1000}
+	sctx, cancel := context.WithCancel(c)
+	defer cancel()
+	var received atomic.Int64
+	var wg sync.WaitGroup
+	for _, size := range sizes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: head, BatchSize: size}, func(_ context.Context, b eventstore.Batch) error {
+				received.Add(int64(len(b.Events)))
+				return nil
+			})
+		}()
+	}
+	// One event first, read by all: they wait at the head, and the window
+	// of recent events holds it, as in a process that has been running.
+	if _, err := e.store.Append(c, one("large-commit-before", eventstore.NoStream, widgetCounted{})); err != nil {
+		t.Fatal(err)
+	}
+	for received.Load() < int64(len(sizes)) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	received.Store(0)
+	before := e.store.Stats().EventsRead
+	evs := make([]domain.Event, events)
+	for i := range evs {
+		evs[i] = widgetCounted{N: i}
+	}
+	if _, err := e.store.Append(c, one("large-commit", eventstore.NoStream, evs...)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for received.Load() < int64(len(sizes)*events) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if got := received.Load(); got != int64(len(sizes)*events) {
+		t.Fatalf("%d subscriptions received %d events, want %d each", len(sizes), got, events)
+	}
+	read := e.store.Stats().EventsRead - before
+	t.Logf("%d subscriptions read %d events from the database for a commit of %d", len(sizes), read, events)
+	if read > events*3/2 {
+		t.Errorf("%d subscriptions read %d events from the database for a commit of %d: each read it again", len(sizes), read, events)
+	}
+}
+
 // followTheWriters subscribes from the head once for each of delays (how
 // long each takes over a batch of up to batch events), has writers append
 // appends events each, and checks that every subscription got every event

@@ -106,6 +106,7 @@ type storeCollector struct {
 
 	batches, appends, events      *prometheus.Desc
 	reads, readsShared, recentHit *prometheus.Desc
+	eventsRead                    *prometheus.Desc
 }
 
 func newStoreCollector(stats func() eventstore.Stats) *storeCollector {
@@ -118,11 +119,12 @@ func newStoreCollector(stats func() eventstore.Stats) *storeCollector {
 		reads:       desc("tail_reads_total", "Reads of the log the subscriptions made."),
 		readsShared: desc("tail_reads_shared_total", "Reads of the log a subscription took from another's read instead of making it."),
 		recentHit:   desc("recent_events_served_total", "Events given to subscriptions out of the window of recent events instead of read."),
+		eventsRead:  desc("events_read_total", "Events the subscriptions read from the database."),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.batches, c.appends, c.events, c.reads, c.readsShared, c.recentHit} {
+	for _, d := range []*prometheus.Desc{c.batches, c.appends, c.events, c.reads, c.readsShared, c.recentHit, c.eventsRead} {
 		ch <- d
 	}
 }
@@ -132,6 +134,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for d, v := range map[*prometheus.Desc]int64{
 		c.batches: st.Batches, c.appends: st.Appends, c.events: st.Events,
 		c.reads: st.TailReads, c.readsShared: st.TailReadsShared, c.recentHit: st.RecentServed,
+		c.eventsRead: st.EventsRead,
 	} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
