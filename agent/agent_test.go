@@ -1,11 +1,15 @@
 package agent_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +31,9 @@ func TestRunJob(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t)
-			a := s.startAgent(agent.Config{JoinToken: s.joinToken(map[string]string{"role": "test"}), Transport: transport})
+			overHTTP := &operationCounter{}
+			a := s.startAgent(agent.Config{JoinToken: s.joinToken(map[string]string{"role": "test"}), Transport: transport,
+				HTTPClient: &http.Client{Transport: overHTTP}})
 			id := s.nodeOnline(a)
 			fi, err := os.Stat(filepath.Join(a.cfg.DataDir, "credential"))
 			if err != nil || fi.Mode().Perm() != 0o600 {
@@ -44,6 +50,15 @@ func TestRunJob(t *testing.T) {
 			}
 			if got := s.output(jobID, joblogs.StreamStderr); got != "oops\n" {
 				t.Errorf("stderr %q", got)
+			}
+			// Over a WebSocket, the job's reports travel on it; long polls
+			// send them as requests.
+			reports := overHTTP.count("Start") + overHTTP.count("AppendLog") + overHTTP.count("Finish")
+			if transport == agent.TransportWebSocket && reports > 0 {
+				t.Errorf("%d of the job's reports were sent over HTTP beside the agent's WebSocket", reports)
+			}
+			if transport == agent.TransportPoll && reports == 0 {
+				t.Error("no report of the job was sent over HTTP, with long polls")
 			}
 			// An action returns its output as the result.
 			actionID := s.submit(jobs.Submit{Target: job.Target{NodeID: id},
@@ -213,4 +228,37 @@ func TestAgentRestart(t *testing.T) {
 	if finishes != 1 {
 		t.Errorf("result recorded %d times", finishes)
 	}
+}
+
+// operationCounter is an HTTP transport that counts the GraphQL operations
+// sent through it, by name.
+type operationCounter struct {
+	mu     sync.Mutex
+	byName map[string]int
+}
+
+func (o *operationCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct{ OperationName string }
+		_ = json.Unmarshal(body, &req)
+		o.mu.Lock()
+		if o.byName == nil {
+			o.byName = map[string]int{}
+		}
+		o.byName[req.OperationName]++
+		o.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (o *operationCounter) count(name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byName[name]
 }

@@ -27,6 +27,9 @@ const wsIdle = 60 * time.Second
 type wsFeed struct {
 	c      *client.Client
 	nodeID string
+	// carry, when set, is given the subscription once connected, for the
+	// session's other operations, and returns what ends that.
+	carry func(*client.Subscription) (stop func())
 }
 
 func (f *wsFeed) name() string { return "websocket" }
@@ -42,6 +45,9 @@ func (f *wsFeed) run(ctx context.Context, after string, connected func(), delive
 		return err
 	}
 	defer sub.Close()
+	if f.carry != nil {
+		defer f.carry(sub)()
+	}
 	connected()
 	for {
 		resp, err := sub.Next(ctx)

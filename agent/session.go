@@ -38,6 +38,9 @@ type Session struct {
 	heartbeat   time.Duration
 	preferPoll  time.Time
 	connectedAt time.Time
+	// live is the feed's WebSocket while it is connected: reports and
+	// heartbeats travel over it rather than as requests of their own.
+	live *client.Subscription
 }
 
 // SessionConfig configures a Session. Server and Credential are required.
@@ -260,7 +263,7 @@ func (s *Session) chooseFeed() feed {
 	case s.transport == TransportAuto && time.Now().Before(s.preferPoll):
 		return poll
 	}
-	return &wsFeed{c: s.c, nodeID: s.nodeID}
+	return &wsFeed{c: s.c, nodeID: s.nodeID, carry: s.carry}
 }
 
 // Heartbeats tells the control plane the node is alive and which jobs it
@@ -283,7 +286,7 @@ func (s *Session) Heartbeats(ctx context.Context, running func() []string, cance
 			CancelJobIDs    []string `json:"cancelJobIds"`
 		}
 		input := map[string]any{"nodeId": s.nodeID, "runningJobIds": running()}
-		if err := send(ctx, s.c, "Heartbeat", map[string]any{"input": input}, &out); err != nil {
+		if err := s.send(ctx, "Heartbeat", map[string]any{"input": input}, &out); err != nil {
 			if unauthenticated(err) {
 				return err
 			}
@@ -324,7 +327,7 @@ func (s *Session) Report(ctx context.Context, op string, input map[string]any) e
 	b := s.backoff()
 	began := time.Now()
 	for tries := 1; ; tries++ {
-		err := send(ctx, s.c, op, map[string]any{"input": input}, nil)
+		err := s.send(ctx, op, map[string]any{"input": input}, nil)
 		if err == nil || client.Permanent(err) {
 			return err
 		}
@@ -341,6 +344,56 @@ func (s *Session) Report(ctx context.Context, op string, input map[string]any) e
 		if err := b.wait(ctx); err != nil {
 			return err
 		}
+	}
+}
+
+// liveReportTimeout bounds how long a report over the feed's WebSocket
+// waits for its answer before it is sent over HTTP instead.
+const liveReportTimeout = 10 * time.Second
+
+// send runs one of the agent's operations over the feed's WebSocket when it
+// is connected, and over HTTP otherwise. Each request over HTTP cost the
+// control plane and the agent more than the operation itself: a fan-out's
+// start and finish reports, and an idle fleet's heartbeats, were mostly
+// that. A WebSocket that cannot carry the operation, or an answer that is
+// a passing trouble (a replica without its database, say), sends it over
+// HTTP at once, where the client moves to another replica: the operations
+// carry command ids, so one applied already is not applied again.
+func (s *Session) send(ctx context.Context, op string, vars map[string]any, out any) error {
+	s.mu.Lock()
+	live := s.live
+	s.mu.Unlock()
+	if live != nil {
+		lctx, cancel := context.WithTimeout(ctx, liveReportTimeout)
+		resp, err := live.Do(lctx, client.Request{Query: Operations[op], OperationName: op, Variables: vars})
+		cancel()
+		switch {
+		case err == nil && len(resp.Errors) == 0:
+			if err := resp.Field(out); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			return nil
+		case err == nil && client.Permanent(resp.Errors):
+			return fmt.Errorf("%s: %w", op, resp.Errors)
+		case ctx.Err() != nil:
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+	}
+	return send(ctx, s.c, op, vars, out)
+}
+
+// carry makes sub the WebSocket the session's operations travel over, until
+// the returned func is called.
+func (s *Session) carry(sub *client.Subscription) (stop func()) {
+	s.mu.Lock()
+	s.live = sub
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.live == sub {
+			s.live = nil
+		}
+		s.mu.Unlock()
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,8 +57,26 @@ func (e *DialError) Unwrap() error { return e.Err }
 // order; Close ends it.
 type Subscription struct {
 	next  func(ctx context.Context) (*Response, error)
+	do    func(ctx context.Context, req Request) (*Response, error)
 	close func()
 	once  sync.Once
+}
+
+// ErrNotMultiplexed is Do on a subscription whose transport carries one
+// operation alone (server-sent events).
+var ErrNotMultiplexed = errors.New("this subscription's transport carries no other operation")
+
+// Do runs another operation (a query or mutation) over the subscription's
+// WebSocket and returns its result, as Raw does over HTTP. Its result is
+// read by Next: a subscription whose results nobody takes answers no Do.
+// An error other than the operation's own (which come in the response)
+// says the connection could not carry it: the caller may send it over HTTP
+// instead, with the same command id where it must not be applied twice.
+func (s *Subscription) Do(ctx context.Context, req Request) (*Response, error) {
+	if s.do == nil {
+		return nil, ErrNotMultiplexed
+	}
+	return s.do(ctx, req)
 }
 
 // Next returns the next result: a response (which may carry errors, such as
@@ -308,6 +327,10 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		closeAll()
 		return nil, err
 	}
+	// Other operations (Do) run under ids of their own; Next hands their
+	// messages to whoever waits for them.
+	others := &otherOps{waiting: map[string]chan wsMessage{}, closed: make(chan struct{})}
+	closeOthers := sync.OnceFunc(func() { close(others.closed) })
 	done := false
 	var mu sync.Mutex
 	next := func(ctx context.Context) (*Response, error) {
@@ -320,6 +343,10 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			m, err := read(ctx)
 			if err != nil {
 				return nil, err
+			}
+			if m.ID != "" && m.ID != "1" {
+				others.deliver(m)
+				continue
 			}
 			switch m.Type {
 			case "next", "data":
@@ -351,7 +378,86 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			}
 		}
 	}
-	return &Subscription{next: next, close: closeAll}, nil
+	do := func(ctx context.Context, req Request) (*Response, error) {
+		id, replies := others.open()
+		defer others.forget(id)
+		rb, err := json.Marshal(req)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		if err := write(ctx, wsMessage{ID: id, Type: start, Payload: rb}); err != nil {
+			return nil, fmt.Errorf("send over %s: %w", wsURL(ep), err)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-others.closed:
+				return nil, fmt.Errorf("the connection to %s closed before the answer came", wsURL(ep))
+			case m := <-replies:
+				switch m.Type {
+				case "next", "data":
+					var r Response
+					if err := json.Unmarshal(m.Payload, &r); err != nil {
+						return nil, fmt.Errorf("malformed result: %w", err)
+					}
+					return &r, nil
+				case "error":
+					var errs Errors
+					if err := json.Unmarshal(m.Payload, &errs); err != nil {
+						return nil, fmt.Errorf("malformed error: %s", m.Payload)
+					}
+					return &Response{Errors: errs}, nil
+				case "complete":
+					return nil, errors.New("the operation ended without a result")
+				}
+			}
+		}
+	}
+	return &Subscription{next: next, do: do, close: func() { closeOthers(); closeAll() }}, nil
+}
+
+// otherOps are the operations run over a subscription's WebSocket besides
+// the subscription itself, waiting for their answers.
+type otherOps struct {
+	mu      sync.Mutex
+	last    int // id of the last opened; the subscription is 1
+	waiting map[string]chan wsMessage
+	closed  chan struct{} // the subscription was closed
+}
+
+func (o *otherOps) open() (string, chan wsMessage) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.last == 0 {
+		o.last = 1
+	}
+	o.last++
+	id := strconv.Itoa(o.last)
+	ch := make(chan wsMessage, 2) // a result, then complete
+	o.waiting[id] = ch
+	return id, ch
+}
+
+func (o *otherOps) forget(id string) {
+	o.mu.Lock()
+	delete(o.waiting, id)
+	o.mu.Unlock()
+}
+
+// deliver hands a message to the operation it is for; one nobody waits for
+// any more (it gave up) is dropped.
+func (o *otherOps) deliver(m wsMessage) {
+	o.mu.Lock()
+	ch := o.waiting[m.ID]
+	o.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- m:
+	default:
+	}
 }
 
 func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, error) {
