@@ -348,8 +348,9 @@ func (s *Session) Report(ctx context.Context, op string, input map[string]any) e
 }
 
 // liveReportTimeout bounds how long a report over the feed's WebSocket
-// waits for its answer before it is sent over HTTP instead.
-const liveReportTimeout = 10 * time.Second
+// waits for its answer before it is sent over HTTP instead (a WebSocket
+// that silent is taken for dead, and reconnected).
+const liveReportTimeout = 30 * time.Second
 
 // send runs one of the agent's operations over the feed's WebSocket when it
 // is connected, and over HTTP otherwise. Each request over HTTP cost the

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,6 +213,98 @@ func TestWebSocketOutlivesItsStartAndKeepsAlive(t *testing.T) {
 	<-created
 	if ev.Events.Type != "tenant.created" {
 		t.Fatalf("got %+v", ev.Events)
+	}
+}
+
+// Other operations run over a subscription's WebSocket while it follows:
+// a mutation's result and its event both arrive, an operation the server
+// refuses answers with its errors, and server-sent events carry none.
+func TestWebSocketCarriesOtherOperations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{})
+	admin := e.client("admin")
+	ctx := ctxT(t)
+	// From a cursor: the subscription may start after the mutation.
+	before := e.createTenant(admin, "before-the-socket")
+	sub, err := admin.Subscribe(ctx, client.TransportWS, client.Request{Query: eventsSub,
+		Variables: map[string]any{"after": before.CreateTenant.Cursor}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	events := make(chan string, 1)
+	go func() {
+		resp, err := sub.Next(ctx)
+		var ev struct{ StreamID string }
+		if err == nil && resp.Field(&ev) == nil {
+			events <- ev.StreamID
+		}
+	}()
+	resp, err := sub.Do(ctx, client.Request{Query: createTenant, Variables: map[string]any{"name": "over-the-socket"}})
+	if err != nil || len(resp.Errors) > 0 {
+		t.Fatalf("a mutation over the subscription's WebSocket: %v %v", err, resp)
+	}
+	var out struct{ Tenant struct{ ID string } }
+	if err := resp.Field(&out); err != nil || out.Tenant.ID == "" {
+		t.Fatalf("its result %s: %v", resp.Data, err)
+	}
+	select {
+	case id := <-events:
+		if !strings.HasSuffix(id, out.Tenant.ID) {
+			t.Errorf("the subscription got an event of %s, want the tenant created (%s)", id, out.Tenant.ID)
+		}
+	case <-ctx.Done():
+		t.Fatal("the subscription got no event of the mutation")
+	}
+	resp, err = sub.Do(ctx, client.Request{Query: `mutation { createTenant(input: {name: ""}) { cursor } }`})
+	if err != nil || len(resp.Errors) == 0 {
+		t.Errorf("a refused mutation over the WebSocket: %v, %+v; want its errors", err, resp)
+	}
+	sse, err := admin.Subscribe(ctx, client.SSE, client.Request{Query: eventsSub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.Close()
+	if _, err := sse.Do(ctx, client.Request{Query: createTenant}); !errors.Is(err, client.ErrNotMultiplexed) {
+		t.Errorf("Do over server-sent events: %v, want ErrNotMultiplexed", err)
+	}
+}
+
+// A peer that speaks on its own within the keep-alive interval (an agent
+// sending its heartbeats) is not pinged; once it falls silent, it is.
+func TestWebSocketPingsOnlySilentPeers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{Transport: transport.Options{KeepAlive: 100 * time.Millisecond}})
+	ctx := ctxT(t)
+	conn := dialTransportWS(ctx, t, e.url)
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "connection_init", "payload": {"token": "admin"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	var pings atomic.Int32
+	go func() {
+		for {
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			if strings.Contains(string(b), `"type":"ping"`) {
+				pings.Add(1)
+				_ = conn.Write(ctx, websocket.MessageText, []byte(`{"type": "pong"}`))
+			}
+		}
+	}()
+	for range 20 { // 600 ms, six intervals
+		if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "ping"}`)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	if n := pings.Load(); n > 0 {
+		t.Errorf("a peer speaking every 30 ms was pinged %d times at a keep-alive of 100 ms", n)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := pings.Load(); n < 2 {
+		t.Errorf("a silent peer was pinged %d times in 500 ms at a keep-alive of 100 ms", n)
 	}
 }
 

@@ -67,11 +67,13 @@ type Subscription struct {
 var ErrNotMultiplexed = errors.New("this subscription's transport carries no other operation")
 
 // Do runs another operation (a query or mutation) over the subscription's
-// WebSocket and returns its result, as Raw does over HTTP. Its result is
-// read by Next: a subscription whose results nobody takes answers no Do.
-// An error other than the operation's own (which come in the response)
-// says the connection could not carry it: the caller may send it over HTTP
-// instead, with the same command id where it must not be applied twice.
+// WebSocket and returns its result, as Raw does over HTTP; safe to call
+// from several goroutines, and beside Next. As with Next, a ctx that ends
+// while Do reads the connection (nobody else was reading) ends the
+// connection. An error other than the operation's own (which come in the
+// response) says the connection could not carry it: the caller may send
+// it over HTTP instead, with the same command id where it must not be
+// applied twice.
 func (s *Subscription) Do(ctx context.Context, req Request) (*Response, error) {
 	if s.do == nil {
 		return nil, ErrNotMultiplexed
@@ -332,7 +334,12 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	others := &otherOps{waiting: map[string]chan wsMessage{}, closed: make(chan struct{})}
 	closeOthers := sync.OnceFunc(func() { close(others.closed) })
 	done := false
+	// mu is held by whoever reads the connection: Next, or a Do that found
+	// nobody reading. What a Do read of the subscription's waits in queued
+	// for Next, and a connection it found broken in broken.
 	var mu sync.Mutex
+	var queued []wsMessage
+	var broken error
 	next := func(ctx context.Context) (*Response, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -340,9 +347,17 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			return nil, ErrComplete
 		}
 		for {
-			m, err := read(ctx)
-			if err != nil {
-				return nil, err
+			var m wsMessage
+			switch {
+			case len(queued) > 0:
+				m, queued = queued[0], queued[1:]
+			case broken != nil:
+				return nil, broken
+			default:
+				var err error
+				if m, err = read(ctx); err != nil {
+					return nil, err
+				}
 			}
 			if m.ID != "" && m.ID != "1" {
 				others.deliver(m)
@@ -388,12 +403,47 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		if err := write(ctx, wsMessage{ID: id, Type: start, Payload: rb}); err != nil {
 			return nil, fmt.Errorf("send over %s: %w", wsURL(ep), err)
 		}
+		// The answer is read by Next when it reads; when nobody does, by
+		// Do itself, which keeps what it reads of the subscription for
+		// Next. Whether someone reads is looked at again every moment.
+		readOne := func() error {
+			if !mu.TryLock() {
+				return nil
+			}
+			defer mu.Unlock()
+			if broken != nil {
+				return broken
+			}
+			select {
+			case m := <-replies: // delivered by a Next just gone
+				replies <- m
+				return nil
+			default:
+			}
+			m, err := read(ctx)
+			if err != nil {
+				broken = err
+				return err
+			}
+			if m.ID != "" && m.ID != "1" {
+				others.deliver(m)
+			} else {
+				queued = append(queued, m)
+			}
+			return nil
+		}
+		poll := time.NewTicker(50 * time.Millisecond)
+		defer poll.Stop()
 		for {
+			if err := readOne(); err != nil {
+				return nil, err
+			}
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			case <-others.closed:
 				return nil, fmt.Errorf("the connection to %s closed before the answer came", wsURL(ep))
+			case <-poll.C:
 			case m := <-replies:
 				switch m.Type {
 				case "next", "data":
