@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"cairn/eventstore"
@@ -34,9 +35,14 @@ func Feed(ctx context.Context, store Log, h *Hub) error {
 	h.Start(head)
 	var published time.Time // the last publish
 	err = store.Subscribe(ctx, eventstore.SubscribeOptions{From: head}, func(ctx context.Context, b eventstore.Batch) error {
-		evs := make([]Event, len(b.Events))
-		for i := range b.Events {
-			evs[i] = &b.Events[i]
+		// The ring keeps thousands of events: they are copied out of the
+		// batch, which may be a part of the store's window of recent
+		// events, whose arrays (room for 16,384 events each) the ring then
+		// kept alive after the window moved on, 20 MB after a flood.
+		own := slices.Clone(b.Events)
+		evs := make([]Event, len(own))
+		for i := range own {
+			evs[i] = &own[i]
 		}
 		h.Publish(evs)
 		now := time.Now()

@@ -90,3 +90,58 @@ func TestPace(t *testing.T) {
 		}
 	}
 }
+
+// batchLog hands Feed one batch, a part of a larger array (as the store's
+// window of recent events hands them out), then waits.
+type batchLog struct{ batch []eventstore.RecordedEvent }
+
+func (l batchLog) Head(context.Context) (eventstore.Cursor, error) { return eventstore.Start, nil }
+
+func (l batchLog) Subscribe(ctx context.Context, _ eventstore.SubscribeOptions, handle func(context.Context, eventstore.Batch) error) error {
+	if err := handle(ctx, eventstore.Batch{Events: l.batch, Cursor: l.batch[len(l.batch)-1].Cursor()}); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The hub keeps its events in arrays of its own: the batches it is handed
+// may be parts of the store's window, whose large arrays its ring would
+// otherwise keep alive after the window moved on.
+func TestFeedKeepsNoPartOfTheStoresArrays(t *testing.T) {
+	t.Parallel()
+	window := make([]eventstore.RecordedEvent, 100)
+	for i := range window {
+		window[i].TxID, window[i].Position = 1, int64(i+1)
+	}
+	none := func(context.Context, eventstore.Cursor, int) ([]eventstore.RecordedEvent, error) { return nil, nil }
+	h := New(none, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Feed(ctx, batchLog{batch: window[10:12:12]}, h) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Feed: %v", err)
+		}
+	}()
+	from := eventstore.Start
+	sub, err := h.Subscribe(ctx, &from, func(Event) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for range 2 {
+		wait, stop := context.WithTimeout(ctx, 30*time.Second)
+		e, err := sub.Next(wait)
+		stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range window {
+			if e == &window[i] {
+				t.Fatalf("the hub handed out event %s inside the store's array", e.Cursor())
+			}
+		}
+	}
+}
