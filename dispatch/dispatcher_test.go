@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"cairn/cluster"
 	"cairn/commands/access"
 	"cairn/commands/jobs"
 	"cairn/commands/nodes"
@@ -700,4 +703,62 @@ func TestHeartbeatIntervalStretchesWithTheFleet(t *testing.T) {
 		hb, err := e.Dispatcher.Heartbeat(ctxFor(t), a.caller(), nil)
 		return err == nil && hb.Interval == 10*time.Second
 	})
+}
+
+// presenceCounter counts how often each node is published as connected.
+type presenceCounter struct {
+	dispatch.Presence
+	mu        sync.Mutex
+	published map[string]int
+	rounds    int
+}
+
+func (p *presenceCounter) Publish(ctx context.Context, nodeIDs []string) error {
+	p.mu.Lock()
+	p.rounds++
+	for _, id := range nodeIDs {
+		p.published[id]++
+	}
+	p.mu.Unlock()
+	return p.Presence.Publish(ctx, nodeIDs)
+}
+
+func (p *presenceCounter) counts() (rounds, published int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rounds, p.published["n0"]
+}
+
+// A replica writes that an agent is connected to it about every other round
+// of its exchange with the others (every heartbeat interval), not every
+// round: the row stays fresh for the others either way.
+func TestPresenceIsWrittenEveryInterval(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	opts := fastOptions()
+	counter := &presenceCounter{Presence: cluster.NewPresence(db.AppPool(t), "replica-a"), published: map[string]int{}}
+	d, err := dispatchtest.StartReplica(db.AppPool(t), opts, nil, counter, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := d.WaitReady(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	e := env{Env: d, t: t}
+	e.enroll(nil, "n0")
+	e.connect("n0", eventstore.Cursor{})
+	time.Sleep(10 * opts.HeartbeatInterval)
+	rounds, published := counter.counts()
+	t.Logf("%d rounds, node written %d times", rounds, published)
+	if published == 0 || rounds < 12 {
+		t.Fatalf("%d rounds of presence, the connected node written %d times", rounds, published)
+	}
+	if published > rounds*2/3 {
+		t.Errorf("the connected node was written in %d of %d rounds of presence: every round", published, rounds)
+	}
 }

@@ -78,6 +78,9 @@ type nodeEntry struct {
 	// seenElsewhere is when another replica last said the agent was
 	// connected to it (Presence).
 	seenElsewhere time.Time
+	// presencePublished is when this replica last wrote that the agent is
+	// connected to it; zero while it is not.
+	presencePublished time.Time
 	// cmdPending is set while a liveness command (connect, disconnect,
 	// down, drained) is in flight and until its events are applied.
 	cmdPending   bool
