@@ -79,14 +79,16 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	subHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakSubscribers}}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(32)
+	clients := make([]*client.Client, soakSubscribers)
+	protocols := make([]client.Protocol, soakSubscribers)
 	for i := range subs {
-		proto := client.SSE
+		protocols[i] = client.SSE
 		if i%2 == 1 {
-			proto = client.TransportWS
+			protocols[i] = client.TransportWS
 		}
-		c := client.New(srv.url, tokens[soakWriters+i/100], subHTTP)
+		clients[i] = client.New(srv.url, tokens[soakWriters+i/100], subHTTP)
 		g.Go(func() error {
-			sub, err := c.Subscribe(gctx, proto, client.Request{Query: `subscription { events { cursor type streamId } }`})
+			sub, err := clients[i].Subscribe(gctx, protocols[i], client.Request{Query: soakEvents})
 			subs[i] = sub
 			return err
 		})
@@ -95,7 +97,7 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		return nil, fmt.Errorf("open %d subscribers: %w", soakSubscribers, err)
 	}
 	var readers errgroup.Group
-	var lost atomic.Int64
+	var lost, resumed atomic.Int64
 	var firstLoss atomic.Value
 	for i, sub := range subs {
 		how := "SSE"
@@ -103,7 +105,7 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 			how = "WebSocket"
 		}
 		readers.Go(func() error {
-			defer sub.Close()
+			defer func() { sub.Close() }()
 			for {
 				resp, err := sub.Next(subCtx)
 				switch {
@@ -114,11 +116,26 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 					firstLoss.CompareAndSwap(nil, how+": "+err.Error())
 					return nil
 				case len(resp.Errors) > 0:
-					// A slow subscriber is ended with a cursor to resume
-					// from: it counts as lost here.
-					lost.Add(1)
-					firstLoss.CompareAndSwap(nil, how+": "+resp.Errors.Error())
-					return nil
+					// A subscriber that fell too far behind is ended with a
+					// cursor to resume from, and resumes, as a portal does:
+					// the 200 follow the whole flood.
+					after, _ := resp.Errors[0].Extensions["cursor"].(string)
+					if reason, _ := resp.Errors[0].Extensions["reason"].(string); reason != "SLOW_CONSUMER" || after == "" {
+						lost.Add(1)
+						firstLoss.CompareAndSwap(nil, how+": "+resp.Errors.Error())
+						return nil
+					}
+					sub.Close()
+					if sub, err = clients[i].Subscribe(subCtx, protocols[i], client.Request{Query: soakEvents,
+						Variables: map[string]any{"after": after}}); err != nil {
+						if subCtx.Err() == nil {
+							lost.Add(1)
+							firstLoss.CompareAndSwap(nil, how+": resume: "+err.Error())
+						}
+						return nil
+					}
+					resumed.Add(1)
+					continue
 				}
 				received.Add(1)
 			}
@@ -149,6 +166,7 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	}
 	e.log.Info().Float64("mutations_per_s_without", round(without, 0)).Float64("mutations_per_s_with", round(with, 0)).
 		Int64("events_received", received.Load()).Int64("subscribers_ended_early", lost.Load()).
+		Int64("subscribers_resumed", resumed.Load()).
 		Interface("first_ended_early", firstLoss.Load()).Msg("soak")
 	return result{
 		"mutations_with_200_subscribers_ratio": round(with/without, 2),
@@ -160,8 +178,12 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		"soak_rss_after_mib":                   round(float64(after)/(1<<20), 1),
 		"soak_events_received":                 float64(received.Load()),
 		"soak_subscribers_ended_early":         float64(lost.Load()),
+		"soak_subscribers_resumed":             float64(resumed.Load()),
 	}, nil
 }
+
+// soakEvents is what each subscriber follows.
+const soakEvents = `subscription($after: Cursor) { events(after: $after) { cursor type streamId } }`
 
 // soakFlooder runs mutations from every writer, each creating a tenant.
 type soakFlooder struct {
