@@ -126,6 +126,28 @@ type wsMessage struct {
 	result *Response
 }
 
+// response is the result a "next" (or legacy "data") message carries, or
+// the errors of an "error" message.
+func (m wsMessage) response() (*Response, error) {
+	if m.Type == "error" {
+		var errs Errors
+		if err := json.Unmarshal(m.Payload, &errs); err != nil {
+			var one ErrorItem
+			_ = json.Unmarshal(m.Payload, &one)
+			errs = Errors{one}
+		}
+		return &Response{Errors: errs}, nil
+	}
+	if m.result != nil {
+		return m.result, nil
+	}
+	var r Response
+	if err := json.Unmarshal(m.Payload, &r); err != nil {
+		return nil, fmt.Errorf("malformed result: %w", err)
+	}
+	return &r, nil
+}
+
 // nextPrefix starts every result of the one operation (id "1") a
 // subscription runs, as Cairn writes it.
 var nextPrefix = []byte(`{"id":"1","type":"next","payload":`)
@@ -365,23 +387,10 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			}
 			switch m.Type {
 			case "next", "data":
-				if m.result != nil {
-					return m.result, nil
-				}
-				var r Response
-				if err := json.Unmarshal(m.Payload, &r); err != nil {
-					return nil, fmt.Errorf("malformed result: %w", err)
-				}
-				return &r, nil
+				return m.response()
 			case "error":
-				var errs Errors
-				if err := json.Unmarshal(m.Payload, &errs); err != nil {
-					var one ErrorItem
-					_ = json.Unmarshal(m.Payload, &one)
-					errs = Errors{one}
-				}
 				done = true
-				return &Response{Errors: errs}, nil
+				return m.response()
 			case "complete":
 				done = true
 				return nil, ErrComplete
@@ -420,14 +429,21 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 				return nil
 			default:
 			}
+			if len(queued) >= maxQueued {
+				return nil // Next is not taking them: wait for it
+			}
 			m, err := read(ctx)
 			if err != nil {
 				broken = err
 				return err
 			}
-			if m.ID != "" && m.ID != "1" {
+			switch {
+			case m.ID != "" && m.ID != "1":
 				others.deliver(m)
-			} else {
+			case m.Type == "ping":
+				_ = write(life, wsMessage{Type: "pong"})
+			case m.Type == "ka" || m.Type == "pong":
+			default:
 				queued = append(queued, m)
 			}
 			return nil
@@ -446,18 +462,8 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			case <-poll.C:
 			case m := <-replies:
 				switch m.Type {
-				case "next", "data":
-					var r Response
-					if err := json.Unmarshal(m.Payload, &r); err != nil {
-						return nil, fmt.Errorf("malformed result: %w", err)
-					}
-					return &r, nil
-				case "error":
-					var errs Errors
-					if err := json.Unmarshal(m.Payload, &errs); err != nil {
-						return nil, fmt.Errorf("malformed error: %s", m.Payload)
-					}
-					return &Response{Errors: errs}, nil
+				case "next", "data", "error":
+					return m.response()
 				case "complete":
 					return nil, errors.New("the operation ended without a result")
 				}
@@ -466,6 +472,10 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	}
 	return &Subscription{next: next, do: do, close: func() { closeOthers(); closeAll() }}, nil
 }
+
+// maxQueued bounds the subscription's messages a Do reads and keeps for
+// Next; past it, Do waits for Next to read.
+const maxQueued = 1024
 
 // otherOps are the operations run over a subscription's WebSocket besides
 // the subscription itself, waiting for their answers.

@@ -419,9 +419,10 @@ func (c *wsConnection) start(ctx context.Context, op *wsOperation, payload json.
 	if push != nil && push.arm(func(it pushed) bool { return c.drain(ctx, op, push, it, responses) }) {
 		return false
 	}
-	if c.conn != nil {
+	if c.conn != nil && push == nil {
 		// A query's or mutation's result and its complete leave in one
-		// write: agents send their reports and heartbeats this way.
+		// write: agents send their reports and heartbeats this way. (Not
+		// a subscription's: its results would wait for the cork.)
 		c.conn.cork()
 		defer c.conn.uncork()
 	}
