@@ -421,28 +421,17 @@ func TestSubscriptionsReadALargeCommitOnce(t *testing.T) {
 	}
 	const events = 3000
 	sizes := []int{100, 150, 250, 400, 500, 1000}
-	sctx, cancel := context.WithCancel(c)
-	defer cancel()
 	var received atomic.Int64
-	var wg sync.WaitGroup
-	for _, size := range sizes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = e.store.Subscribe(sctx, eventstore.SubscribeOptions{From: head, BatchSize: size}, func(_ context.Context, b eventstore.Batch) error {
-				received.Add(int64(len(b.Events)))
-				return nil
-			})
-		}()
-	}
+	stop := subscribeEach(c, e.store, head, sizes, func(_ int, b eventstore.Batch) {
+		received.Add(int64(len(b.Events)))
+	})
+	defer stop()
 	// One event first, read by all: they wait at the head, and the window
 	// of recent events holds it, as in a process that has been running.
 	if _, err := e.store.Append(c, one("large-commit-before", eventstore.NoStream, widgetCounted{})); err != nil {
 		t.Fatal(err)
 	}
-	for received.Load() < int64(len(sizes)) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(func() bool { return received.Load() >= int64(len(sizes)) })
 	received.Store(0)
 	before := e.store.Stats().EventsRead
 	evs := make([]domain.Event, events)
@@ -452,12 +441,8 @@ func TestSubscriptionsReadALargeCommitOnce(t *testing.T) {
 	if _, err := e.store.Append(c, one("large-commit", eventstore.NoStream, evs...)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for received.Load() < int64(len(sizes)*events) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
+	waitUntil(func() bool { return received.Load() >= int64(len(sizes)*events) })
+	stop()
 	if got := received.Load(); got != int64(len(sizes)*events) {
 		t.Fatalf("%d subscriptions received %d events, want %d each", len(sizes), got, events)
 	}
@@ -479,33 +464,23 @@ func followTheWriters(t *testing.T, store *eventstore.Store, batch int, delays [
 	if err != nil {
 		t.Fatal(err)
 	}
-	sctx, cancel := context.WithCancel(c)
-	defer cancel()
 	got := make([][]eventstore.Cursor, len(delays))
 	var received atomic.Int64
-	var wg sync.WaitGroup
-	for i, delay := range delays {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = store.Subscribe(sctx, eventstore.SubscribeOptions{From: head, BatchSize: batch}, func(_ context.Context, b eventstore.Batch) error {
-				for _, ev := range b.Events {
-					got[i] = append(got[i], ev.Cursor())
-				}
-				received.Add(int64(len(b.Events)))
-				time.Sleep(delay)
-				return nil
-			})
-		}()
+	batches := make([]int, len(delays))
+	for i := range batches {
+		batches[i] = batch
 	}
+	stop := subscribeEach(c, store, head, batches, func(i int, b eventstore.Batch) {
+		for _, ev := range b.Events {
+			got[i] = append(got[i], ev.Cursor())
+		}
+		received.Add(int64(len(b.Events)))
+		time.Sleep(delays[i])
+	})
 	appendConcurrently(t, store, prefix, writers, appends)
 	want := writers * appends
-	deadline := time.Now().Add(30 * time.Second)
-	for received.Load() < int64(len(delays)*want) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
+	waitUntil(func() bool { return received.Load() >= int64(len(delays)*want) })
+	stop()
 	for i, cursors := range got {
 		if len(cursors) != want {
 			t.Fatalf("subscriber %d got %d events, want %d: a wake-up was missed", i, len(cursors), want)
@@ -518,6 +493,37 @@ func followTheWriters(t *testing.T, store *eventstore.Store, batch int, delays [
 		if !slices.Equal(cursors, got[0]) {
 			t.Fatalf("subscriber %d got other events than the first", i)
 		}
+	}
+}
+
+// subscribeEach subscribes from from once for each of batches (its batch
+// size), handing subscription i's batches to handle; stop ends them all and
+// waits for them.
+func subscribeEach(ctx context.Context, store *eventstore.Store, from eventstore.Cursor, batches []int,
+	handle func(i int, b eventstore.Batch)) (stop func()) {
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, size := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = store.Subscribe(sctx, eventstore.SubscribeOptions{From: from, BatchSize: size}, func(_ context.Context, b eventstore.Batch) error {
+				handle(i, b)
+				return nil
+			})
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// waitUntil waits up to 30 s for done; the caller checks what it got.
+func waitUntil(done func() bool) {
+	deadline := time.Now().Add(30 * time.Second)
+	for !done() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -100,42 +100,50 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 
 // storeCollector reports the event store's counters at scrape time: how
 // appends were grouped into transactions, and how much of the reading of
-// the log the subscriptions shared.
+// the log the subscriptions shared. Each counter is listed once, with how
+// it is read from the store's Stats.
 type storeCollector struct {
-	stats func() eventstore.Stats
+	stats    func() eventstore.Stats
+	counters []storeCounter
+}
 
-	batches, appends, events      *prometheus.Desc
-	reads, readsShared, recentHit *prometheus.Desc
-	eventsRead                    *prometheus.Desc
+type storeCounter struct {
+	desc  *prometheus.Desc
+	value func(eventstore.Stats) int64
 }
 
 func newStoreCollector(stats func() eventstore.Stats) *storeCollector {
 	desc := descriptions("cairn_eventstore_", nil)
-	return &storeCollector{
-		stats:       stats,
-		batches:     desc("append_transactions_total", "Transactions the appender ran."),
-		appends:     desc("appends_total", "Append requests (commands) the transactions carried."),
-		events:      desc("events_appended_total", "Events appended."),
-		reads:       desc("tail_reads_total", "Reads of the log the subscriptions made."),
-		readsShared: desc("tail_reads_shared_total", "Reads of the log a subscription took from another's read instead of making it."),
-		recentHit:   desc("recent_events_served_total", "Events given to subscriptions out of the window of recent events instead of read."),
-		eventsRead:  desc("events_read_total", "Events the subscriptions read from the database."),
+	counter := func(metric, help string, value func(eventstore.Stats) int64) storeCounter {
+		return storeCounter{desc: desc(metric, help), value: value}
 	}
+	return &storeCollector{stats: stats, counters: []storeCounter{
+		counter("append_transactions_total", "Transactions the appender ran.",
+			func(st eventstore.Stats) int64 { return st.Batches }),
+		counter("appends_total", "Append requests (commands) the transactions carried.",
+			func(st eventstore.Stats) int64 { return st.Appends }),
+		counter("events_appended_total", "Events appended.",
+			func(st eventstore.Stats) int64 { return st.Events }),
+		counter("tail_reads_total", "Reads of the log the subscriptions made.",
+			func(st eventstore.Stats) int64 { return st.TailReads }),
+		counter("tail_reads_shared_total", "Reads of the log a subscription took from another's read instead of making it.",
+			func(st eventstore.Stats) int64 { return st.TailReadsShared }),
+		counter("recent_events_served_total", "Events given to subscriptions out of the window of recent events instead of read.",
+			func(st eventstore.Stats) int64 { return st.RecentServed }),
+		counter("events_read_total", "Events the subscriptions read from the database.",
+			func(st eventstore.Stats) int64 { return st.EventsRead }),
+	}}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.batches, c.appends, c.events, c.reads, c.readsShared, c.recentHit, c.eventsRead} {
-		ch <- d
+	for _, sc := range c.counters {
+		ch <- sc.desc
 	}
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.stats()
-	for d, v := range map[*prometheus.Desc]int64{
-		c.batches: st.Batches, c.appends: st.Appends, c.events: st.Events,
-		c.reads: st.TailReads, c.readsShared: st.TailReadsShared, c.recentHit: st.RecentServed,
-		c.eventsRead: st.EventsRead,
-	} {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	for _, sc := range c.counters {
+		ch <- prometheus.MustNewConstMetric(sc.desc, prometheus.CounterValue, float64(sc.value(st)))
 	}
 }
