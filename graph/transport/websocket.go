@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -557,15 +558,20 @@ func (c *wsConnection) write(m wsMessage) {
 }
 
 // writeFrame sends one encoded message. The connection under it bounds
-// each write by writeTimeout (corkConn).
+// each write by writeTimeout (corkConn) and frames the message itself.
 func (c *wsConnection) writeFrame(b []byte) {
-	ctx := context.Background()
-	if c.conn == nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, writeTimeout)
-		defer cancel()
+	var err error
+	if c.conn != nil {
+		err = c.conn.writeText(b)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		err = c.ws.Write(ctx, websocket.MessageText, b)
+		cancel()
 	}
-	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+	switch {
+	case errors.Is(err, errSealed):
+		// The close handshake under way ends the connection.
+	case err != nil:
 		c.h.log.Debug().Err(err).Msg("writing to a WebSocket failed; closing it")
 		c.ws.CloseNow()
 	}
@@ -583,6 +589,9 @@ func (c *wsConnection) WriteClose(code int, reason string) error {
 	done := make(chan struct{})
 	c.closing = done
 	c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.seal()
+	}
 	go func() {
 		defer close(done)
 		_ = c.ws.Close(websocket.StatusCode(code), truncate(reason, 120))

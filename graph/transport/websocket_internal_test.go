@@ -1,12 +1,19 @@
 package transport
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
@@ -74,5 +81,79 @@ func TestKeepAliveInterval(t *testing.T) {
 		if got := h.keepAliveInterval(); got != c.want {
 			t.Errorf("%d connections: every %s, want %s", c.open, got, c.want)
 		}
+	}
+}
+
+// Messages framed by the connection (writeText) reach a WebSocket peer
+// whole, at every length encoding, corked or not, and beside the library's
+// own frames; none follows the close handshake.
+func TestTextFramesReachAWebSocketPeer(t *testing.T) {
+	t.Parallel()
+	sizes := []int{0, 1, 125, 126, 127, 0xffff, 0x10000, 3 * corkLimit}
+	message := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 'a' + byte(i%26)
+		}
+		return b
+	}
+	sealed := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hijack := &smallBuffers{ResponseWriter: w, held: newHeldBuffers()}
+		ws, err := websocket.Accept(hijack, r, nil)
+		if err != nil {
+			return
+		}
+		ctx := context.Background()
+		for i, n := range sizes {
+			if i%2 == 1 {
+				hijack.conn.cork()
+			}
+			if err := hijack.conn.writeText(message(n)); err != nil {
+				t.Errorf("write %d bytes: %v", n, err)
+			}
+			if i%2 == 1 {
+				hijack.conn.uncork()
+			}
+		}
+		// The library's frames go whole between them, corked too.
+		hijack.conn.cork()
+		if err := ws.Write(ctx, websocket.MessageText, []byte("library")); err != nil {
+			t.Errorf("library write: %v", err)
+		}
+		_ = hijack.conn.writeText([]byte("after"))
+		hijack.conn.uncork()
+		hijack.conn.seal()
+		sealed <- hijack.conn.writeText([]byte("too late"))
+		_ = ws.Close(websocket.StatusNormalClosure, "done")
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	peer, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer.SetReadLimit(-1)
+	defer peer.CloseNow()
+	want := make([][]byte, 0, len(sizes)+2)
+	for _, n := range sizes {
+		want = append(want, message(n))
+	}
+	want = append(want, []byte("library"), []byte("after"))
+	for i, w := range want {
+		typ, got, err := peer.Read(ctx)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if typ != websocket.MessageText || !bytes.Equal(got, w) {
+			t.Fatalf("message %d: %v of %d bytes, want text of %d", i, typ, len(got), len(w))
+		}
+	}
+	if _, _, err := peer.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("after the last message: %v, want the close handshake", err)
+	}
+	if err := <-sealed; !errors.Is(err, errSealed) {
+		t.Fatalf("a message after the seal: %v, want errSealed", err)
 	}
 }
