@@ -72,79 +72,22 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 
-	subCtx, endSubs := context.WithCancel(ctx)
-	defer endSubs()
-	var received atomic.Int64
-	subs := make([]*client.Subscription, soakSubscribers)
-	subHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakSubscribers}}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	clients := make([]*client.Client, soakSubscribers)
-	protocols := make([]client.Protocol, soakSubscribers)
-	for i := range subs {
-		protocols[i] = client.SSE
-		if i%2 == 1 {
-			protocols[i] = client.TransportWS
-		}
-		clients[i] = client.New(srv.url, tokens[soakWriters+i/100], subHTTP)
-		g.Go(func() error {
-			sub, err := clients[i].Subscribe(gctx, protocols[i], client.Request{Query: soakEvents})
-			subs[i] = sub
-			return err
-		})
+	// The subscribers run in a process of their own, as portals do on
+	// machines of their own: in the writers' process, the writers'
+	// goroutines waited for a turn behind two hundred readers'.
+	subs, err := startSoakSubscribers(ctx, soakSubscriberPlan{
+		URL:     srv.url,
+		Tokens:  tokens[soakWriters:],
+		Profile: profilePath(srv.profiles, "soak-flood-subscribers.cpu"),
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("open %d subscribers: %w", soakSubscribers, err)
-	}
-	var readers errgroup.Group
-	var lost, resumed atomic.Int64
-	var firstLoss atomic.Value
-	for i, sub := range subs {
-		how := "SSE"
-		if i%2 == 1 {
-			how = "WebSocket"
-		}
-		readers.Go(func() error {
-			defer func() { sub.Close() }()
-			for {
-				resp, err := sub.Next(subCtx)
-				switch {
-				case subCtx.Err() != nil:
-					return nil
-				case err != nil:
-					lost.Add(1)
-					firstLoss.CompareAndSwap(nil, how+": "+err.Error())
-					return nil
-				case len(resp.Errors) > 0:
-					// A subscriber that fell too far behind is ended with a
-					// cursor to resume from, and resumes, as a portal does:
-					// the 200 follow the whole flood.
-					after, _ := resp.Errors[0].Extensions["cursor"].(string)
-					if reason, _ := resp.Errors[0].Extensions["reason"].(string); reason != "SLOW_CONSUMER" || after == "" {
-						lost.Add(1)
-						firstLoss.CompareAndSwap(nil, how+": "+resp.Errors.Error())
-						return nil
-					}
-					sub.Close()
-					if sub, err = clients[i].Subscribe(subCtx, protocols[i], client.Request{Query: soakEvents,
-						Variables: map[string]any{"after": after}}); err != nil {
-						if subCtx.Err() == nil {
-							lost.Add(1)
-							firstLoss.CompareAndSwap(nil, how+": resume: "+err.Error())
-						}
-						return nil
-					}
-					resumed.Add(1)
-					continue
-				}
-				received.Add(1)
-			}
-		})
-	}
+	defer subs.stop()
 	profiled := srv.cpuProfile(ctx, "soak-flood.cpu", soakFloodProfile)
-	clientProfiled := benchSideProfile(e, srv.profiles, "soak-flood-clients.cpu")
+	writersProfiled := benchSideProfile(e, srv.profiles, "soak-flood-writers.cpu")
 	with, err := flood.run(ctx, soakFlood)
-	clientProfiled()
+	writersProfiled()
 	if perr := profiled(); perr != nil {
 		return nil, perr
 	}
@@ -155,8 +98,8 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	endSubs()
-	if err := readers.Wait(); err != nil {
+	report, err := subs.stop()
+	if err != nil {
 		return nil, err
 	}
 	time.Sleep(soakSettle)
@@ -165,9 +108,9 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 	e.log.Info().Float64("mutations_per_s_without", round(without, 0)).Float64("mutations_per_s_with", round(with, 0)).
-		Int64("events_received", received.Load()).Int64("subscribers_ended_early", lost.Load()).
-		Int64("subscribers_resumed", resumed.Load()).
-		Interface("first_ended_early", firstLoss.Load()).Msg("soak")
+		Int64("events_received", report.Received).Int64("subscribers_ended_early", report.Lost).
+		Int64("subscribers_resumed", report.Resumed).
+		Str("first_ended_early", report.FirstLoss).Msg("soak")
 	return result{
 		"mutations_with_200_subscribers_ratio": round(with/without, 2),
 		"rss_after_soak_ratio":                 round(float64(after)/float64(before), 2),
@@ -176,9 +119,9 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		"soak_rss_before_mib":                  round(float64(before)/(1<<20), 1),
 		"soak_rss_during_mib":                  round(float64(during)/(1<<20), 1),
 		"soak_rss_after_mib":                   round(float64(after)/(1<<20), 1),
-		"soak_events_received":                 float64(received.Load()),
-		"soak_subscribers_ended_early":         float64(lost.Load()),
-		"soak_subscribers_resumed":             float64(resumed.Load()),
+		"soak_events_received":                 float64(report.Received),
+		"soak_subscribers_ended_early":         float64(report.Lost),
+		"soak_subscribers_resumed":             float64(report.Resumed),
 	}, nil
 }
 

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"cairn/graph/client"
+)
+
+// The soak's subscribers run in a child process of the bench: started with
+// soakSubscribersEnv naming a plan, it opens soakSubscribers subscriptions
+// to every event, half over server-sent events and half over WebSocket,
+// prints "ready", follows them until its stdin closes, and prints what it
+// received as one line of JSON. It is chosen before main parses flags, as
+// the agent swarm is.
+const soakSubscribersEnv = "CAIRN_BENCH_SOAK_SUBSCRIBERS"
+
+// soakSubscriberPlan is what the subscribers' process is given.
+type soakSubscriberPlan struct {
+	URL string `json:"url"`
+	// Tokens are shared out among the subscribers, in equal groups.
+	Tokens []string `json:"tokens"`
+	// Profile, when set, is where the process writes its CPU profile of
+	// the time it follows the flood.
+	Profile string `json:"profile,omitempty"`
+}
+
+// soakSubscriberReport is what the subscribers' process received.
+type soakSubscriberReport struct {
+	Received  int64  `json:"received"`
+	Lost      int64  `json:"lost"`    // subscribers ended early
+	Resumed   int64  `json:"resumed"` // subscribers ended as too slow that resumed
+	FirstLoss string `json:"firstLoss,omitempty"`
+}
+
+func init() {
+	if path := os.Getenv(soakSubscribersEnv); path != "" {
+		if err := runSoakSubscribers(path); err != nil {
+			fmt.Fprintln(os.Stderr, "soak subscribers:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// soakSubscriberProcess is the running child process.
+type soakSubscriberProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	out    *bufio.Reader
+	plan   string
+	report *soakSubscriberReport
+	err    error
+}
+
+// startSoakSubscribers starts the subscribers' process and waits until
+// every subscription is open.
+func startSoakSubscribers(ctx context.Context, plan soakSubscriberPlan) (*soakSubscriberProcess, error) {
+	f, err := os.CreateTemp("", "cairn-bench-soak-*.json")
+	if err != nil {
+		return nil, err
+	}
+	p := &soakSubscriberProcess{plan: f.Name()}
+	if err := json.NewEncoder(f).Encode(plan); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	f.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		os.Remove(p.plan)
+		return nil, err
+	}
+	p.cmd = exec.CommandContext(ctx, exe)
+	p.cmd.Env = append(os.Environ(), soakSubscribersEnv+"="+p.plan)
+	p.cmd.Stderr = os.Stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		os.Remove(p.plan)
+		return nil, err
+	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		os.Remove(p.plan)
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		os.Remove(p.plan)
+		return nil, err
+	}
+	p.out = bufio.NewReader(stdout)
+	line, err := p.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		_, _ = p.stop()
+		return nil, fmt.Errorf("open %d subscribers: the subscribers' process said %q (%v)", soakSubscribers, line, err)
+	}
+	return p, nil
+}
+
+// stop ends the subscriptions and returns what they received; later calls
+// return the same.
+func (p *soakSubscriberProcess) stop() (*soakSubscriberReport, error) {
+	if p.report != nil || p.err != nil {
+		return p.report, p.err
+	}
+	defer os.Remove(p.plan)
+	p.stdin.Close()
+	line, readErr := p.out.ReadString('\n')
+	waitErr := p.cmd.Wait()
+	var r soakSubscriberReport
+	switch {
+	case waitErr != nil:
+		p.err = fmt.Errorf("the subscribers' process: %w", waitErr)
+	case readErr != nil:
+		p.err = fmt.Errorf("the subscribers' report: %w", readErr)
+	default:
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			p.err = fmt.Errorf("the subscribers' report %q: %w", line, err)
+		} else {
+			p.report = &r
+		}
+	}
+	return p.report, p.err
+}
+
+// profilePath is where a profile named name goes in dir; "" when none are
+// kept.
+func profilePath(dir, name string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name+".pb.gz")
+}
+
+func runSoakSubscribers(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var plan soakSubscriberPlan
+	if err := json.Unmarshal(b, &plan); err != nil {
+		return err
+	}
+	if len(plan.Tokens) == 0 {
+		return errors.New("the plan names no token")
+	}
+	ctx, endSubs := context.WithCancel(context.Background())
+	defer endSubs()
+	subHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: soakSubscribers}}
+	clients := make([]*client.Client, soakSubscribers)
+	protocols := make([]client.Protocol, soakSubscribers)
+	subs := make([]*client.Subscription, soakSubscribers)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range subs {
+		protocols[i] = client.SSE
+		if i%2 == 1 {
+			protocols[i] = client.TransportWS
+		}
+		clients[i] = client.New(plan.URL, plan.Tokens[i*len(plan.Tokens)/soakSubscribers], subHTTP)
+		g.Go(func() error {
+			sub, err := clients[i].Subscribe(gctx, protocols[i], client.Request{Query: soakEvents})
+			subs[i] = sub
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var received, lost, resumed atomic.Int64
+	var firstLoss atomic.Value
+	ended := func(how, why string) {
+		lost.Add(1)
+		firstLoss.CompareAndSwap(nil, how+": "+why)
+	}
+	var readers errgroup.Group
+	for i, sub := range subs {
+		how := "SSE"
+		if protocols[i] == client.TransportWS {
+			how = "WebSocket"
+		}
+		readers.Go(func() error {
+			defer func() { sub.Close() }()
+			for {
+				resp, err := sub.Next(ctx)
+				switch {
+				case ctx.Err() != nil:
+					return nil
+				case err != nil:
+					ended(how, err.Error())
+					return nil
+				case len(resp.Errors) > 0:
+					// A subscriber that fell too far behind is ended with a
+					// cursor to resume from, and resumes, as a portal does:
+					// the 200 follow the whole flood.
+					after, _ := resp.Errors[0].Extensions["cursor"].(string)
+					if reason, _ := resp.Errors[0].Extensions["reason"].(string); reason != "SLOW_CONSUMER" || after == "" {
+						ended(how, resp.Errors.Error())
+						return nil
+					}
+					sub.Close()
+					if sub, err = clients[i].Subscribe(ctx, protocols[i], client.Request{Query: soakEvents,
+						Variables: map[string]any{"after": after}}); err != nil {
+						if ctx.Err() == nil {
+							ended(how, "resume: "+err.Error())
+						}
+						return nil
+					}
+					resumed.Add(1)
+					continue
+				}
+				received.Add(1)
+			}
+		})
+	}
+	stopProfile := func() {}
+	if plan.Profile != "" {
+		f, err := os.Create(plan.Profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	endSubs()
+	_ = readers.Wait()
+	stopProfile()
+	r := soakSubscriberReport{Received: received.Load(), Lost: lost.Load(), Resumed: resumed.Load()}
+	if v, ok := firstLoss.Load().(string); ok {
+		r.FirstLoss = v
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
