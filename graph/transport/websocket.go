@@ -200,7 +200,7 @@ func (c *wsConnection) serve() {
 	ctx := c.ctx
 	c.mu.Unlock()
 	for {
-		_, data, err := c.ws.Read(ctx)
+		m, err := c.read()
 		if err != nil {
 			if ctx.Err() == nil && websocket.CloseStatus(err) == -1 {
 				c.h.log.Debug().Err(err).Msg("a WebSocket connection ended")
@@ -209,18 +209,57 @@ func (c *wsConnection) serve() {
 		}
 		start := graphql.Now()
 		c.lastRead.Store(start.UnixNano())
-		var m wsMessage
-		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+		if m == nil {
 			c.WriteClose(closeBadRequest, "invalid message: send graphql-transport-ws messages as JSON objects")
 			return
 		}
 		if m.Type != "pong" {
 			c.lastSpoke.Store(start.UnixNano())
 		}
-		if !c.handle(m, start) {
+		if !c.handle(*m, start) {
 			return
 		}
 	}
+}
+
+// read reads and decodes the next message; nil when it is not one of
+// graphql-transport-ws. The message is read into a buffer of the
+// handler's, given back once decoded (decoding copies what it keeps): each
+// message read into one of its own was a third of the reader's time in a
+// fan-out to 10,000 agents, most of it collecting the garbage, and the
+// reader waits for the next frame holding no buffer at all.
+func (c *wsConnection) read() (*wsMessage, error) {
+	// The library is given a context that never ends: given one that can,
+	// it registers a callback on it for every frame it reads. The read ends
+	// when the connection closes, which is also what ends the connection's
+	// context (end).
+	_, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	buf := c.h.heldBuffers.get()
+	defer c.h.heldBuffers.put(buf)
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			*buf = b
+			return nil, err
+		}
+	}
+	*buf = b
+	var m wsMessage
+	if err := json.Unmarshal(b, &m); err != nil || m.Type == "" {
+		return nil, nil
+	}
+	return &m, nil
 }
 
 // handle acts on one message; false ends the connection.
