@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -379,15 +375,6 @@ func benchConnections(ctx context.Context, e *env) (result, error) {
 	for id, c := range creds {
 		plan.Agents = append(plan.Agents, swarmAgent{NodeID: id, Credential: c})
 	}
-	f, err := os.CreateTemp("", "cairn-bench-swarm-*.json")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	if err := json.NewEncoder(f).Encode(plan); err != nil {
-		return nil, err
-	}
-	f.Close()
 	// Bring the nodes online first, so that the events of their connection
 	// and the read buffers they pass through are not counted as the
 	// WebSockets' cost.
@@ -404,29 +391,11 @@ func benchConnections(ctx context.Context, e *env) (result, error) {
 	time.Sleep(2 * time.Second)
 
 	before := serverMemory()
-	exe, err := os.Executable()
+	swarm, err := startChild(ctx, swarmEnv, plan)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), swarmEnv+"="+f.Name())
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		return nil, fmt.Errorf("agent swarm: %q, %v", line, err)
-	}
+	defer func() { _, _ = swarm.stop() }()
 	time.Sleep(2 * time.Second) // let the connections settle (keep-alives, pings)
 	after := serverMemory()
 	perConn := float64(after-before) / n / 1024
@@ -443,10 +412,9 @@ func serverMemory() uint64 {
 	return m.HeapInuse + m.StackInuse
 }
 
-// The child process of benchConnections: started with swarmEnv naming a
-// plan, it opens every agent's WebSocket, prints "ready", and keeps them
-// open until its stdin closes. It is chosen before main parses flags, so
-// the benchmark list need not know about it.
+// swarmEnv names the plan (swarmPlan) of benchConnections' child process
+// (child.go): it opens every agent's WebSocket, and keeps them open until
+// it is ended.
 const swarmEnv = "CAIRN_BENCH_AGENT_SWARM"
 
 type swarmPlan struct {
@@ -459,23 +427,9 @@ type swarmAgent struct {
 	Credential string `json:"credential"`
 }
 
-func init() {
-	if path := os.Getenv(swarmEnv); path != "" {
-		if err := runSwarm(path); err != nil {
-			fmt.Fprintln(os.Stderr, "agent swarm:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
-
 func runSwarm(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var plan swarmPlan
-	if err := json.Unmarshal(b, &plan); err != nil {
+	if err := readPlan(path, &plan); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -502,7 +456,6 @@ func runSwarm(path string) error {
 			}
 		}()
 	}
-	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	readyUntilEnd()
 	return nil
 }

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -20,12 +16,11 @@ import (
 	"cairn/graph/client"
 )
 
-// The soak's subscribers run in a child process of the bench: started with
-// soakSubscribersEnv naming a plan, it opens soakSubscribers subscriptions
-// to every event, half over server-sent events and half over WebSocket,
-// prints "ready", follows them until its stdin closes, and prints what it
-// received as one line of JSON. It is chosen before main parses flags, as
-// the agent swarm is.
+// soakSubscribersEnv names the plan (soakSubscriberPlan) of the soak's
+// child process (child.go): it opens soakSubscribers subscriptions to
+// every event, half over server-sent events and half over WebSocket,
+// follows them until it is ended, and reports what it received
+// (soakSubscriberReport).
 const soakSubscribersEnv = "CAIRN_BENCH_SOAK_SUBSCRIBERS"
 
 // soakSubscriberPlan is what the subscribers' process is given.
@@ -46,94 +41,31 @@ type soakSubscriberReport struct {
 	FirstLoss string `json:"firstLoss,omitempty"`
 }
 
-func init() {
-	if path := os.Getenv(soakSubscribersEnv); path != "" {
-		if err := runSoakSubscribers(path); err != nil {
-			fmt.Fprintln(os.Stderr, "soak subscribers:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
-
-// soakSubscriberProcess is the running child process.
-type soakSubscriberProcess struct {
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	out    *bufio.Reader
-	plan   string
-	report *soakSubscriberReport
-	err    error
-}
+// soakSubscriberProcess is the subscribers' running process.
+type soakSubscriberProcess struct{ child *child }
 
 // startSoakSubscribers starts the subscribers' process and waits until
 // every subscription is open.
 func startSoakSubscribers(ctx context.Context, plan soakSubscriberPlan) (*soakSubscriberProcess, error) {
-	f, err := os.CreateTemp("", "cairn-bench-soak-*.json")
+	c, err := startChild(ctx, soakSubscribersEnv, plan)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open %d subscribers: %w", soakSubscribers, err)
 	}
-	p := &soakSubscriberProcess{plan: f.Name()}
-	if err := json.NewEncoder(f).Encode(plan); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	f.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		os.Remove(p.plan)
-		return nil, err
-	}
-	p.cmd = exec.CommandContext(ctx, exe)
-	p.cmd.Env = append(os.Environ(), soakSubscribersEnv+"="+p.plan)
-	p.cmd.Stderr = os.Stderr
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		os.Remove(p.plan)
-		return nil, err
-	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		os.Remove(p.plan)
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		os.Remove(p.plan)
-		return nil, err
-	}
-	p.out = bufio.NewReader(stdout)
-	line, err := p.out.ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		_, _ = p.stop()
-		return nil, fmt.Errorf("open %d subscribers: the subscribers' process said %q (%v)", soakSubscribers, line, err)
-	}
-	return p, nil
+	return &soakSubscriberProcess{child: c}, nil
 }
 
 // stop ends the subscriptions and returns what they received; later calls
 // return the same.
 func (p *soakSubscriberProcess) stop() (*soakSubscriberReport, error) {
-	if p.report != nil || p.err != nil {
-		return p.report, p.err
+	line, err := p.child.stop()
+	if err != nil {
+		return nil, fmt.Errorf("the soak's subscribers: %w", err)
 	}
-	defer os.Remove(p.plan)
-	p.stdin.Close()
-	line, readErr := p.out.ReadString('\n')
-	waitErr := p.cmd.Wait()
 	var r soakSubscriberReport
-	switch {
-	case waitErr != nil:
-		p.err = fmt.Errorf("the subscribers' process: %w", waitErr)
-	case readErr != nil:
-		p.err = fmt.Errorf("the subscribers' report: %w", readErr)
-	default:
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			p.err = fmt.Errorf("the subscribers' report %q: %w", line, err)
-		} else {
-			p.report = &r
-		}
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return nil, fmt.Errorf("the soak's subscribers' report %q: %w", line, err)
 	}
-	return p.report, p.err
+	return &r, nil
 }
 
 // profilePath is where a profile named name goes in dir; "" when none are
@@ -146,12 +78,8 @@ func profilePath(dir, name string) string {
 }
 
 func runSoakSubscribers(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var plan soakSubscriberPlan
-	if err := json.Unmarshal(b, &plan); err != nil {
+	if err := readPlan(path, &plan); err != nil {
 		return err
 	}
 	if len(plan.Tokens) == 0 {
@@ -238,8 +166,7 @@ func runSoakSubscribers(path string) error {
 		}
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 	}
-	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	readyUntilEnd()
 	endSubs()
 	_ = readers.Wait()
 	stopProfile()
