@@ -72,9 +72,10 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		return nil, err
 	}
 
-	// The subscribers run in a process of their own, as portals do on
-	// machines of their own: in the writers' process, the writers'
-	// goroutines waited for a turn behind two hundred readers'.
+	// The subscribers run in a process of their own, as portals run apart
+	// from the programs that write: in one process, the writers' goroutines
+	// took their turns among two hundred readers', and one CPU profile
+	// mixed both.
 	subs, err := startSoakSubscribers(ctx, soakSubscriberPlan{
 		URL:     srv.url,
 		Tokens:  tokens[soakWriters:],
