@@ -45,6 +45,8 @@ func TestWebSocketProtocol(t *testing.T) {
 		{name: "second init", send: []string{init, init}, reply: "connection_ack", code: 4429},
 		{name: "duplicate subscription id", send: []string{init, sub, sub}, reply: "connection_ack", code: 4409},
 		{name: "subscribe without an id", send: []string{init, `{"type": "subscribe", "payload": {"query": "{ viewer { role } }"}}`}, reply: "connection_ack", code: 4400},
+		{name: "message past the size limit", send: []string{init, `{"type": "ping", "payload": "` + strings.Repeat("a", 1<<20) + `"}`},
+			reply: "connection_ack", code: websocket.StatusMessageTooBig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,6 +127,39 @@ func TestWebSocketPingAndQuery(t *testing.T) {
 	}
 	if !strings.Contains(got[2], `"role":"ADMIN"`) || strings.Contains(got[2], `"errors"`) {
 		t.Fatalf("query result %s", got[2])
+	}
+}
+
+// Messages far larger than the buffers they are read into, and small ones
+// after them, are read whole: each ping is answered with its own payload.
+func TestWebSocketReadsMessagesOfEverySize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{})
+	ctx := ctxT(t)
+	conn := dialTransportWS(ctx, t, e.url)
+	conn.SetReadLimit(-1)
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "connection_init", "payload": {"authorization": "Bearer admin"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := conn.Read(ctx); err != nil || !strings.Contains(string(b), "connection_ack") {
+		t.Fatalf("after init: %s, %v", b, err)
+	}
+	for _, n := range []int{200 << 10, 1, 5000, 70 << 10, 3} {
+		payload := `"` + strings.Repeat("x", n) + `"`
+		if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "ping", "payload": `+payload+`}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("ping of %d bytes: %v", n, err)
+		}
+		var pong struct {
+			Type    string
+			Payload json.RawMessage
+		}
+		if err := json.Unmarshal(b, &pong); err != nil || pong.Type != "pong" || string(pong.Payload) != payload {
+			t.Fatalf("ping of %d bytes answered with %d bytes: %.80s (%v)", n, len(b), b, err)
+		}
 	}
 }
 
