@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
+	"cairn/internal/wsframe"
 )
 
 // Protocol is a subscription transport.
@@ -206,11 +206,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	}
 	dctx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
 	ep := c.ends.now()
-	conn, resp, err := websocket.Dial(dctx, wsURL(ep), &websocket.DialOptions{
-		Subprotocols: []string{string(p)},
-		HTTPClient:   hc,
-		HTTPHeader:   header,
-	})
+	conn, resp, err := dialWS(dctx, hc, ep, header, string(p))
 	cancelDial()
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
@@ -225,49 +221,40 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		}
 		return nil, &DialError{fmt.Errorf("connect to %s: %w", wsURL(ep), err)}
 	}
-	if conn.Subprotocol() != string(p) {
-		_ = conn.Close(websocket.StatusProtocolError, "subprotocol")
-		return nil, &DialError{fmt.Errorf("the server speaks %q, not %s", conn.Subprotocol(), p)}
-	}
-	conn.SetReadLimit(64 << 20)
 	life, cancel := context.WithCancel(context.Background())
 	var reading atomic.Bool // a read waits for the server
-	watch := &readWatch{abort: func() { _ = conn.CloseNow() }}
+	watch := &readWatch{abort: conn.closeNow}
 	closeAll := func() {
 		cancel()
 		watch.close()
 		if reading.Load() {
 			// Ends the waiting read at once, as a server that no longer
 			// answers would hold a closing handshake up.
-			_ = conn.CloseNow()
+			conn.closeNow()
 			return
 		}
-		_ = conn.Close(websocket.StatusNormalClosure, "done")
+		conn.close(wsNormalClosure, "done")
 	}
 	// Writes before the subscription starts are the caller's (ctx); later
 	// ones (pongs) belong to the connection, which outlives that ctx.
 	write := func(ctx context.Context, m wsMessage) error {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 		defer cancel()
 		b, _ := json.Marshal(m)
-		return conn.Write(ctx, websocket.MessageText, b)
+		return conn.write(ctx, wsframe.Text, b)
 	}
 	// Messages are read one at a time into one buffer; what is kept of one
-	// is copied out as it is decoded.
-	//
-	// The library is given a context that never ends: given one that can,
-	// it registers a callback on it for every message, and a subscriber of
-	// a busy log spent a tenth of its time doing so. What ends a read
-	// instead is the connection closing: when the caller's context ends,
-	// when the subscription is closed, or when the server was silent for
-	// the idle limit (a timer that runs only while a read waits).
-	var buf bytes.Buffer
+	// is copied out as it is decoded. What ends a read that waits is the
+	// connection closing: when the caller's context ends, when the
+	// subscription is closed, or when the server was silent for the idle
+	// limit (a timer that runs only while a read waits).
+	var buf []byte
 	var idle *time.Timer
 	var idled atomic.Bool
 	if c.idle > 0 {
 		idle = time.AfterFunc(time.Hour, func() {
 			idled.Store(true)
-			_ = conn.CloseNow()
+			conn.closeNow()
 		})
 		idle.Stop()
 	}
@@ -280,41 +267,35 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		if idle != nil {
 			idle.Reset(c.idle)
 		}
-		if buf.Cap() > 256<<10 {
-			buf = bytes.Buffer{} // a large message's buffer is not kept
+		if cap(buf) > 256<<10 {
+			buf = nil // a large message's buffer is not kept
 		}
 		reading.Store(true)
-		var msg io.Reader
-		_, msg, err = conn.Reader(context.Background())
-		if err == nil {
-			buf.Reset()
-			_, err = buf.ReadFrom(msg)
-		}
+		buf, err = conn.readMessage(buf)
 		reading.Store(false)
 		if idle != nil {
 			idle.Stop()
 		}
-		b := buf.Bytes()
 		if err != nil {
-			var ce websocket.CloseError
+			var ce *CloseError
 			switch {
 			case ctx.Err() != nil:
 				return wsMessage{}, fmt.Errorf("read from %s: %w", wsURL(ep), ctx.Err())
 			case idled.Load():
 				return wsMessage{}, fmt.Errorf("read from %s: the server sent nothing for %s: %w", wsURL(ep), c.idle, context.DeadlineExceeded)
 			case errors.As(err, &ce):
-				if ce.Code == websocket.StatusTryAgainLater {
+				if ce.Code == wsTryAgainLater {
 					c.ends.failed(ep) // the replica cannot reach its database
 				}
-				return wsMessage{}, &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+				return wsMessage{}, ce
 			}
-			return wsMessage{}, err
+			return wsMessage{}, fmt.Errorf("read from %s: %w", wsURL(ep), err)
 		}
-		if r, ok := nextResult(b); ok {
+		if r, ok := nextResult(buf); ok {
 			return wsMessage{Type: "next", result: r}, nil
 		}
 		var m wsMessage
-		if err := json.Unmarshal(b, &m); err != nil {
+		if err := json.Unmarshal(buf, &m); err != nil {
 			return wsMessage{}, fmt.Errorf("malformed message from server: %w", err)
 		}
 		return m, nil

@@ -1,11 +1,12 @@
 package transport
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
 	"time"
+
+	"cairn/internal/wsframe"
 )
 
 // corkLimit is how much a corked connection holds back before it writes
@@ -120,21 +121,9 @@ func (c *corkConn) seal() {
 	c.mu.Unlock()
 }
 
-// appendTextFrame appends p as one final, unmasked text frame (RFC 6455
-// section 5.2).
+// appendTextFrame appends p as one final, unmasked text frame.
 func appendTextFrame(b, p []byte) []byte {
-	const finText = 0x81
-	switch n := len(p); {
-	case n < 126:
-		b = append(b, finText, byte(n))
-	case n <= 0xffff:
-		b = append(b, finText, 126)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
-	default:
-		b = append(b, finText, 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	return append(b, p...)
+	return append(wsframe.AppendHeader(b, wsframe.Text, len(p), nil), p...)
 }
 
 // cork holds back writes until as many uncork calls have been made.
