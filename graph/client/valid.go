@@ -1,5 +1,7 @@
 package client
 
+import "encoding/binary"
+
 // validJSON reports whether b is one JSON value and nothing more but
 // white space, as json.Valid does. A subscriber of a busy log checks every
 // result it is sent; json.Valid, a state machine that makes a call for
@@ -107,13 +109,32 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// skipPlain returns the index of the first byte from i that is not plain,
+// or len(b). It looks at eight bytes at a time while none of them is a
+// quote, an escape or a control character (the bit tricks of "Bit
+// Twiddling Hacks", determine if a word has a zero or a byte less than n):
+// a client checks every string of every result it is sent, and a byte at
+// a time that was a seventh of a subscriber's time.
+func skipPlain(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		quote, escape := x^(ones*'"'), x^(ones*'\\')
+		if ((x-ones*0x20)&^x|(quote-ones)&^quote|(escape-ones)&^escape)&highs != 0 {
+			break
+		}
+	}
+	for i < len(b) && plain[b[i]] {
+		i++
+	}
+	return i
+}
+
 // str reads the string starting at i (its quote) and returns the index
 // after it, or -1.
 func str(b []byte, i int) int {
 	for i++; i < len(b); i++ {
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
+		i = skipPlain(b, i)
 		if i >= len(b) {
 			return -1
 		}

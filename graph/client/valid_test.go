@@ -26,6 +26,23 @@ func TestValidJSONAgreesWithTheStandardLibrary(t *testing.T) {
 	}
 }
 
+// Strings long enough to be read eight bytes at a time hold each byte
+// that ends the plain run (and some that do not) at every place in a word.
+func TestValidJSONFindsEveryByteThatEndsAPlainRun(t *testing.T) {
+	t.Parallel()
+	for _, c := range []byte{'"', '\\', 0x00, 0x01, 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff} {
+		for at := range 24 {
+			body := []byte(strings.Repeat("abcdefgh", 3))
+			body[at] = c
+			for _, in := range []string{`"` + string(body) + `"`, `{"` + string(body) + `":1}`, `["` + string(body) + `\"x"]`} {
+				if got, want := validJSON([]byte(in)), json.Valid([]byte(in)); got != want {
+					t.Errorf("%q: %v, want %v", in, got, want)
+				}
+			}
+		}
+	}
+}
+
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range validSeeds {
 		f.Add(s)
