@@ -21,6 +21,10 @@ import (
 //
 //   - mutations_with_200_subscribers_ratio: mutations a second with the
 //     subscribers following ÷ without them, the same writers in the same run;
+//     the rate without them is measured before the subscribers came and
+//     again after they left, and the two averaged, so that what changes
+//     over the minute between (the tables the flood grows, the database's
+//     own work) weighs on both sides of the ratio alike;
 //   - rss_after_soak_ratio: cairnd's resident set soakSettle after a
 //     soakFlood flood with the subscribers ended and they disconnected ÷ its
 //     resident set before the subscribers connected.
@@ -63,7 +67,7 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	if _, err := flood.run(ctx, e.cfg.duration/2); err != nil {
 		return nil, err
 	}
-	without, err := flood.run(ctx, e.cfg.duration)
+	withoutBefore, err := flood.run(ctx, e.cfg.duration)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +112,13 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.log.Info().Float64("mutations_per_s_without", round(without, 0)).Float64("mutations_per_s_with", round(with, 0)).
+	withoutAfter, err := flood.run(ctx, e.cfg.duration)
+	if err != nil {
+		return nil, err
+	}
+	without := (withoutBefore + withoutAfter) / 2
+	e.log.Info().Float64("mutations_per_s_without_before", round(withoutBefore, 0)).
+		Float64("mutations_per_s_without_after", round(withoutAfter, 0)).Float64("mutations_per_s_with", round(with, 0)).
 		Int64("events_received", report.Received).Int64("subscribers_ended_early", report.Lost).
 		Int64("subscribers_resumed", report.Resumed).
 		Str("first_ended_early", report.FirstLoss).Msg("soak")
@@ -116,6 +126,8 @@ func benchSoak(ctx context.Context, e *env) (result, error) {
 		"mutations_with_200_subscribers_ratio": round(with/without, 2),
 		"rss_after_soak_ratio":                 round(float64(after)/float64(before), 2),
 		"soak_mutations_per_s_without":         round(without, 0),
+		"soak_mutations_per_s_without_before":  round(withoutBefore, 0),
+		"soak_mutations_per_s_without_after":   round(withoutAfter, 0),
 		"soak_mutations_per_s_with":            round(with, 0),
 		"soak_rss_before_mib":                  round(float64(before)/(1<<20), 1),
 		"soak_rss_during_mib":                  round(float64(during)/(1<<20), 1),
