@@ -58,8 +58,11 @@ type Push struct {
 }
 
 // keptQueue is the longest queue a drained Push keeps for the next burst:
-// 4 KiB of it.
-const keptQueue = 4096 / int(unsafe.Sizeof(pushed{}))
+// 16 KiB of it (341 values), which the queue of a paced publish of the
+// API's hub (fewer than 256 events) never outgrows. Kept to 4 KiB (85), it
+// was outgrown and dropped at most publishes of a flood of 1,500
+// mutations a second.
+const keptQueue = 16 << 10 / int(unsafe.Sizeof(pushed{}))
 
 // pushed is one value ready on the channel, of event when shared is set;
 // with data, the result kept for it instead, and nothing on the channel.

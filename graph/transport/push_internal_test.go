@@ -310,14 +310,14 @@ func TestSharedResultsDropTheOldestMade(t *testing.T) {
 	}
 }
 
-// A drained Push keeps the queue a paced publish filled, for the next, and
-// lets a longer burst's go.
+// A drained Push keeps the queue a paced publish filled (up to 255 events),
+// for the next, and lets a longer burst's go.
 func TestDrainedPushKeepsAQueueOfAPublish(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		burst int
 		kept  bool
-	}{{40, true}, {keptQueue, true}, {keptQueue + 1, false}} {
+	}{{40, true}, {255, true}, {keptQueue + 1, false}} {
 		p := &Push{workers: workpool.New(0), claimed: true}
 		for range tt.burst {
 			p.SentKept(json.RawMessage(`{}`))
