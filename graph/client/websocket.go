@@ -46,6 +46,8 @@ const (
 	wsBufferMax = 64 << 10
 	// wsKeptWrite is the largest frame buffer a connection keeps.
 	wsKeptWrite = 16 << 10
+	// wsGrowStep is how much of a long frame is read at a time.
+	wsGrowStep = 1 << 20
 	// wsWriteTimeout bounds a write the server does not take.
 	wsWriteTimeout = 30 * time.Second
 )
@@ -171,10 +173,15 @@ func (c *wsConn) readMessage(dst []byte) ([]byte, error) {
 			c.close(wsMessageTooBig, "message too big")
 			return dst, fmt.Errorf("a message from the server is longer than %d bytes", wsReadLimit)
 		}
-		n := len(dst)
-		dst = slices.Grow(dst, int(h.Len))[:n+int(h.Len)]
-		if err := c.rd.ReadFull(dst[n:]); err != nil {
-			return dst, err
+		// Grown as the payload comes, not for the length a frame claims.
+		for left := h.Len; left > 0; {
+			step := int(min(left, wsGrowStep))
+			n := len(dst)
+			dst = slices.Grow(dst, step)[:n+step]
+			if err := c.rd.ReadFull(dst[n:]); err != nil {
+				return dst, err
+			}
+			left -= int64(step)
 		}
 		if h.Fin {
 			return dst, nil

@@ -24,7 +24,7 @@ import (
 // writes, masked.
 func TestWebSocketSpeaksWithALibraryServer(t *testing.T) {
 	t.Parallel()
-	sizes := []int{0, 1, 125, 126, 65535, 65536, 200 << 10}
+	sizes := []int{0, 1, 125, 126, 65535, 65536, 200 << 10, 3<<20 + 5}
 	echoed := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"cairn-test"}})
@@ -32,7 +32,7 @@ func TestWebSocketSpeaksWithALibraryServer(t *testing.T) {
 			return
 		}
 		defer conn.CloseNow()
-		conn.SetReadLimit(1 << 20)
+		conn.SetReadLimit(8 << 20)
 		ctx := r.Context()
 		// What the client writes comes back as the library read it.
 		echoed <- func() error {
