@@ -547,13 +547,13 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 		if err != nil {
 			return nil, err
 		}
-		event := ""
+		complete := false // the event is "complete"
 		data = data[:0]
 		for sc.Scan() {
 			line := sc.Bytes()
 			switch {
 			case len(line) == 0:
-				if event == "complete" {
+				if complete {
 					done = true
 					return nil, ErrComplete
 				}
@@ -564,9 +564,11 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 					}
 					return r, nil
 				}
-				event, data = "", data[:0]
+				complete, data = false, data[:0]
 			case bytes.HasPrefix(line, []byte("event:")):
-				event = string(bytes.TrimSpace(line[6:]))
+				// Compared in place: made a string, each event's name was
+				// an allocation for every result a subscriber reads.
+				complete = string(bytes.TrimSpace(line[6:])) == "complete"
 			case bytes.HasPrefix(line, []byte("data:")):
 				data = append(data, bytes.TrimSpace(line[5:])...)
 			}

@@ -165,3 +165,42 @@ func TestWebSocketReadsEnd(t *testing.T) {
 		}
 	})
 }
+
+// A server-sent events subscription returns each "next" event's result in
+// order, then ErrComplete at the "complete" event, and no more after it.
+func TestSSEResultsThenComplete(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(": ok\n\nevent: next\ndata: {\"data\":{\"n\":1}}\n\n" +
+			"event:next\ndata: {\"data\":{\"n\":2}}\n\nevent: completed\ndata: {\"data\":{\"n\":3}}\n\n" +
+			"event: complete\ndata:\n\n"))
+		// The stream stays open: the client ends at "complete", not at the
+		// end of the body.
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	sub, err := New(srv.URL, "", nil).Subscribe(context.Background(), SSE, Request{Query: "subscription { n }"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for want := 1; want <= 3; want++ {
+		resp, err := sub.Next(context.Background())
+		if err != nil {
+			t.Fatalf("result %d: %v", want, err)
+		}
+		if got := string(resp.Data); got != `{"n":`+strconv.Itoa(want)+`}` {
+			t.Fatalf("result %d: %s", want, got)
+		}
+	}
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := sub.Next(ctx)
+		cancel()
+		if !errors.Is(err, ErrComplete) {
+			t.Fatalf("after the last result: %v, want ErrComplete", err)
+		}
+	}
+}
