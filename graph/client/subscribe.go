@@ -233,7 +233,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			conn.closeNow()
 			return
 		}
-		conn.close(wsNormalClosure, "done")
+		conn.close(wsframe.StatusNormalClosure, "done")
 	}
 	// Writes before the subscription starts are the caller's (ctx); later
 	// ones (pongs) belong to the connection, which outlives that ctx.
@@ -284,7 +284,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			case idled.Load():
 				return wsMessage{}, fmt.Errorf("read from %s: the server sent nothing for %s: %w", wsURL(ep), c.idle, context.DeadlineExceeded)
 			case errors.As(err, &ce):
-				if ce.Code == wsTryAgainLater {
+				if ce.Code == wsframe.StatusTryAgainLater {
 					c.ends.failed(ep) // the replica cannot reach its database
 				}
 				return wsMessage{}, ce

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -52,19 +51,6 @@ const (
 	wsWriteTimeout = 30 * time.Second
 )
 
-// WebSocket close codes the client sends or acts on (RFC 6455 section 7.4).
-const (
-	wsNormalClosure = 1000
-	wsProtocolError = 1002
-	wsNoStatus      = 1005
-	wsMessageTooBig = 1009
-	wsTryAgainLater = 1013
-)
-
-// wsGUID is the key's suffix the server's accept hashes (RFC 6455 section
-// 1.3).
-const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-
 // dialWS opens a WebSocket to the http or https URL u speaking
 // subprotocol, through hc (whose timeout, if any, the caller removed: the
 // connection outlives it). The response is returned whenever one came, so
@@ -97,8 +83,7 @@ func dialWS(ctx context.Context, hc *http.Client, u string, header http.Header, 
 	if !headerHas(resp.Header, "Connection", "upgrade") || !headerHas(resp.Header, "Upgrade", "websocket") {
 		return fail("the server's answer does not upgrade the connection to a WebSocket")
 	}
-	sum := sha1.Sum([]byte(key + wsGUID))
-	if resp.Header.Get("Sec-WebSocket-Accept") != base64.StdEncoding.EncodeToString(sum[:]) {
+	if resp.Header.Get("Sec-WebSocket-Accept") != wsframe.AcceptKey(key) {
 		return fail("the server's Sec-WebSocket-Accept does not answer the key sent")
 	}
 	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); ext != "" {
@@ -137,12 +122,12 @@ func (c *wsConn) readMessage(dst []byte) ([]byte, error) {
 		h, err := c.rd.Header()
 		if err != nil {
 			if errors.Is(err, wsframe.ErrProtocol) {
-				c.close(wsProtocolError, "protocol violation")
+				c.close(wsframe.StatusProtocolError, "protocol violation")
 			}
 			return dst, err
 		}
 		if h.Masked {
-			c.close(wsProtocolError, "masked frame")
+			c.close(wsframe.StatusProtocolError, "masked frame")
 			return dst, fmt.Errorf("%w: the server masked a frame", wsframe.ErrProtocol)
 		}
 		if h.Op.Control() {
@@ -165,12 +150,12 @@ func (c *wsConn) readMessage(dst []byte) ([]byte, error) {
 			continue
 		}
 		if (h.Op == wsframe.Continuation) != started {
-			c.close(wsProtocolError, "unexpected continuation")
+			c.close(wsframe.StatusProtocolError, "unexpected continuation")
 			return dst, fmt.Errorf("%w: a message's frames out of order", wsframe.ErrProtocol)
 		}
 		started = true
 		if int64(len(dst))+h.Len > wsReadLimit {
-			c.close(wsMessageTooBig, "message too big")
+			c.close(wsframe.StatusMessageTooBig, "message too big")
 			return dst, fmt.Errorf("a message from the server is longer than %d bytes", wsReadLimit)
 		}
 		// Grown as the payload comes, not for the length a frame claims.
@@ -192,7 +177,7 @@ func (c *wsConn) readMessage(dst []byte) ([]byte, error) {
 // closedByServer answers the server's close frame and ends the
 // connection.
 func (c *wsConn) closedByServer(payload []byte) error {
-	ce := &CloseError{Code: wsNoStatus}
+	ce := &CloseError{Code: wsframe.StatusNoStatus}
 	if len(payload) >= 2 {
 		ce.Code = int(binary.BigEndian.Uint16(payload))
 		if utf8.Valid(payload[2:]) {

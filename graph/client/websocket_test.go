@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -106,7 +104,7 @@ func TestWebSocketSpeaksWithALibraryServer(t *testing.T) {
 	if buf, err = conn.readMessage(buf); err != nil || string(buf) != "pong came" {
 		t.Fatalf("after a ping: %q, %v", buf, err)
 	}
-	conn.close(wsNormalClosure, "done")
+	conn.close(wsframe.StatusNormalClosure, "done")
 	if err := conn.write(ctx, wsframe.Text, []byte("late")); !errors.Is(err, errClosing) {
 		t.Fatalf("a write after the close: %v", err)
 	}
@@ -120,14 +118,13 @@ func payload(n int) []byte { return bytes.Repeat([]byte{'c'}, n) }
 func rawServer(t *testing.T, frames []byte, closed chan<- []byte) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + wsGUID))
 		nc, rw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return
 		}
 		defer nc.Close()
 		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
-			"Sec-WebSocket-Protocol: cairn-test\r\nSec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n")
+			"Sec-WebSocket-Protocol: cairn-test\r\nSec-WebSocket-Accept: " + wsframe.AcceptKey(r.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n")
 		_, _ = rw.Write(frames)
 		_ = rw.Flush()
 		fr := wsframe.NewReader(bufio.NewReader(nc), 0, 0)
@@ -157,10 +154,10 @@ func TestWebSocketAnswersABrokenServer(t *testing.T) {
 		wantErr   string
 		wantClose int
 	}{
-		{"masked frame", append(wsframe.AppendHeader(nil, wsframe.Text, 2, &key), 'h'^9, 'i'^9), "masked", wsProtocolError},
-		{"continuation with no message begun", append(wsframe.AppendHeader(nil, wsframe.Continuation, 1, nil), 'x'), "out of order", wsProtocolError},
-		{"reserved bits", []byte{0xc1, 0}, "reserved bits", wsProtocolError},
-		{"message past the read limit", wsframe.AppendHeader(nil, wsframe.Binary, wsReadLimit+1, nil), "longer than", wsMessageTooBig},
+		{"masked frame", append(wsframe.AppendHeader(nil, wsframe.Text, 2, &key), 'h'^9, 'i'^9), "masked", wsframe.StatusProtocolError},
+		{"continuation with no message begun", append(wsframe.AppendHeader(nil, wsframe.Continuation, 1, nil), 'x'), "out of order", wsframe.StatusProtocolError},
+		{"reserved bits", []byte{0xc1, 0}, "reserved bits", wsframe.StatusProtocolError},
+		{"message past the read limit", wsframe.AppendHeader(nil, wsframe.Binary, wsReadLimit+1, nil), "longer than", wsframe.StatusMessageTooBig},
 		{"a close with a code", append(wsframe.AppendHeader(nil, wsframe.Close, 15, nil), append([]byte{0x11, 0x31}, "token expired"...)...), "(4401): token expired", 4401},
 		{"a close with none", append(text("first"), wsframe.AppendHeader(nil, wsframe.Close, 0, nil)...), "(1005)", 0},
 	} {
@@ -207,9 +204,9 @@ func TestWebSocketHandshakeIsChecked(t *testing.T) {
 	}{
 		{"not upgraded", func(w http.ResponseWriter, key string) { http.Error(w, "no", http.StatusBadRequest) }, "400"},
 		{"wrong accept", func(w http.ResponseWriter, key string) { upgrade(w, "bm9wZQ==", "cairn-test", "") }, "does not answer the key"},
-		{"other subprotocol", func(w http.ResponseWriter, key string) { upgrade(w, accept(key), "other", "") }, `speaks "other"`},
+		{"other subprotocol", func(w http.ResponseWriter, key string) { upgrade(w, wsframe.AcceptKey(key), "other", "") }, `speaks "other"`},
 		{"extension not offered", func(w http.ResponseWriter, key string) {
-			upgrade(w, accept(key), "cairn-test", "permessage-deflate")
+			upgrade(w, wsframe.AcceptKey(key), "cairn-test", "permessage-deflate")
 		}, "not offered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,11 +221,6 @@ func TestWebSocketHandshakeIsChecked(t *testing.T) {
 			}
 		})
 	}
-}
-
-func accept(key string) string {
-	sum := sha1.Sum([]byte(key + wsGUID))
-	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 func upgrade(w http.ResponseWriter, accept, protocol, ext string) {

@@ -16,6 +16,7 @@ import (
 
 	"cairn/auth"
 	"cairn/graph/apierr"
+	"cairn/internal/wsframe"
 )
 
 // A Session is one authenticated caller for the life of a request: a single
@@ -193,9 +194,9 @@ func (w *watched) revoked(rev auth.Revocation) {
 // a connection whose credentials are refused.
 const closeUnauthorized = 4401
 
-// closeTryAgainLater (RFC 6455's 1013) ends a connection whose token could
-// not be checked because the database is away: reconnect later.
-const closeTryAgainLater = 1013
+// closeTryAgainLater ends a connection whose token could not be checked
+// because the database is away: reconnect later.
+const closeTryAgainLater = wsframe.StatusTryAgainLater
 
 // bearerToken reads "Bearer <token>" (the scheme is case-insensitive).
 func bearerToken(header string) (string, bool) {

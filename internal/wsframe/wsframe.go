@@ -8,6 +8,8 @@
 package wsframe
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,6 +39,26 @@ const MaxControl = 125
 // MaxHeader is the longest a frame's header is: two bytes, eight of
 // length, four of mask.
 const MaxHeader = 14
+
+// Close codes (RFC 6455 section 7.4) Cairn's WebSocket peers send or act
+// on, besides its own (4400 and up).
+const (
+	StatusNormalClosure = 1000
+	StatusProtocolError = 1002
+	// StatusNoStatus stands for a close frame that carried no code; it is
+	// never sent.
+	StatusNoStatus      = 1005
+	StatusMessageTooBig = 1009
+	// StatusTryAgainLater: the server cannot reach its database.
+	StatusTryAgainLater = 1013
+)
+
+// AcceptKey is the Sec-WebSocket-Accept that answers a handshake's
+// Sec-WebSocket-Key (RFC 6455 section 4.2.2).
+func AcceptKey(key string) string {
+	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
 
 // ErrProtocol is a frame that breaks RFC 6455; the connection should be
 // closed with status 1002.

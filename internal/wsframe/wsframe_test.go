@@ -154,3 +154,11 @@ func TestAPayloadLargerThanTheBufferIsReadWhole(t *testing.T) {
 		t.Fatalf("a payload cut short: %v", err)
 	}
 }
+
+// The handshake's answer is the one RFC 6455 gives for its sample key.
+func TestAcceptKeyAnswersTheRFCsSample(t *testing.T) {
+	t.Parallel()
+	if got := AcceptKey("dGhlIHNhbXBsZSBub25jZQ=="); got != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
+		t.Fatalf("accept %q", got)
+	}
+}
