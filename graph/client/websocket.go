@@ -99,13 +99,11 @@ func dialWS(ctx context.Context, hc *http.Client, u string, header http.Header, 
 	return &wsConn{rwc: rwc, rd: wsframe.NewReader(rwc, wsBuffer, wsBufferMax)}, resp, nil
 }
 
-// headerHas says whether the comma-separated header name holds token.
+// headerHas says whether the header name lists token, in any case.
 func headerHas(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
+	for t := range wsframe.HeaderTokens(h, name) {
+		if strings.EqualFold(t, token) {
+			return true
 		}
 	}
 	return false

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"cairn/internal/wsframe"
 )
 
 // protoTransportWS is the subprotocol of the graphql-ws library.
@@ -137,11 +138,9 @@ func (w *smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // offers says whether the upgrade request lists the subprotocol.
 func offers(r *http.Request, proto string) bool {
-	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for p := range strings.SplitSeq(h, ",") {
-			if strings.TrimSpace(p) == proto {
-				return true
-			}
+	for p := range wsframe.HeaderTokens(r.Header, "Sec-WebSocket-Protocol") {
+		if p == proto {
+			return true
 		}
 	}
 	return false

@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"net/http"
+	"strings"
 )
 
 // Opcode is what a frame carries.
@@ -58,6 +61,22 @@ const (
 func AcceptKey(key string) string {
 	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// HeaderTokens yields the comma-separated tokens of every value of the
+// header name, trimmed: the handshake's Connection, Upgrade and
+// Sec-WebSocket-Protocol. Subprotocols compare as they are, the others
+// without regard to case.
+func HeaderTokens(h http.Header, name string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, v := range h.Values(name) {
+			for t := range strings.SplitSeq(v, ",") {
+				if !yield(strings.TrimSpace(t)) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // ErrProtocol is a frame that breaks RFC 6455; the connection should be

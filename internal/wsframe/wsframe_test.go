@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
+	"slices"
 	"testing"
 )
 
@@ -160,5 +162,23 @@ func TestAcceptKeyAnswersTheRFCsSample(t *testing.T) {
 	t.Parallel()
 	if got := AcceptKey("dGhlIHNhbXBsZSBub25jZQ=="); got != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
 		t.Fatalf("accept %q", got)
+	}
+}
+
+// A handshake header's tokens come trimmed, from every value, in order.
+func TestHeaderTokensReadsEveryValue(t *testing.T) {
+	t.Parallel()
+	h := http.Header{}
+	h.Add("Connection", "keep-alive, Upgrade")
+	h.Add("Connection", " close ")
+	var got []string
+	for tok := range HeaderTokens(h, "Connection") {
+		got = append(got, tok)
+	}
+	if want := []string{"keep-alive", "Upgrade", "close"}; !slices.Equal(got, want) {
+		t.Fatalf("tokens %q, want %q", got, want)
+	}
+	for range HeaderTokens(h, "Connection") {
+		break // stopping early must not panic
 	}
 }
