@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +83,42 @@ func TestServerSentEventsOnTheWire(t *testing.T) {
 				t.Fatalf("stream:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// Over HTTP/1.1 an event stream is the connection's last response: not
+// chunked (each chunk cost a burst of events three writes), the connection
+// closed after "complete", as the server-sent events recommendation has it.
+func TestServerSentEventsAreNotChunked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graph.Config{})
+	u, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	body := `{"query":"{ __typename }"}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer admin\r\nAccept: text/event-stream\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", u.RequestURI(), u.Host, len(body), body)
+	raw, err := io.ReadAll(conn) // ends only if the server closes the connection
+	if err != nil {
+		t.Fatalf("the connection was not closed after the stream: %v; read %q", err, raw)
+	}
+	head, stream, ok := strings.Cut(string(raw), "\r\n\r\n")
+	if !ok {
+		t.Fatalf("no end of the response's head in %q", raw)
+	}
+	if strings.Contains(strings.ToLower(head), "transfer-encoding") || !strings.Contains(head, "Connection: close") {
+		t.Fatalf("head:\n%s", head)
+	}
+	want := ":\n\nevent: next\ndata: {\"data\":{\"__typename\":\"Query\"}}\n\nevent: complete\n\n"
+	if stream != want {
+		t.Fatalf("body %q, want %q", stream, want)
 	}
 }
 

@@ -57,8 +57,15 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 
 	header := w.Header()
 	header.Set("Cache-Control", "no-cache")
-	header.Set("Connection", "keep-alive")
 	header.Set("Content-Type", "text/event-stream")
+	if r.ProtoMajor == 1 {
+		// The stream is the connection's last response, ended by closing
+		// it, as the server-sent events recommendation sets it up: not
+		// chunked, a burst of events leaves in one write, where each chunk
+		// took three (its size, its bytes, its end) once it outgrew the
+		// connection's buffer.
+		header.Set("Transfer-Encoding", "identity")
+	}
 	s := &sseStream{w: w, flusher: http.NewResponseController(w), interval: t.h.opts.KeepAlive, buffers: t.h.heldBuffers}
 	s.open()
 	defer s.close()
