@@ -301,6 +301,9 @@ func (d *Dispatcher) catchUp(ctx context.Context, f eventstore.Filter) (eventsto
 
 func (d *Dispatcher) applyBatch(evs []eventstore.RecordedEvent) {
 	for _, rec := range evs {
+		if d.appliedAlready(rec) {
+			continue
+		}
 		ev, err := d.store.Decode(rec)
 		if err != nil {
 			// An event this build cannot read is skipped rather than
@@ -310,6 +313,19 @@ func (d *Dispatcher) applyBatch(evs []eventstore.RecordedEvent) {
 		}
 		d.apply(rec, ev)
 	}
+}
+
+// appliedAlready reports whether rec is of a job this process has applied
+// up to rec's version (what it appended itself: a fan-out's children), so
+// that it is not decoded again to be ignored by applyJob: the 10,000
+// children of a fan-out, each with the parent's spec, were decoded for
+// nothing as the subscription brought them back.
+func (d *Dispatcher) appliedAlready(rec eventstore.RecordedEvent) bool {
+	if rec.StreamType != streamJob {
+		return false
+	}
+	e := d.jobs[rec.StreamID[len(streamJob)+1:]]
+	return e != nil && rec.Version <= e.version
 }
 
 func (d *Dispatcher) ticker(ctx context.Context) {
