@@ -247,7 +247,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	// is copied out as it is decoded. What ends a read that waits is the
 	// connection closing: when the caller's context ends, when the
 	// subscription is closed, or when the server was silent for the idle
-	// limit (a timer that runs only while a read waits).
+	// limit (a timer that runs only while a read of the network waits).
 	var buf []byte
 	var idle *time.Timer
 	var idled atomic.Bool
@@ -258,24 +258,35 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		})
 		idle.Stop()
 	}
-	read := func(ctx context.Context) (wsMessage, error) {
-		err := watch.begin(ctx)
-		defer watch.end()
-		if err != nil {
-			return wsMessage{}, fmt.Errorf("read from %s: %w", wsURL(ep), err)
+	var readCtx context.Context // of the read under way
+	conn.src.begin = func() error {
+		if err := watch.begin(readCtx); err != nil {
+			watch.end()
+			return err
 		}
 		if idle != nil {
 			idle.Reset(c.idle)
 		}
-		if cap(buf) > 256<<10 {
-			buf = nil // a large message's buffer is not kept
-		}
 		reading.Store(true)
-		buf, err = conn.readMessage(buf)
+		return nil
+	}
+	conn.src.end = func() {
 		reading.Store(false)
 		if idle != nil {
 			idle.Stop()
 		}
+		watch.end()
+	}
+	read := func(ctx context.Context) (wsMessage, error) {
+		if err := ctx.Err(); err != nil {
+			return wsMessage{}, fmt.Errorf("read from %s: %w", wsURL(ep), err)
+		}
+		readCtx = ctx
+		if cap(buf) > 256<<10 {
+			buf = nil // a large message's buffer is not kept
+		}
+		var err error
+		buf, err = conn.readMessage(buf)
 		if err != nil {
 			var ce *CloseError
 			switch {
@@ -533,20 +544,27 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 		}
 		return nil, &HTTPError{Status: resp.StatusCode, Body: string(b)}
 	}
-	sc := bufio.NewScanner(resp.Body)
+	watch := &readWatch{abort: cancel}
+	var readCtx context.Context // of the read under way
+	src := &watchedReader{r: resp.Body, end: watch.end, begin: func() error {
+		if err := watch.begin(readCtx); err != nil {
+			watch.end()
+			return err
+		}
+		return nil
+	}}
+	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	done := false
 	var data []byte // the event being read, reused: results are decoded out of it
-	watch := &readWatch{abort: cancel}
 	next := func(ctx context.Context) (*Response, error) {
 		if done {
 			return nil, ErrComplete
 		}
-		err := watch.begin(ctx)
-		defer watch.end()
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		readCtx = ctx
 		complete := false // the event is "complete"
 		data = data[:0]
 		for sc.Scan() {

@@ -204,3 +204,38 @@ func TestSSEResultsThenComplete(t *testing.T) {
 		}
 	}
 }
+
+// A server-sent events read that waits ends when its caller's context does;
+// one with a context that ended already returns at once.
+func TestSSEReadsEndWithTheirContext(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: next\ndata: {\"data\":{\"n\":1}}\n\nevent: next\ndata: {\"data\":{\"n\":2}}\n\n"))
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // then silent
+	}))
+	defer srv.Close()
+	sub, err := New(srv.URL, "", nil).Subscribe(context.Background(), SSE, Request{Query: "subscription { n }"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if r, err := sub.Next(context.Background()); err != nil || string(r.Data) != `{"n":1}` {
+		t.Fatalf("result 1: %v %v", r, err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := sub.Next(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read with an ended context: %v", err)
+	}
+	if r, err := sub.Next(context.Background()); err != nil || string(r.Data) != `{"n":2}` {
+		t.Fatalf("result 2, read from the buffer: %v %v", r, err)
+	}
+	ctx, cancelWait := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelWait()
+	began := time.Now()
+	if _, err := sub.Next(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 5*time.Second {
+		t.Fatalf("after %s: %v, want the context's deadline", time.Since(began), err)
+	}
+}

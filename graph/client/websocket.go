@@ -28,6 +28,9 @@ import (
 type wsConn struct {
 	rwc io.ReadWriteCloser
 	rd  *wsframe.Reader
+	// src is what rd reads from: rwc, its reads watched once the
+	// subscription sets how.
+	src *watchedReader
 
 	wmu     sync.Mutex // one frame written at a time
 	wbuf    []byte     // a frame being written, kept while small
@@ -96,7 +99,8 @@ func dialWS(ctx context.Context, hc *http.Client, u string, header http.Header, 
 	if !ok {
 		return fail("the upgraded connection cannot be written (%T)", resp.Body)
 	}
-	return &wsConn{rwc: rwc, rd: wsframe.NewReader(rwc, wsBuffer, wsBufferMax)}, resp, nil
+	src := &watchedReader{r: rwc}
+	return &wsConn{rwc: rwc, rd: wsframe.NewReader(src, wsBuffer, wsBufferMax), src: src}, resp, nil
 }
 
 // headerHas says whether the header name lists token, in any case.
