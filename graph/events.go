@@ -201,6 +201,11 @@ func subscribeTo[T any](ctx context.Context, r *Resolver, hub *live.Hub, after *
 // may wait for its transport on the channel.
 const deliveryBurst = 16
 
+// deliveryRun is the most kept results handed to the transport at once:
+// the events of a paced publish, mostly (most publish fewer under a
+// flood), and a stack array of it stays small.
+const deliveryRun = 64
+
 // deliveryQueue is how many results of a subscription may wait for its
 // transport in all: enough for a paced publish (live.Feed) to be handed
 // over in one go, so that its results leave in one write. Kept results
@@ -265,16 +270,28 @@ func (d *delivery[T]) run() {
 // deliverReady delivers the events ready now; false once the subscription
 // ended.
 func (d *delivery[T]) deliverReady() bool {
+	// The kept results taken and not yet handed over: a subscription that
+	// shares (subscribeShared) renders nothing when another of the same
+	// operation rendered the event already, and the kept results are
+	// handed over together, a run the transport writes as the others did.
+	// The run lives on the stack of the worker delivering.
+	var run [deliveryRun]transport.Kept
+	kept := run[:0]
 	for {
 		if d.ctx.Err() != nil {
 			d.end(nil)
 			return false
 		}
-		if !d.push.Room(deliveryQueue, d.woken) {
+		// The transport's room is looked at once for each run, not for
+		// each result.
+		if len(kept) == 0 && !d.push.Room(deliveryQueue, d.woken) {
 			return true // woken again once the transport took some
 		}
 		e, err := d.sub.TryNext(d.ctx)
 		if err != nil {
+			// What was taken is sent before the end: a subscriber ended as
+			// slow resumes after the last event taken.
+			d.push.SentKept(kept...)
 			if !errors.Is(err, context.Canceled) {
 				d.end(err)
 			} else {
@@ -283,15 +300,20 @@ func (d *delivery[T]) deliverReady() bool {
 			return false
 		}
 		if e == nil {
+			d.push.SentKept(kept...)
 			return true
 		}
-		// A subscription that shares (subscribeShared) renders nothing
-		// when another of the same operation rendered the event already.
-		var v *T
-		kept, isKept := d.push.Kept(e.Cursor())
-		if !isKept {
-			v, err = d.render(d.ctx, e)
+		if data, ok := d.push.Kept(e.Cursor()); ok {
+			kept = append(kept, transport.Kept{Event: e.Cursor(), Data: data})
+			if len(kept) == len(run) {
+				d.push.SentKept(kept...)
+				kept = run[:0]
+			}
+			continue
 		}
+		d.push.SentKept(kept...)
+		kept = run[:0]
+		v, err := d.render(d.ctx, e)
 		if err != nil {
 			if d.ctx.Err() == nil {
 				d.end(err)
@@ -299,10 +321,6 @@ func (d *delivery[T]) deliverReady() bool {
 				d.end(nil) // the subscriber went away: nobody to tell
 			}
 			return false
-		}
-		if isKept {
-			d.push.SentKept(kept)
-			continue
 		}
 		if v == nil {
 			continue

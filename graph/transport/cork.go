@@ -114,6 +114,30 @@ func (c *corkConn) writeText(p []byte) error {
 	return nil
 }
 
+// writeFrames writes whole frames made already (keptRuns), held back with
+// the rest while corked, as writeText writes one.
+func (c *corkConn) writeFrames(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.sealed:
+		return errSealed
+	case c.corks == 0:
+		_, err := c.writeLocked(b)
+		return err
+	}
+	if c.held == nil {
+		c.held = c.buffers.get()
+	}
+	*c.held = append(*c.held, b...)
+	if len(*c.held) >= corkLimit {
+		return c.flushLocked()
+	}
+	return nil
+}
+
 // seal refuses writeText from now on: the close handshake begins.
 func (c *corkConn) seal() {
 	c.mu.Lock()

@@ -81,8 +81,10 @@ type Handler struct {
 	http     http.Handler
 	// wsOpen counts the WebSocket connections served now.
 	wsOpen atomic.Int64
-	// shared keeps subscriptions' results for the same operation elsewhere.
-	shared *sharedResults
+	// shared keeps subscriptions' results for the same operation elsewhere,
+	// and keptRuns runs of them as the transports framed them.
+	shared   *sharedResults
+	keptRuns *keptRuns
 	// heldBuffers hold what corked WebSocket connections and event streams
 	// hold back, and each WebSocket result while it is put together.
 	heldBuffers *heldBuffers
@@ -95,7 +97,7 @@ func New(schema graphql.ExecutableSchema, opts Options, deps Deps) (*Handler, er
 	}
 	opts.defaults()
 	h := &Handler{opts: opts, deps: deps, log: deps.Log, quotas: newQuotas(opts.Quota, opts.AnonymousQuota),
-		shared: newSharedResults(sharedResultsKept), heldBuffers: newHeldBuffers()}
+		shared: newSharedResults(sharedResultsKept), keptRuns: newKeptRuns(keptRunsKept), heldBuffers: newHeldBuffers()}
 	if r, ok := deps.Auth.(Revoker); ok {
 		r.OnRevoke(h.sessions.revoked)
 	}

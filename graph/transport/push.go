@@ -32,11 +32,15 @@ type Push struct {
 	mu      sync.Mutex
 	claimed bool
 	queue   []pushed // the values ready, in the order they were sent
-	head    int      // queue[head:] is not taken yet
+	spare   []pushed // an empty array for queue, while the worker takes the last
 	closed  bool     // the channel is closed: take until the end
 	running bool     // a goroutine is taking
 	take    func(pushed) bool
-	workers *workpool.Pool
+	// takeKept, when set, takes a run of kept results (pushed.isKept) in
+	// one go: the transport writes it as the other subscriptions of the
+	// operation wrote the same run, rather than result by result.
+	takeKept func([]pushed)
+	workers  *workpool.Pool
 	// busy and idle, when set, bracket each run of takes: the transport
 	// holds back what take writes until idle, so that the results ready
 	// at once leave in one write to the peer instead of one each.
@@ -48,10 +52,9 @@ type Push struct {
 	// drop takes the next value off the channel unseen (Shares); nil when
 	// the resolver's results are not the event's alone.
 	drop func()
-	// onRoom, when set, is called once fewer than roomAt values wait
+	// onRoom, when set, is called once the transport took what waits
 	// (Room).
 	onRoom func()
-	roomAt int
 	// kept is the response a kept result is handed over in: one at a
 	// time, as results are taken one at a time.
 	kept graphql.Response
@@ -65,11 +68,21 @@ type Push struct {
 const keptQueue = 16 << 10 / int(unsafe.Sizeof(pushed{}))
 
 // pushed is one value ready on the channel, of event when shared is set;
-// with data, the result kept for it instead, and nothing on the channel.
+// with data, the result kept for event instead, and nothing on the channel.
 type pushed struct {
 	shared bool
 	event  eventstore.Cursor
 	data   json.RawMessage
+}
+
+// isKept reports whether it is a result kept for its event (SentKept).
+func (it pushed) isKept() bool { return it.shared && it.data != nil }
+
+// Kept is a result another subscription of the same operation and caller
+// made for an event (Push.Kept), to be sent as it is.
+type Kept struct {
+	Event eventstore.Cursor
+	Data  json.RawMessage
 }
 
 type pushKey struct{}
@@ -132,9 +145,18 @@ func (p *Push) Kept(event eventstore.Cursor) (json.RawMessage, bool) {
 	return p.shared.Get(sharedKey{op: p.op, event: event})
 }
 
-// SentKept says one more result is ready, the one kept (Kept); nothing is
-// on the channel for it.
-func (p *Push) SentKept(data json.RawMessage) { p.send(pushed{shared: true, data: data}) }
+// SentKept says more results are ready, the ones kept for their events
+// (Kept), in order; nothing is on the channel for them.
+func (p *Push) SentKept(kept ...Kept) {
+	if p == nil || len(kept) == 0 {
+		return
+	}
+	p.mu.Lock()
+	for _, k := range kept {
+		p.queue = append(p.queue, pushed{shared: true, event: k.Event, data: k.Data})
+	}
+	p.kick()
+}
 
 func (p *Push) send(it pushed) {
 	if p == nil {
@@ -162,19 +184,19 @@ func (p *Push) Release() {
 }
 
 // Room reports whether fewer than n values wait for the transport. When
-// not, wake is called once they do: a resolver that sends nothing on its
-// channel for a kept result (SentKept) is held back by that instead of by
-// the channel's buffer, without a goroutine waiting.
+// not, wake is called once the transport took them: a resolver that sends
+// nothing on its channel for a kept result (SentKept) is held back by that
+// instead of by the channel's buffer, without a goroutine waiting.
 func (p *Push) Room(n int, wake func()) bool {
 	if p == nil {
 		return true
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.queue)-p.head < n {
+	if len(p.queue) < n {
 		return true
 	}
-	p.onRoom, p.roomAt = wake, n
+	p.onRoom = wake
 	return false
 }
 
@@ -189,14 +211,15 @@ func (p *Push) Closed() {
 }
 
 // arm hands over the function that takes one result (reporting whether
-// the operation ended); false when the resolver did not take the Push.
-func (p *Push) arm(take func(pushed) bool) bool {
+// the operation ended), and optionally the one that takes a run of kept
+// results; false when the resolver did not take the Push.
+func (p *Push) arm(take func(pushed) bool, takeKept func([]pushed)) bool {
 	p.mu.Lock()
 	if !p.claimed {
 		p.mu.Unlock()
 		return false
 	}
-	p.take = take
+	p.take, p.takeKept = take, takeKept
 	p.kick()
 	return true
 }
@@ -204,7 +227,7 @@ func (p *Push) arm(take func(pushed) bool) bool {
 // kick has a worker take what is ready, unless one is taking.
 // Called with p.mu held; unlocks it.
 func (p *Push) kick() {
-	if p.take == nil || p.running || (len(p.queue) == p.head && !p.closed) {
+	if p.take == nil || p.running || (len(p.queue) == 0 && !p.closed) {
 		p.mu.Unlock()
 		return
 	}
@@ -213,6 +236,9 @@ func (p *Push) kick() {
 	p.workers.Go(p.run)
 }
 
+// run takes what is ready, everything queued at a time: the resolver
+// queues a wake-up's results in one go, and the kept ones among them are
+// handed to the transport as one run.
 func (p *Push) run() {
 	if p.busy != nil {
 		p.busy()
@@ -222,44 +248,57 @@ func (p *Push) run() {
 	}
 	for {
 		p.mu.Lock()
-		if len(p.queue) == p.head && !p.closed {
+		if len(p.queue) == 0 && !p.closed {
 			p.running = false
 			p.mu.Unlock()
 			return
 		}
-		var it pushed // closed and nothing queued: take the end
-		if len(p.queue) > p.head {
-			it = p.queue[p.head]
-			p.queue[p.head] = pushed{}
-			p.head++
-			if p.head == len(p.queue) {
-				// A subscription that waits keeps no queue a long burst
-				// grew, but keeps one a paced publish fills: grown again
-				// for every publish, it was 4 % of the server's time under
-				// a flood with 200 subscribers.
-				if cap(p.queue) > keptQueue {
-					p.queue = nil
-				} else {
-					p.queue = p.queue[:0]
-				}
-				p.head = 0
-			}
-		}
+		batch := p.queue
+		p.queue, p.spare = p.spare, nil
 		var room func()
-		if p.onRoom != nil && len(p.queue)-p.head < p.roomAt {
+		if p.onRoom != nil {
 			room, p.onRoom = p.onRoom, nil
 		}
-		take := p.take
+		take, takeKept := p.take, p.takeKept
 		p.mu.Unlock()
 		if room != nil {
 			room()
 		}
-		if take(it) {
+		if len(batch) == 0 { // closed and nothing queued: take the end
+			batch = append(batch, pushed{})
+		}
+		for i := 0; i < len(batch); {
+			if takeKept != nil && batch[i].isKept() {
+				j := i + 1
+				for j < len(batch) && batch[j].isKept() {
+					j++
+				}
+				takeKept(batch[i:j])
+				i = j
+				continue
+			}
+			if take(batch[i]) {
+				p.mu.Lock()
+				p.queue, p.spare, p.closed, p.take, p.takeKept = nil, nil, false, nil, nil
+				p.running = false
+				p.mu.Unlock()
+				return
+			}
+			i++
+		}
+		// A subscription that waits keeps no queue a long burst grew, but
+		// keeps one a paced publish fills: grown again for every publish,
+		// it was 4 % of the server's time under a flood with 200
+		// subscribers.
+		if cap(batch) <= keptQueue {
+			clear(batch)
 			p.mu.Lock()
-			p.queue, p.head, p.closed, p.take = nil, 0, false, nil
-			p.running = false
+			if len(p.queue) == 0 {
+				p.queue = batch[:0]
+			} else if p.spare == nil {
+				p.spare = batch[:0]
+			}
 			p.mu.Unlock()
-			return
 		}
 	}
 }

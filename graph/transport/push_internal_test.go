@@ -233,7 +233,7 @@ func TestHeldPushWritesWhatItTookOnRelease(t *testing.T) {
 		_, _ = c.Write([]byte(v))
 		taken <- v
 		return false
-	})
+	}, nil)
 	push.Hold()
 	for range 3 {
 		push.Sent()
@@ -260,7 +260,7 @@ func TestPushRoomWakesOnceTheTransportTookSome(t *testing.T) {
 	t.Parallel()
 	p := &Push{workers: workpool.New(0), claimed: true}
 	for range 3 {
-		p.SentKept(json.RawMessage(`{}`))
+		p.SentKept(Kept{Data: json.RawMessage(`{}`)})
 	}
 	woken := make(chan struct{}, 1)
 	if p.Room(3, func() { woken <- struct{}{} }) {
@@ -276,7 +276,7 @@ func TestPushRoomWakesOnceTheTransportTookSome(t *testing.T) {
 		took <- struct{}{}
 		<-release
 		return false
-	})
+	}, nil)
 	<-took
 	select {
 	case <-woken:
@@ -320,7 +320,7 @@ func TestDrainedPushKeepsAQueueOfAPublish(t *testing.T) {
 	}{{40, true}, {255, true}, {keptQueue + 1, false}} {
 		p := &Push{workers: workpool.New(0), claimed: true}
 		for range tt.burst {
-			p.SentKept(json.RawMessage(`{}`))
+			p.SentKept(Kept{Data: json.RawMessage(`{}`)})
 		}
 		drained := make(chan struct{})
 		taken := 0
@@ -329,7 +329,7 @@ func TestDrainedPushKeepsAQueueOfAPublish(t *testing.T) {
 				close(drained)
 			}
 			return false
-		})
+		}, nil)
 		<-drained
 		deadline := time.Now().Add(5 * time.Second)
 		for {

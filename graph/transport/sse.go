@@ -103,7 +103,10 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 			s.next(resp)
 			return false
 		}
-		if push.arm(take) {
+		takeKept := func(run []pushed) {
+			s.nextFramed(t.h.keptRuns.framed(push.op, "sse", run, appendEventsNext))
+		}
+		if push.arm(take, takeKept) {
 			select {
 			case <-finished:
 				s.complete()
@@ -173,17 +176,37 @@ func (s *sseStream) next(resp *graphql.Response) {
 		b = append(b[:start], "event: next\ndata: "...)
 		b, _ = appendResponse(b, &graphql.Response{Errors: gqlerror.List{gqlerror.Errorf("could not encode a result: %v", err)}})
 	}
-	// An event's data is one line: gqlgen's results have no line breaks,
-	// but a result with one (a JSON value written as it was stored) would
-	// end the event early.
-	dataAt := start + len("event: next\ndata: ")
+	*s.held = append(compactLine(b, start+len("event: next\ndata: ")), "\n\n"...)
+	if s.corks == 0 || len(*s.held) >= corkLimit {
+		s.writeHeldLocked()
+	}
+}
+
+// compactLine makes b[dataAt:], an event's data, one line: gqlgen's
+// results have no line breaks, but a result with one (a JSON value written
+// as it was stored) would end the event early.
+func compactLine(b []byte, dataAt int) []byte {
 	if bytes.IndexByte(b[dataAt:], '\n') >= 0 {
 		var compact bytes.Buffer
 		if json.Compact(&compact, b[dataAt:]) == nil {
 			b = append(b[:dataAt], compact.Bytes()...)
 		}
 	}
-	*s.held = append(b, "\n\n"...)
+	return b
+}
+
+// nextFramed writes results framed already as events (keptRuns); a flush
+// sends them.
+func (s *sseStream) nextFramed(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.held == nil {
+		s.held = s.buffers.get()
+	}
+	*s.held = append(*s.held, b...)
 	if s.corks == 0 || len(*s.held) >= corkLimit {
 		s.writeHeldLocked()
 	}

@@ -176,6 +176,9 @@ type wsOperation struct {
 	// quotedID is id as JSON, made once: every result of a subscription
 	// is framed with it.
 	quotedID []byte
+	// framing names how its results are framed, among the runs other
+	// subscriptions framed (keptRuns).
+	framing string
 }
 
 // wsMessage is one graphql-transport-ws message.
@@ -402,7 +405,7 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	quoted, _ := json.Marshal(id) // a Go string always encodes
-	op := &wsOperation{id: id, cancel: cancel, quotedID: quoted}
+	op := &wsOperation{id: id, cancel: cancel, quotedID: quoted, framing: "ws:" + string(quoted)}
 	c.ops[id] = op
 	c.mu.Unlock()
 	c.h.deps.Workers.Go(func() {
@@ -455,7 +458,9 @@ func (c *wsConnection) start(ctx context.Context, op *wsOperation, payload json.
 		ctx = context.WithValue(ctx, pushKey{}, push)
 	}
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
-	if push != nil && push.arm(func(it pushed) bool { return c.drain(ctx, op, push, it, responses) }) {
+	take := func(it pushed) bool { return c.drain(ctx, op, push, it, responses) }
+	takeKept := func(run []pushed) { c.sendKept(op, push, run) }
+	if push != nil && push.arm(take, takeKept) {
 		return false
 	}
 	if c.conn != nil && push == nil {
@@ -540,6 +545,25 @@ func (c *wsConnection) sendNext(op *wsOperation, resp *graphql.Response) {
 	c.h.heldBuffers.put(buf)
 }
 
+// sendKept sends a run of kept results as the operation's "next"
+// messages, framed once for every subscription of the operation that is
+// sent the same run (keptRuns).
+func (c *wsConnection) sendKept(op *wsOperation, push *Push, run []pushed) {
+	if !c.live(op) {
+		return
+	}
+	if c.conn == nil {
+		for _, it := range run {
+			c.sendNext(op, &graphql.Response{Data: it.data})
+		}
+		return
+	}
+	b := c.h.keptRuns.framed(push.op, op.framing, run, func(b []byte, run []pushed) []byte {
+		return appendFramesNext(b, op.quotedID, run)
+	})
+	c.writeFrames(b)
+}
+
 // appendResponse appends a response's JSON. A plain result (data alone,
 // as every event of a subscription is) is written as is: gqlgen wrote its
 // data, and it is valid JSON already.
@@ -606,6 +630,16 @@ func (c *wsConnection) writeFrame(b []byte) {
 		err = c.ws.Write(ctx, websocket.MessageText, b)
 		cancel()
 	}
+	c.wrote(err)
+}
+
+// writeFrames writes whole frames made already (c.conn is set).
+func (c *wsConnection) writeFrames(b []byte) {
+	c.wrote(c.conn.writeFrames(b))
+}
+
+// wrote ends the connection after a write that failed.
+func (c *wsConnection) wrote(err error) {
 	switch {
 	case errors.Is(err, errSealed):
 		// The close handshake under way ends the connection.

@@ -1,0 +1,120 @@
+package transport
+
+import (
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"cairn/eventstore"
+	"cairn/internal/wsframe"
+)
+
+// keptRuns keeps the recent runs of kept results as a transport wrote them:
+// the subscriptions of one operation and caller that follow the log are
+// handed the same run of results at each of the hub's publishes, and the
+// first to write it frames it for the others, which write the same bytes.
+// Framed result by result, each subscription's share of a flood with two
+// hundred subscribers was most of what it cost the server.
+type keptRuns struct {
+	mu    sync.RWMutex
+	kept  map[runKey][]byte
+	order []runKey // a ring of the keys kept, oldest at next once full
+	next  int
+}
+
+// runKey names a run of results: the operation and caller (answerKey),
+// how the transport frames them, and the events they are of.
+type runKey struct {
+	op          [32]byte
+	framing     string
+	first, last eventstore.Cursor
+	n           int
+}
+
+// keptRunsKept is how many runs are kept: a few seconds of a paced hub's
+// publishes for a few operations and transports.
+const keptRunsKept = 256
+
+// maxKeptRun bounds the bytes of one kept run; a longer one is framed by
+// each subscription for itself.
+const maxKeptRun = 64 << 10
+
+func newKeptRuns(size int) *keptRuns {
+	size = max(size, 1)
+	return &keptRuns{kept: make(map[runKey][]byte, size), order: make([]runKey, 0, size)}
+}
+
+// framed returns run framed by frame, the bytes kept for it under framing
+// when another subscription framed it already. The bytes are shared: the
+// caller writes them and changes nothing in them.
+func (r *keptRuns) framed(op [32]byte, framing string, run []pushed, frame func([]byte, []pushed) []byte) []byte {
+	key := runKey{op: op, framing: framing, first: run[0].event, last: run[len(run)-1].event, n: len(run)}
+	r.mu.RLock()
+	b, ok := r.kept[key]
+	r.mu.RUnlock()
+	if ok {
+		return b
+	}
+	b = frame(nil, run)
+	if len(b) > maxKeptRun {
+		return b
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if kept, ok := r.kept[key]; ok {
+		return kept
+	}
+	if len(r.order) < cap(r.order) {
+		r.order = append(r.order, key)
+	} else {
+		delete(r.kept, r.order[r.next])
+		r.order[r.next] = key
+		r.next = (r.next + 1) % len(r.order)
+	}
+	r.kept[key] = b
+	return b
+}
+
+// Len is how many runs are kept.
+func (r *keptRuns) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.kept)
+}
+
+// appendEventsNext appends kept results as server-sent events, as
+// sseStream.next writes each.
+func appendEventsNext(b []byte, run []pushed) []byte {
+	var resp graphql.Response
+	for _, it := range run {
+		start := len(b)
+		resp.Data = it.data
+		b = append(b, "event: next\ndata: "...)
+		b, _ = appendResponse(b, &resp) // a plain response: no error
+		b = append(compactLine(b, start+len("event: next\ndata: ")), "\n\n"...)
+	}
+	return b
+}
+
+// appendFramesNext appends kept results as WebSocket "next" messages of
+// the operation quotedID, as wsConnection.sendNext frames each.
+func appendFramesNext(b, quotedID []byte, run []pushed) []byte {
+	const (
+		head = `{"id":`
+		mid  = `,"type":"next","payload":{"data":`
+		tail = `}}`
+	)
+	for _, it := range run {
+		data := []byte(it.data)
+		if len(data) == 0 {
+			data = []byte("null")
+		}
+		b = wsframe.AppendHeader(b, wsframe.Text, len(head)+len(quotedID)+len(mid)+len(data)+len(tail), nil)
+		b = append(b, head...)
+		b = append(b, quotedID...)
+		b = append(b, mid...)
+		b = append(b, data...)
+		b = append(b, tail...)
+	}
+	return b
+}
