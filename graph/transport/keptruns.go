@@ -31,13 +31,14 @@ type runKey struct {
 	n           int
 }
 
-// keptRunsKept is how many runs are kept: a few seconds of a paced hub's
-// publishes for a few operations and transports.
-const keptRunsKept = 256
+// keptRunsKept is how many runs are kept: a second or two of a paced
+// hub's publishes for a few operations and transports (the subscriptions
+// of a run write it within moments of each other).
+const keptRunsKept = 128
 
-// maxKeptRun bounds the bytes of one kept run; a longer one is framed by
-// each subscription for itself.
-const maxKeptRun = 64 << 10
+// maxKeptRun bounds the bytes of one kept run, so that the runs kept hold
+// 4 MiB at most; a longer one is framed by each subscription for itself.
+const maxKeptRun = corkLimit
 
 func newKeptRuns(size int) *keptRuns {
 	size = max(size, 1)
