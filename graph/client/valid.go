@@ -1,6 +1,9 @@
 package client
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // validJSON reports whether b is one JSON value and nothing more but
 // white space, as json.Valid does. A subscriber of a busy log checks every
@@ -115,13 +118,18 @@ var plain = func() (t [256]bool) {
 // Twiddling Hacks", determine if a word has a zero or a byte less than n):
 // a client checks every string of every result it is sent, and a byte at
 // a time that was a seventh of a subscriber's time.
+//
+// The lowest byte a test flags is exact (a borrow only runs upwards, from a
+// byte that matches), so the word that holds the string's end gives its
+// place at once, rather than a byte at a time after it: that walk was a
+// third of the check.
 func skipPlain(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		quote, escape := x^(ones*'"'), x^(ones*'\\')
-		if ((x-ones*0x20)&^x|(quote-ones)&^quote|(escape-ones)&^escape)&highs != 0 {
-			break
+		if m := ((x-ones*0x20)&^x | (quote-ones)&^quote | (escape-ones)&^escape) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for i < len(b) && plain[b[i]] {
