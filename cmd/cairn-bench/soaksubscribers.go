@@ -121,6 +121,11 @@ func runSoakSubscribers(path string) error {
 			how = "WebSocket"
 		}
 		readers.Go(func() error {
+			// Counted here and added once at the end: one counter for all
+			// 200, its cache line passed between the cores at every
+			// result, was 4 % of this process.
+			var n int64
+			defer func() { received.Add(n) }()
 			defer func() { sub.Close() }()
 			for {
 				resp, err := sub.Next(ctx)
@@ -150,7 +155,7 @@ func runSoakSubscribers(path string) error {
 					resumed.Add(1)
 					continue
 				}
-				received.Add(1)
+				n++
 			}
 		})
 	}
