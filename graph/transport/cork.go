@@ -90,6 +90,18 @@ func (c *corkConn) Write(p []byte) (int, error) {
 // than its buffer. Server frames are not masked, and the connection
 // negotiates no compression.
 func (c *corkConn) writeText(p []byte) error {
+	return c.writeWhole(func(b []byte) []byte { return appendTextFrame(b, p) })
+}
+
+// writeFrames writes whole frames made already (keptRuns), as writeText
+// writes one.
+func (c *corkConn) writeFrames(frames []byte) error {
+	return c.writeWhole(func(b []byte) []byte { return append(b, frames...) })
+}
+
+// writeWhole writes what add appends in one piece: into what a cork holds
+// back, or in one write when none does.
+func (c *corkConn) writeWhole(add func([]byte) []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -100,38 +112,14 @@ func (c *corkConn) writeText(p []byte) error {
 	case c.corks == 0:
 		b := c.buffers.get()
 		defer c.buffers.put(b)
-		*b = appendTextFrame(*b, p)
+		*b = add(*b)
 		_, err := c.writeLocked(*b)
 		return err
 	}
 	if c.held == nil {
 		c.held = c.buffers.get()
 	}
-	*c.held = appendTextFrame(*c.held, p)
-	if len(*c.held) >= corkLimit {
-		return c.flushLocked()
-	}
-	return nil
-}
-
-// writeFrames writes whole frames made already (keptRuns), held back with
-// the rest while corked, as writeText writes one.
-func (c *corkConn) writeFrames(b []byte) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.err != nil:
-		return c.err
-	case c.sealed:
-		return errSealed
-	case c.corks == 0:
-		_, err := c.writeLocked(b)
-		return err
-	}
-	if c.held == nil {
-		c.held = c.buffers.get()
-	}
-	*c.held = append(*c.held, b...)
+	*c.held = add(*c.held)
 	if len(*c.held) >= corkLimit {
 		return c.flushLocked()
 	}

@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"sync"
-
 	"github.com/99designs/gqlgen/graphql"
 
 	"cairn/eventstore"
@@ -15,12 +13,7 @@ import (
 // first to write it frames it for the others, which write the same bytes.
 // Framed result by result, each subscription's share of a flood with two
 // hundred subscribers was most of what it cost the server.
-type keptRuns struct {
-	mu    sync.RWMutex
-	kept  map[runKey][]byte
-	order []runKey // a ring of the keys kept, oldest at next once full
-	next  int
-}
+type keptRuns struct{ runs *recentMap[runKey, []byte] }
 
 // runKey names a run of results: the operation and caller (answerKey),
 // how the transport frames them, and the events they are of.
@@ -41,8 +34,7 @@ const keptRunsKept = 128
 const maxKeptRun = corkLimit
 
 func newKeptRuns(size int) *keptRuns {
-	size = max(size, 1)
-	return &keptRuns{kept: make(map[runKey][]byte, size), order: make([]runKey, 0, size)}
+	return &keptRuns{runs: newRecentMap[runKey, []byte](size)}
 }
 
 // framed returns run framed by frame, the bytes kept for it under framing
@@ -50,49 +42,26 @@ func newKeptRuns(size int) *keptRuns {
 // caller writes them and changes nothing in them.
 func (r *keptRuns) framed(op [32]byte, framing string, run []pushed, frame func([]byte, []pushed) []byte) []byte {
 	key := runKey{op: op, framing: framing, first: run[0].event, last: run[len(run)-1].event, n: len(run)}
-	r.mu.RLock()
-	b, ok := r.kept[key]
-	r.mu.RUnlock()
-	if ok {
+	if b, ok := r.runs.Get(key); ok {
 		return b
 	}
-	b = frame(nil, run)
+	b := frame(nil, run)
 	if len(b) > maxKeptRun {
 		return b
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if kept, ok := r.kept[key]; ok {
-		return kept
-	}
-	if len(r.order) < cap(r.order) {
-		r.order = append(r.order, key)
-	} else {
-		delete(r.kept, r.order[r.next])
-		r.order[r.next] = key
-		r.next = (r.next + 1) % len(r.order)
-	}
-	r.kept[key] = b
-	return b
+	return r.runs.Add(key, b)
 }
 
 // Len is how many runs are kept.
-func (r *keptRuns) Len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.kept)
-}
+func (r *keptRuns) Len() int { return r.runs.Len() }
 
 // appendEventsNext appends kept results as server-sent events, as
 // sseStream.next writes each.
 func appendEventsNext(b []byte, run []pushed) []byte {
 	var resp graphql.Response
 	for _, it := range run {
-		start := len(b)
 		resp.Data = it.data
-		b = append(b, "event: next\ndata: "...)
-		b, _ = appendResponse(b, &resp) // a plain response: no error
-		b = append(compactLine(b, start+len("event: next\ndata: ")), "\n\n"...)
+		b = appendEvent(b, &resp)
 	}
 	return b
 }

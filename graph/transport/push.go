@@ -332,31 +332,47 @@ func (p *Push) result(ctx context.Context, it pushed, responses graphql.Response
 
 // sharedResults are the results of subscriptions kept for the others of
 // the same operation and caller: the most recent ones only, as every
-// subscriber is sent an event within moments of the others. Every
-// subscriber looks up every event here, so a look-up shares a read lock
-// and changes nothing (a least-recently-used list, moving what it finds,
-// made them wait on each other); the oldest result made goes first.
-type sharedResults struct {
+// subscriber is sent an event within moments of the others.
+type sharedResults = recentMap[sharedKey, json.RawMessage]
+
+// newSharedResults keeps up to size results (at least one).
+func newSharedResults(size int) *sharedResults {
+	return newRecentMap[sharedKey, json.RawMessage](size)
+}
+
+// recentMap keeps the values of the keys added last, up to its size, the
+// oldest added going first. Every subscriber looks up every event in one,
+// so a look-up shares a read lock and changes nothing (a
+// least-recently-used list, moving what it finds, made them wait on each
+// other).
+type recentMap[K comparable, V any] struct {
 	mu    sync.RWMutex
-	kept  map[sharedKey]json.RawMessage
-	order []sharedKey // a ring of the keys kept, oldest at next once full
+	kept  map[K]V
+	order []K // a ring of the keys kept, oldest at next once full
 	next  int
 }
 
-// Get returns the result kept for key.
-func (r *sharedResults) Get(key sharedKey) (json.RawMessage, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	data, ok := r.kept[key]
-	return data, ok
+// newRecentMap keeps up to size values (at least one).
+func newRecentMap[K comparable, V any](size int) *recentMap[K, V] {
+	size = max(size, 1)
+	return &recentMap[K, V]{kept: make(map[K]V, size), order: make([]K, 0, size)}
 }
 
-// Add keeps a result, in place of the oldest once full.
-func (r *sharedResults) Add(key sharedKey, data json.RawMessage) {
+// Get returns the value kept for key.
+func (r *recentMap[K, V]) Get(key K) (V, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v, ok := r.kept[key]
+	return v, ok
+}
+
+// Add keeps v for key, in place of the oldest once full, and returns what
+// is kept for key: v, or the value another added first.
+func (r *recentMap[K, V]) Add(key K, v V) V {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.kept[key]; ok {
-		return
+	if kept, ok := r.kept[key]; ok {
+		return kept
 	}
 	if len(r.order) < cap(r.order) {
 		r.order = append(r.order, key)
@@ -365,11 +381,12 @@ func (r *sharedResults) Add(key sharedKey, data json.RawMessage) {
 		r.order[r.next] = key
 		r.next = (r.next + 1) % len(r.order)
 	}
-	r.kept[key] = data
+	r.kept[key] = v
+	return v
 }
 
-// Len is how many results are kept.
-func (r *sharedResults) Len() int {
+// Len is how many values are kept.
+func (r *recentMap[K, V]) Len() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.kept)
@@ -386,9 +403,3 @@ const sharedResultsKept = 8192
 
 // maxSharedResult bounds one kept result.
 const maxSharedResult = 64 << 10
-
-// newSharedResults keeps up to size results (at least one).
-func newSharedResults(size int) *sharedResults {
-	size = max(size, 1)
-	return &sharedResults{kept: make(map[sharedKey]json.RawMessage, size), order: make([]sharedKey, 0, size)}
-}

@@ -163,23 +163,43 @@ func (s *sseStream) open() {
 func (s *sseStream) next(resp *graphql.Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.holdLocked(func(b []byte) []byte { return appendEvent(b, resp) })
+}
+
+// nextFramed writes results framed already as events (keptRuns); a flush
+// sends them.
+func (s *sseStream) nextFramed(framed []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdLocked(func(b []byte) []byte { return append(b, framed...) })
+}
+
+// holdLocked adds what add appends to the events held back, and writes
+// them unless the stream is corked and holds less than corkLimit.
+func (s *sseStream) holdLocked(add func([]byte) []byte) {
 	if s.closed {
 		return
 	}
 	if s.held == nil {
 		s.held = s.buffers.get()
 	}
-	start := len(*s.held)
-	b := append(*s.held, "event: next\ndata: "...)
-	b, err := appendResponse(b, resp)
-	if err != nil {
-		b = append(b[:start], "event: next\ndata: "...)
-		b, _ = appendResponse(b, &graphql.Response{Errors: gqlerror.List{gqlerror.Errorf("could not encode a result: %v", err)}})
-	}
-	*s.held = append(compactLine(b, start+len("event: next\ndata: ")), "\n\n"...)
+	*s.held = add(*s.held)
 	if s.corks == 0 || len(*s.held) >= corkLimit {
 		s.writeHeldLocked()
 	}
+}
+
+// appendEvent appends a result as a "next" event.
+func appendEvent(b []byte, resp *graphql.Response) []byte {
+	const head = "event: next\ndata: "
+	start := len(b)
+	b = append(b, head...)
+	b, err := appendResponse(b, resp)
+	if err != nil {
+		b = append(b[:start], head...)
+		b, _ = appendResponse(b, &graphql.Response{Errors: gqlerror.List{gqlerror.Errorf("could not encode a result: %v", err)}})
+	}
+	return append(compactLine(b, start+len(head)), "\n\n"...)
 }
 
 // compactLine makes b[dataAt:], an event's data, one line: gqlgen's
@@ -193,23 +213,6 @@ func compactLine(b []byte, dataAt int) []byte {
 		}
 	}
 	return b
-}
-
-// nextFramed writes results framed already as events (keptRuns); a flush
-// sends them.
-func (s *sseStream) nextFramed(b []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	if s.held == nil {
-		s.held = s.buffers.get()
-	}
-	*s.held = append(*s.held, b...)
-	if s.corks == 0 || len(*s.held) >= corkLimit {
-		s.writeHeldLocked()
-	}
 }
 
 // writeHeldLocked writes the events held back to the response.
