@@ -260,8 +260,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	}
 	var readCtx context.Context // of the read under way
 	conn.src.begin = func() error {
-		if err := watch.begin(readCtx); err != nil {
-			watch.end()
+		if err := watch.beginRead(readCtx); err != nil {
 			return err
 		}
 		if idle != nil {
@@ -546,13 +545,7 @@ func (c *Client) subscribeSSE(ctx context.Context, req Request) (*Subscription, 
 	}
 	watch := &readWatch{abort: cancel}
 	var readCtx context.Context // of the read under way
-	src := &watchedReader{r: resp.Body, end: watch.end, begin: func() error {
-		if err := watch.begin(readCtx); err != nil {
-			watch.end()
-			return err
-		}
-		return nil
-	}}
+	src := &watchedReader{r: resp.Body, end: watch.end, begin: func() error { return watch.beginRead(readCtx) }}
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	done := false

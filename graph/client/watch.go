@@ -56,6 +56,16 @@ func (w *readWatch) begin(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// beginRead is begin for a read of the network about to be made: when it
+// fails, the read is not made, and the call is marked ended at once.
+func (w *readWatch) beginRead(ctx context.Context) error {
+	if err := w.begin(ctx); err != nil {
+		w.end()
+		return err
+	}
+	return nil
+}
+
 // end marks the call as no longer waiting.
 func (w *readWatch) end() {
 	w.mu.Lock()
