@@ -19,9 +19,16 @@ type keptRuns struct{ runs *recentMap[runKey, []byte] }
 // how the transport frames them, and the events they are of.
 type runKey struct {
 	op          [32]byte
-	framing     string
+	framing     runFraming
 	first, last eventstore.Cursor
 	n           int
+}
+
+// runFraming is how a run's results are framed: as server-sent events (the
+// zero value), or as WebSocket messages of the operation id.
+type runFraming struct {
+	webSocket bool
+	id        string
 }
 
 // keptRunsKept is how many runs are kept: a second or two of a paced
@@ -40,7 +47,7 @@ func newKeptRuns(size int) *keptRuns {
 // framed returns run framed by frame, the bytes kept for it under framing
 // when another subscription framed it already. The bytes are shared: the
 // caller writes them and changes nothing in them.
-func (r *keptRuns) framed(op [32]byte, framing string, run []pushed, frame func([]byte, []pushed) []byte) []byte {
+func (r *keptRuns) framed(op [32]byte, framing runFraming, run []pushed, frame func([]byte, []pushed) []byte) []byte {
 	key := runKey{op: op, framing: framing, first: run[0].event, last: run[len(run)-1].event, n: len(run)}
 	if b, ok := r.runs.Get(key); ok {
 		return b

@@ -67,19 +67,19 @@ func TestKeptRunsAreSharedByOperationFramingAndEvents(t *testing.T) {
 	op, other := [32]byte{1}, [32]byte{2}
 	small := func(int) string { return `{}` }
 	run := keptRun(10, 3, small)
-	first := r.framed(op, "sse", run, frame)
+	first := r.framed(op, runFraming{}, run, frame)
 	cases := []struct {
 		name    string
 		op      [32]byte
-		framing string
+		framing runFraming
 		run     []pushed
 		shared  bool
 	}{
-		{"same run", op, "sse", keptRun(10, 3, small), true},
-		{"another operation", other, "sse", run, false},
-		{"another framing", op, `ws:"1"`, run, false},
-		{"a longer run", op, "sse", keptRun(10, 4, small), false},
-		{"later events", op, "sse", keptRun(11, 3, small), false},
+		{"same run", op, runFraming{}, keptRun(10, 3, small), true},
+		{"another operation", other, runFraming{}, run, false},
+		{"another framing", op, runFraming{webSocket: true, id: "1"}, run, false},
+		{"a longer run", op, runFraming{}, keptRun(10, 4, small), false},
+		{"later events", op, runFraming{}, keptRun(11, 3, small), false},
 	}
 	for _, tc := range cases {
 		before := framings
@@ -93,7 +93,7 @@ func TestKeptRunsAreSharedByOperationFramingAndEvents(t *testing.T) {
 	}
 	long := func(b []byte, run []pushed) []byte { return append(b, make([]byte, maxKeptRun+1)...) }
 	before := r.Len()
-	r.framed(op, "sse", keptRun(100, 1, small), long)
+	r.framed(op, runFraming{}, keptRun(100, 1, small), long)
 	if r.Len() != before {
 		t.Errorf("a run of %d bytes was kept", maxKeptRun+1)
 	}

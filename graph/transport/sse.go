@@ -104,7 +104,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 			return false
 		}
 		takeKept := func(run []pushed) {
-			s.nextFramed(t.h.keptRuns.framed(push.op, "sse", run, appendEventsNext))
+			s.nextFramed(t.h.keptRuns.framed(push.op, runFraming{}, run, appendEventsNext))
 		}
 		if push.arm(take, takeKept) {
 			select {

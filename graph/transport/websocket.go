@@ -176,9 +176,6 @@ type wsOperation struct {
 	// quotedID is id as JSON, made once: every result of a subscription
 	// is framed with it.
 	quotedID []byte
-	// framing names how its results are framed, among the runs other
-	// subscriptions framed (keptRuns).
-	framing string
 }
 
 // wsMessage is one graphql-transport-ws message.
@@ -405,7 +402,7 @@ func (c *wsConnection) subscribe(id string, payload json.RawMessage, start time.
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	quoted, _ := json.Marshal(id) // a Go string always encodes
-	op := &wsOperation{id: id, cancel: cancel, quotedID: quoted, framing: "ws:" + string(quoted)}
+	op := &wsOperation{id: id, cancel: cancel, quotedID: quoted}
 	c.ops[id] = op
 	c.mu.Unlock()
 	c.h.deps.Workers.Go(func() {
@@ -558,7 +555,7 @@ func (c *wsConnection) sendKept(op *wsOperation, push *Push, run []pushed) {
 		}
 		return
 	}
-	b := c.h.keptRuns.framed(push.op, op.framing, run, func(b []byte, run []pushed) []byte {
+	b := c.h.keptRuns.framed(push.op, runFraming{webSocket: true, id: op.id}, run, func(b []byte, run []pushed) []byte {
 		return appendFramesNext(b, op.quotedID, run)
 	})
 	c.writeFrames(b)
