@@ -586,9 +586,9 @@ func (a *appender) insert(ctx context.Context, q querier, args ...any) ([]int64,
 	rows, err := q.Query(ctx, `
 		INSERT INTO events (stream_id, stream_type, version, event_type, schema_version, payload, metadata,
 		                    command_id, command_seq, recorded_at, prev_hash, hash, actor, tenant, correlation_id)
-		SELECT s, t, v, e, sv, p, m, NULLIF(c, ''), CASE WHEN c = '' THEN NULL ELSE cs END, a, ph, h,
+		SELECT s, t, v, e, sv, p::json, m::json, NULLIF(c, ''), CASE WHEN c = '' THEN NULL ELSE cs END, a, ph, h,
 		       NULLIF(ac, ''), NULLIF(tn, ''), NULLIF(co, '')
-		FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::json[], $7::json[],
+		FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::text[], $7::text[],
 		            $8::text[], $9::int[], $10::timestamptz[], $11::bytea[], $12::bytea[],
 		            $13::text[], $14::text[], $15::text[])
 		  AS u(s, t, v, e, sv, p, m, c, cs, a, ph, h, ac, tn, co)

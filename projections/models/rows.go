@@ -48,11 +48,13 @@ type rowset struct {
 	n    int
 }
 
+// colData holds a column's values in slices pgx encodes without reflection:
+// NULL travels as a value the statement turns back into NULL ("" for text
+// and JSON, the zero time for timestamps), which costs nothing where slices
+// of pgtype values cost a reflected, boxed value per element.
 type colData struct {
-	s  []string
-	ns []pgtype.Text
-	t  []pgtype.Timestamptz
-	d  []time.Time
+	s  []string    // kText, kNText, kJSON, kJSONB
+	t  []time.Time // kTime, kDate
 	i  []int64
 	ni []pgtype.Int8
 	b  []bool
@@ -79,20 +81,26 @@ func (r *rowset) col(k kind) *colData {
 func (r *rowset) text(v string) *rowset { c := r.col(kText); c.s = append(c.s, v); return r }
 func (r *rowset) ntext(v string) *rowset {
 	c := r.col(kNText)
-	c.ns = append(c.ns, pgtype.Text{String: v, Valid: v != ""})
+	c.s = append(c.s, v)
 	return r
 }
 func (r *rowset) time(v time.Time) *rowset {
 	c := r.col(kTime)
-	c.t = append(c.t, pgtype.Timestamptz{Time: v, Valid: !v.IsZero()})
+	if v.IsZero() {
+		v = time.Time{} // any zero time, in whatever location, is NULL
+	}
+	c.t = append(c.t, v)
 	return r
 }
 func (r *rowset) json(v []byte) *rowset { return r.jsonKind(kJSON, v) }
 
 func (r *rowset) jsonKind(k kind, v []byte) *rowset {
 	c := r.col(k)
-	ok := len(v) > 0 && string(v) != "null"
-	c.ns = append(c.ns, pgtype.Text{String: string(v), Valid: ok})
+	if len(v) == 0 || string(v) == "null" {
+		c.s = append(c.s, "")
+	} else {
+		c.s = append(c.s, string(v))
+	}
 	return r
 }
 
@@ -121,7 +129,7 @@ func (r *rowset) nint(v int64, ok bool) *rowset {
 	return r
 }
 func (r *rowset) bool(v bool) *rowset      { c := r.col(kBool); c.b = append(c.b, v); return r }
-func (r *rowset) date(v time.Time) *rowset { c := r.col(kDate); c.d = append(c.d, v); return r }
+func (r *rowset) date(v time.Time) *rowset { c := r.col(kDate); c.t = append(c.t, v); return r }
 
 func (r *rowset) len() int {
 	if r.next == 0 {
@@ -135,11 +143,9 @@ func (r *rowset) args() []any {
 	for i, c := range r.cols {
 		d := &r.data[i]
 		switch c.kind {
-		case kText:
+		case kText, kNText, kJSON, kJSONB:
 			out[i] = d.s
-		case kNText, kJSON, kJSONB:
-			out[i] = d.ns
-		case kTime:
+		case kTime, kDate:
 			out[i] = d.t
 		case kInt:
 			out[i] = d.i
@@ -147,12 +153,13 @@ func (r *rowset) args() []any {
 			out[i] = d.ni
 		case kBool:
 			out[i] = d.b
-		case kDate:
-			out[i] = d.d
 		}
 	}
 	return out
 }
+
+// zeroTime is Go's zero time as PostgreSQL reads it: a kTime column's NULL.
+const zeroTime = "'0001-01-01 00:00:00+00'::timestamptz"
 
 // selectSQL is "SELECT <exprs> FROM unnest($1::type[], …) AS u(<cols>)".
 func (r *rowset) selectSQL() (names string, sel string) {
@@ -161,10 +168,14 @@ func (r *rowset) selectSQL() (names string, sel string) {
 		ns = append(ns, c.name)
 		e := "u." + c.name
 		switch c.kind {
+		case kNText:
+			e = "NULLIF(" + e + ", '') AS " + c.name
 		case kJSON:
-			e += "::json AS " + c.name
+			e = "NULLIF(" + e + ", '')::json AS " + c.name
 		case kJSONB:
-			e += "::jsonb AS " + c.name
+			e = "NULLIF(" + e + ", '')::jsonb AS " + c.name
+		case kTime:
+			e = "NULLIF(" + e + ", " + zeroTime + ") AS " + c.name
 		}
 		exprs = append(exprs, e)
 		params = append(params, fmt.Sprintf("$%d::%s", i+1, arrayType[c.kind]))
