@@ -48,10 +48,12 @@ type rowset struct {
 	n    int
 }
 
-// colData holds a column's values in slices pgx encodes without reflection:
-// NULL travels as a value the statement turns back into NULL ("" for text
-// and JSON, the zero time for timestamps), which costs nothing where slices
-// of pgtype values cost a reflected, boxed value per element.
+// colData holds a column's values in slices pgx encodes without reflection
+// where it can: NULL travels as a value the statement turns back into NULL
+// ("" for text and JSON, the zero time for timestamps), which costs nothing
+// where slices of pgtype values cost a reflected, boxed value per element.
+// A nullable bigint has no value free to stand for NULL and stays a
+// pgtype.Int8 (few columns are).
 type colData struct {
 	s  []string    // kText, kNText, kJSON, kJSONB
 	t  []time.Time // kTime, kDate
@@ -86,10 +88,7 @@ func (r *rowset) ntext(v string) *rowset {
 }
 func (r *rowset) time(v time.Time) *rowset {
 	c := r.col(kTime)
-	if v.IsZero() {
-		v = time.Time{} // any zero time, in whatever location, is NULL
-	}
-	c.t = append(c.t, v)
+	c.t = append(c.t, v) // a zero time in any location is the same instant: NULL
 	return r
 }
 func (r *rowset) json(v []byte) *rowset { return r.jsonKind(kJSON, v) }
