@@ -2,6 +2,8 @@ package eventstore
 
 import (
 	"crypto/sha256"
+	"math"
+	"slices"
 	"sync"
 )
 
@@ -40,9 +42,10 @@ type cachedHead struct {
 	used    bool // read or written since the hand last passed
 }
 
-// newHeadCache keeps up to size heads (at least one).
+// newHeadCache keeps up to size heads (at least one, at most what an int32
+// counts).
 func newHeadCache(size int) *headCache {
-	return &headCache{max: max(size, 1), slots: make(map[string]int32)}
+	return &headCache{max: min(max(size, 1), math.MaxInt32), slots: make(map[string]int32)}
 }
 
 // get returns the cached head of stream; its hash is the caller's.
@@ -84,6 +87,11 @@ func (c *headCache) put(stream string, h head) {
 // head is forgotten. Called with c.mu held.
 func (c *headCache) slot() int32 {
 	if len(c.heads) < c.max {
+		if len(c.heads) == cap(c.heads) {
+			// Grown to the size at most: appending past it would
+			// double a full cache's array once more.
+			c.heads = slices.Grow(c.heads, min(max(len(c.heads), 64), c.max-len(c.heads)))
+		}
 		c.heads = append(c.heads, cachedHead{})
 		return int32(len(c.heads) - 1)
 	}

@@ -127,3 +127,17 @@ func TestHeadCacheStaysBounded(t *testing.T) {
 		}
 	}
 }
+
+// A full cache's array holds its size (rounded up to the allocator's
+// pages), not twice the last size it grew from.
+func TestHeadCacheArrayStopsAtItsSize(t *testing.T) {
+	t.Parallel()
+	const size = 100_000 // plain appends would reach 111,872
+	c := newHeadCache(size)
+	for i := range size {
+		c.put(fmt.Sprintf("s-%d", i), head{version: 1, hash: hashOf(1)})
+	}
+	if cap(c.heads) > size+size/20 {
+		t.Fatalf("a cache of %d holds an array of %d", size, cap(c.heads))
+	}
+}
