@@ -80,6 +80,53 @@ func TestLeaseFencesADeposedOwner(t *testing.T) {
 	}
 }
 
+// An owner renews its lease while its own appends are in flight (each
+// holds the lease row until it commits), however busy it is; a takeover
+// after it stopped renewing waits for them.
+func TestLeaseRenewsWhileItsAppendsAreInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	pool := db.AppPool(t)
+	opts := LeaseOptions{TTL: 600 * time.Millisecond, RenewEvery: 200 * time.Millisecond, Log: zerolog.Nop()}
+	a, b := NewLease(pool, "dispatch", "replica-a", opts), NewLease(pool, "dispatch", "replica-b", opts)
+	if err := a.tryOnce(ctx); err != nil || !a.Owns() {
+		t.Fatalf("first claim: owns %v, %v", a.Owns(), err)
+	}
+
+	inFlight, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inFlight.Rollback(context.Background()) })
+	if err := a.Fence().Check(ctx, inFlight); err != nil {
+		t.Fatalf("the owner's fence: %v", err)
+	}
+	// Each try gives up after RenewEvery: one that waited for the append
+	// would fail.
+	for i := range 3 {
+		if err := a.tryOnce(ctx); err != nil || !a.Owns() || a.Epoch() != 1 {
+			t.Fatalf("renewal %d with an append in flight: owns %v, epoch %d, %v", i+1, a.Owns(), a.Epoch(), err)
+		}
+	}
+
+	// A stops renewing, its append still in flight: its lease expires, but
+	// B may not act before the append is in the log.
+	time.Sleep(opts.TTL + 100*time.Millisecond)
+	if err := b.tryOnce(ctx); b.Owns() {
+		t.Fatalf("replica b took over while an append under epoch 1 was in flight (%v)", err)
+	}
+	if err := inFlight.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.tryOnce(ctx); err != nil || !b.Owns() || b.Epoch() != 2 {
+		t.Fatalf("takeover once the append committed: owns %v, epoch %d, %v", b.Owns(), b.Epoch(), err)
+	}
+	if err := a.tryOnce(ctx); err != nil || a.Owns() {
+		t.Fatalf("the deposed replica renewed a lease another holds: owns %v, %v", a.Owns(), err)
+	}
+}
+
 func TestRegistryAndPresence(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -120,26 +120,102 @@ func (l *Lease) tryOnce(ctx context.Context) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, l.opts.RenewEvery)
 	defer cancel()
-	var epoch int64
-	err := l.db.QueryRow(ctx, `
-		INSERT INTO cluster_leases AS l (name, owner, epoch, acquired_at, expires_at)
-		VALUES ($1, $2, 1, now(), now() + $3 * interval '1 millisecond')
-		ON CONFLICT (name) DO UPDATE SET
-			owner       = EXCLUDED.owner,
-			epoch       = CASE WHEN l.owner = EXCLUDED.owner THEN l.epoch ELSE l.epoch + 1 END,
-			acquired_at = CASE WHEN l.owner = EXCLUDED.owner THEN l.acquired_at ELSE now() END,
-			expires_at  = EXCLUDED.expires_at
-		WHERE l.owner = EXCLUDED.owner OR l.expires_at < now()
-		RETURNING epoch`, l.name, l.replica, l.opts.TTL.Milliseconds()).Scan(&epoch)
-	if errors.Is(err, pgx.ErrNoRows) {
-		l.set(0, time.Time{}) // another replica holds it
-		return nil
+	epoch, err := l.renew(ctx)
+	if err == nil && epoch == 0 {
+		epoch, err = l.take(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("lease %s: %w", l.name, err)
 	}
+	if epoch == 0 {
+		l.set(0, time.Time{}) // another replica holds it
+		return nil
+	}
 	l.set(epoch, start.Add(l.opts.TTL))
 	return nil
+}
+
+// renew extends the lease if this replica holds it (expired or not: its
+// epoch stays, so what it appended under it still counts), and returns the
+// epoch, or 0 when another replica holds it or nobody ever did.
+//
+// A renewal changes no key column, so its row lock does not conflict with
+// the FOR KEY SHARE of the owner's fenced appends: it need not wait for
+// them. With FOR SHARE it had to, and PostgreSQL lets a new share locker in
+// ahead of a waiting writer, so under a steady stream of the owner's
+// appends (a fan-out's leases) a renewal waited for a moment when none was
+// in flight, and a busy owner could lose its lease for being busy.
+func (l *Lease) renew(ctx context.Context) (int64, error) {
+	var epoch int64
+	err := l.db.QueryRow(ctx, `
+		UPDATE cluster_leases SET expires_at = now() + $3 * interval '1 millisecond'
+		WHERE name = $1 AND owner = $2
+		RETURNING epoch`, l.name, l.replica, l.opts.TTL.Milliseconds()).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return epoch, err
+}
+
+// take claims the lease under a new epoch if nobody holds it or its owner
+// let it expire, and returns the epoch, or 0 when another replica holds it.
+// It locks the row FOR UPDATE first, which waits for every append still in
+// flight under the old epoch (each holds the row FOR KEY SHARE until it
+// commits), so the new owner decides on a log that holds them.
+func (l *Lease) take(ctx context.Context) (epoch int64, err error) {
+	// A lease held and live is left alone without locking its row: a
+	// standby replica asks every RenewEvery, and its lock would hold the
+	// owner's appends up.
+	var held bool
+	err = l.db.QueryRow(ctx, `SELECT expires_at >= now() FROM cluster_leases WHERE name = $1`, l.name).Scan(&held)
+	if err == nil && held {
+		return 0, nil
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, err
+	}
+	tx, err := l.db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx)) // the error returned says what failed
+		}
+	}()
+	var owner string
+	var expired bool
+	err = tx.QueryRow(ctx, `SELECT owner, expires_at < now() FROM cluster_leases WHERE name = $1 FOR UPDATE`, l.name).
+		Scan(&owner, &expired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// Never held: the first claim. Another replica's first claim at
+		// the same moment wins the insert; this one then holds nothing.
+		err = tx.QueryRow(ctx, `
+			INSERT INTO cluster_leases (name, owner, epoch, acquired_at, expires_at)
+			VALUES ($1, $2, 1, now(), now() + $3 * interval '1 millisecond')
+			ON CONFLICT (name) DO NOTHING
+			RETURNING epoch`, l.name, l.replica, l.opts.TTL.Milliseconds()).Scan(&epoch)
+		if errors.Is(err, pgx.ErrNoRows) {
+			epoch, err = 0, nil
+		}
+	case err != nil:
+	case owner != l.replica && !expired:
+		epoch = 0
+	default:
+		err = tx.QueryRow(ctx, `
+			UPDATE cluster_leases SET
+				owner       = $2,
+				epoch       = CASE WHEN owner = $2 THEN epoch ELSE epoch + 1 END,
+				acquired_at = CASE WHEN owner = $2 THEN acquired_at ELSE now() END,
+				expires_at  = now() + $3 * interval '1 millisecond'
+			WHERE name = $1
+			RETURNING epoch`, l.name, l.replica, l.opts.TTL.Milliseconds()).Scan(&epoch)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return epoch, tx.Commit(ctx)
 }
 
 func (l *Lease) set(epoch int64, validUntil time.Time) {
@@ -186,12 +262,13 @@ type fence struct {
 func (f fence) Key() string { return f.name + "/" + f.owner + "/" + strconv.FormatInt(f.epoch, 10) }
 
 // Check locks the lease row until the append's transaction ends, so a
-// takeover (which updates the row) waits for the append to commit and the
-// new owner sees it.
+// takeover (which locks the row FOR UPDATE) waits for the append to commit
+// and the new owner sees it. FOR KEY SHARE, not FOR SHARE: the owner's own
+// renewals change no key and need not wait for its appends (see renew).
 func (f fence) Check(ctx context.Context, tx pgx.Tx) error {
 	var owner string
 	var epoch int64
-	err := tx.QueryRow(ctx, `SELECT owner, epoch FROM cluster_leases WHERE name = $1 FOR SHARE`, f.name).Scan(&owner, &epoch)
+	err := tx.QueryRow(ctx, `SELECT owner, epoch FROM cluster_leases WHERE name = $1 FOR KEY SHARE`, f.name).Scan(&owner, &epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &eventstore.FencedError{Fence: f.name, Reason: "nobody holds the lease"}
 	}
