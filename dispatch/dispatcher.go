@@ -57,7 +57,7 @@ const (
 	DefaultDisconnectAfter   = 30 * time.Second
 	DefaultDownAfter         = 5 * time.Minute
 	DefaultTick              = 200 * time.Millisecond
-	DefaultWorkers           = 64
+	DefaultWorkers           = 256
 	DefaultFeedBuffer        = 1024
 	DefaultMaxHeartbeats     = 200
 )
@@ -85,7 +85,11 @@ type Options struct {
 	// Tick is how often time-based work (expiries, backoffs, liveness,
 	// schedules) is looked at.
 	Tick time.Duration
-	// Workers bounds the commands the dispatcher has in flight.
+	// Workers bounds the commands the dispatcher has in flight. A
+	// fan-out's leases are appended this many at a time, and the event
+	// store commits the appends waiting together in one transaction: fewer
+	// in flight make more, smaller transactions; far more make a burst the
+	// rest of the process queues behind.
 	Workers int
 	// FeedBuffer bounds the items a node's subscription may have waiting;
 	// a subscriber further behind is ended and resumes from its cursor.
