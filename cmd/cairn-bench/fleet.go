@@ -26,9 +26,10 @@ import (
 // The fleet figures of SPEC §10, with real agents: cairnd runs as its own
 // process, as operators run it, and a load driver in this process runs one
 // agent.Session per node (the code cairn-agent connects with: enrollment by
-// join token, the WebSocket feed of leases, heartbeats at the interval the
-// server asks for, and the reports of a job's acknowledgement, start and
-// result). The driver does not run the jobs it is given: it reports them
+// join token, the feed of leases, heartbeats at the interval the server
+// asks for, and the reports of a job's acknowledgement, start and result).
+// One agent in fleetPollShare follows its feed by long polling, the others
+// over a WebSocket. The driver does not run the jobs it is given: it reports them
 // done, so what is measured is the control plane. At each fleet size:
 //
 //   - server_kib_per_agent_connection_N: cairnd's heap in use and stacks
@@ -82,6 +83,9 @@ type fleetDriver struct {
 	lastLease  atomic.Int64
 	lastResult atomic.Int64
 	errs       chan error
+
+	// pollers counts the sessions that follow their feed by long polling.
+	pollers int
 
 	mu       sync.Mutex
 	sessions []*agent.Session
@@ -213,7 +217,8 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		out["fanout_"+strconv.Itoa(n)+"_real_agents_s"] = round(p.fanout.Seconds(), 2)
 		out["dispatch_p99_ms_"+strconv.Itoa(n)+"_agents"] = round(float64(p.dispatchP99.Microseconds())/1000, 1)
 		out["server_rss_mib_"+strconv.Itoa(n)+"_agents"] = round(float64(rss)/(1<<20), 1)
-		e.log.Info().Int("agents", n).Float64("kib_per_agent", round(p.kibPerAgent, 1)).
+		out["long_poll_agents_"+strconv.Itoa(n)] = d.pollers
+		e.log.Info().Int("agents", n).Int("long_polling", d.pollers).Float64("kib_per_agent", round(p.kibPerAgent, 1)).
 			Float64("idle_cpu_percent", round(p.cpuPercent, 1)).Dur("fanout", p.fanout).Dur("dispatch_p99", p.dispatchP99).
 			Msg("fleet step measured")
 	}
@@ -232,6 +237,11 @@ type fleetPoint struct {
 	fanout      time.Duration
 	dispatchP99 time.Duration
 }
+
+// fleetPollShare: one agent in this many follows its feed by long polling
+// over plain HTTP, as an agent behind a proxy that does not pass WebSockets
+// does; the others hold a WebSocket.
+const fleetPollShare = 10
 
 // fleetIssuers is how many API tokens create the fleet's join tokens.
 const fleetIssuers = 8
@@ -373,9 +383,17 @@ func (d *fleetDriver) enroll(ctx context.Context, n int) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	for _, cred := range creds {
+	for i, cred := range creds {
+		transport, hc := agent.TransportWebSocket, d.hc
+		if (base+i)%fleetPollShare == fleetPollShare-1 {
+			// A client of its own, as on a real node: its long poll holds
+			// one connection and its reports and heartbeats another.
+			transport = agent.TransportPoll
+			hc = &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
+			d.pollers++
+		}
 		s, err := agent.NewSession(agent.SessionConfig{
-			Server: d.url, Credential: cred, Transport: agent.TransportWebSocket, HTTPClient: d.hc,
+			Server: d.url, Credential: cred, Transport: transport, HTTPClient: hc,
 			Connected: func() { d.connected.Add(1) },
 		})
 		if err != nil {
