@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -182,5 +183,41 @@ func TestRegistryAndPresence(t *testing.T) {
 	}
 	if seen, _ := p2.Elsewhere(ctx, time.Minute); len(seen) != 1 {
 		t.Fatalf("after n1 moved to r2, r2 sees elsewhere %v", seen)
+	}
+}
+
+// A replica refreshes the presence of every agent it holds every few
+// seconds: each refresh must stay on its row's page (a heap-only update),
+// or 10,000 agents make 10,000 index entries and dead rows each time.
+func TestPresenceRefreshesInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t).AppPool(t)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	nodes := make([]string, 2000)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("node-%04d", i)
+	}
+	if err := NewPresence(tx, "r1").Publish(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	// Refreshed by the same replica, and half of them moved to another.
+	if err := NewPresence(tx, "r1").Publish(ctx, nodes[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewPresence(tx, "r2").Publish(ctx, nodes[1000:]); err != nil {
+		t.Fatal(err)
+	}
+	var updated, inPlace int64
+	if err := tx.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
+		WHERE relname = 'agent_presence'`).Scan(&updated, &inPlace); err != nil {
+		t.Fatal(err)
+	}
+	if updated != int64(len(nodes)) || inPlace != updated {
+		t.Fatalf("%d presence rows refreshed, %d of them in place; want all %d in place", updated, inPlace, len(nodes))
 	}
 }
