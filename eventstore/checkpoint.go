@@ -61,15 +61,12 @@ func (s *Store) TakeCheckpoint(ctx context.Context) (ChainCheckpoint, bool, erro
 	}
 	heads := map[string]StreamHead{}
 	cp = ChainCheckpoint{Through: head, Events: last.Events, Streams: last.Streams}
-	err = s.ReadRange(ctx, last.Through, head, 5000, Filter{}, func(evs []RecordedEvent) error {
-		for _, e := range evs {
-			heads[e.StreamID] = StreamHead{Version: e.Version, Hash: e.Hash}
-			cp.Events++
-			if e.Version == 1 {
-				cp.Streams++
-			}
+	err = s.readLinks(ctx, last.Through, head, 5000, func(stream string, version int64, hash []byte) {
+		heads[stream] = StreamHead{Version: version, Hash: hash}
+		cp.Events++
+		if version == 1 {
+			cp.Streams++
 		}
-		return nil
 	})
 	if err != nil {
 		return cp, false, fmt.Errorf("take a chain checkpoint: %w", err)
@@ -94,6 +91,42 @@ func (s *Store) TakeCheckpoint(ctx context.Context) (ChainCheckpoint, bool, erro
 		return cp, false, fmt.Errorf("take a chain checkpoint: %w", err)
 	}
 	return cp, true, nil
+}
+
+// readLinks calls link with the stream, version and hash of every event
+// after from up to to (a cursor readers can see), in global order, a page
+// at a time. A checkpoint needs nothing else of an event: read whole, the
+// payloads and metadata were most of what its reads cost, in the database
+// and in decoding, during a fan-out to 10,000 agents.
+func (s *Store) readLinks(ctx context.Context, from, to Cursor, pageSize int, link func(stream string, version int64, hash []byte)) error {
+	for cur := from; cur.Less(to); {
+		rows, err := s.pool.Query(ctx, `SELECT tx_id, position, stream_id, version, hash FROM events
+			WHERE (tx_id, position) > ($1::xid8, $2) AND (tx_id, position) <= ($3::xid8, $4)
+			ORDER BY tx_id, position
+			LIMIT $5`, cur.TxID, cur.Position, to.TxID, to.Position, pageSize)
+		if err != nil {
+			return fmt.Errorf("read the log's links from %s to %s: %w", cur, to, err)
+		}
+		var (
+			n       int
+			stream  string
+			version int64
+			hash    []byte
+		)
+		_, err = pgx.ForEachRow(rows, []any{&cur.TxID, &cur.Position, &stream, &version, &hash}, func() error {
+			n++
+			link(stream, version, hash)
+			hash = nil // the next row's hash goes to a slice of its own
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the log's links from %s to %s: %w", from, to, err)
+		}
+		if n < pageSize {
+			return nil
+		}
+	}
+	return nil
 }
 
 // RunCheckpoints takes a checkpoint every interval until ctx ends. A failed

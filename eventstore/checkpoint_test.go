@@ -1,6 +1,7 @@
 package eventstore_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -73,5 +74,41 @@ func TestVerifyFindsRemovedTails(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A checkpoint reads only each event's stream, version and hash, a page at
+// a time: every event of the range comes, once, in global order, whatever
+// the page size.
+func TestCheckpointReadsEveryLinkOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, eventstore.Options{})
+	c := ctx(t)
+	for i := 1; i <= 4; i++ {
+		for _, s := range []string{"w-a", "w-b"} {
+			if _, err := e.store.Append(c, one(s, eventstore.AnyVersion, widgetCounted{N: i})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all, err := e.store.ReadAll(c, eventstore.Start, 100, eventstore.Filter{})
+	if err != nil || len(all) != 8 {
+		t.Fatalf("read %d events: %v", len(all), err)
+	}
+	from, to := all[0].Cursor(), all[6].Cursor() // the second to the seventh
+	for _, page := range []int{1, 2, 5, 6, 1000} {
+		heads, streams, err := e.store.ReadLinks(c, from, to, page)
+		if err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		if len(heads) != 6 {
+			t.Fatalf("page %d: %d links, want 6", page, len(heads))
+		}
+		for i, h := range heads {
+			want := all[i+1]
+			if streams[i] != want.StreamID || h.Version != want.Version || !bytes.Equal(h.Hash, want.Hash) {
+				t.Fatalf("page %d: link %d is %s v%d, want %s v%d with its hash", page, i, streams[i], h.Version, want.StreamID, want.Version)
+			}
+		}
 	}
 }

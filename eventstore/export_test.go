@@ -1,5 +1,7 @@
 package eventstore
 
+import "context"
+
 // ScanEvents lets the external tests compare scanEvents' two paths.
 var ScanEvents = scanEvents
 
@@ -20,4 +22,14 @@ func (s *Store) TailReadsKept() int {
 	s.tail.mu.Lock()
 	defer s.tail.mu.Unlock()
 	return len(s.tail.events)
+}
+
+// ReadLinks is readLinks, with the links gathered.
+func (s *Store) ReadLinks(ctx context.Context, from, to Cursor, pageSize int) ([]StreamHead, []string, error) {
+	var heads []StreamHead
+	var streams []string
+	err := s.readLinks(ctx, from, to, pageSize, func(stream string, version int64, hash []byte) {
+		streams, heads = append(streams, stream), append(heads, StreamHead{Version: version, Hash: hash})
+	})
+	return heads, streams, err
 }
