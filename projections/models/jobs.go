@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -85,6 +84,11 @@ type jobRow struct {
 	tenant   string
 	version  int64
 	position int64
+	// submitted says the batch applied the job's submission, which sets
+	// what never changes after it (the spec, the target, the tenant): a
+	// row loaded from the table has only its changing columns (loadJobs)
+	// and, unless submitted, only those are written back.
+	submitted bool
 }
 
 var jobColumns = []column{
@@ -98,12 +102,24 @@ var jobColumns = []column{
 	{"updated_at", kTime}, {"stream_version", kInt}, {"position", kInt},
 }
 
+// jobChangeColumns are the columns a job's events after its submission
+// change. Rewriting only these, rather than the whole row with its spec,
+// keeps a fan-out's 30,000 updates of leases, starts and results from
+// encoding, sending and parsing every child's spec again each time.
+var jobChangeColumns = []column{
+	{"id", kText}, {"state", kText}, {"node_id", kNText}, {"attempt", kInt}, {"lease_until", kTime},
+	{"acknowledged", kBool}, {"not_before", kTime}, {"exit_code", kNInt}, {"error", kNText}, {"result", kJSON},
+	{"cancel_reason", kNText}, {"lost_reason", kNText}, {"children", kJSON}, {"counts", kJSON},
+	{"started_at", kTime}, {"finished_at", kTime}, {"updated_at", kTime}, {"stream_version", kInt}, {"position", kInt},
+}
+
 func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []projections.Event) error {
 	rows, err := fold(ctx, tx, evs, "job", loadJobs(t), func(j *jobRow, e *projections.Event) {
 		j.Job.Apply(e.Data)
 		if _, ok := e.Data.(job.Submitted); ok {
 			// A job belongs to the tenant its submitter acted for.
 			j.tenant = e.Metadata.Tenant
+			j.submitted = true
 		}
 		if j.ID == "" {
 			j.ID = e.EntityID()
@@ -118,13 +134,10 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 	if err != nil {
 		return err
 	}
-	out := newSplit(jobColumns...)
+	out, changed := newSplit(jobColumns...), newRowset(jobChangeColumns...)
 	for _, f := range rows {
 		j := f.state
-		var selector, result, counts []byte
-		if len(j.Target.Selector) > 0 {
-			selector, _ = json.Marshal(j.Target.Selector)
-		}
+		var result, counts []byte
 		var exit int64
 		var errText string
 		if j.Result != nil {
@@ -138,6 +151,17 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 		if children == nil {
 			children = []string{}
 		}
+		if f.existed && !j.submitted {
+			changed.text(j.ID).text(string(j.Status)).ntext(j.NodeID).int(int64(j.Attempt)).time(j.LeaseUntil).
+				bool(j.Acknowledged).time(j.NotBefore).nint(exit, j.Result != nil).ntext(errText).json(result).
+				ntext(j.CancelReason).ntext(j.LostReason).jsonOf(children).json(counts).
+				time(j.StartedAt).time(j.FinishedAt).time(j.UpdatedAt).int(j.version).int(j.position)
+			continue
+		}
+		var selector []byte
+		if len(j.Target.Selector) > 0 {
+			selector, _ = json.Marshal(j.Target.Selector)
+		}
 		out.row(f.existed).text(j.ID).ntext(j.ParentID).ntext(j.tenant).text(j.Submitter).text(string(j.Spec.Kind)).
 			ntext(j.Spec.Action).jsonOf(j.Spec).ntext(j.Target.NodeID).json(selector).ntext(string(j.Target.Mode)).
 			json(j.Target.SetJSON()).int(int64(j.Target.MaxParallel)).int(j.Timeout.Milliseconds()).int(j.Grace.Milliseconds()).
@@ -148,26 +172,25 @@ func (Jobs) Apply(ctx context.Context, tx pgx.Tx, t projections.Target, evs []pr
 			time(j.SubmittedAt).time(j.StartedAt).time(j.FinishedAt).
 			time(j.UpdatedAt).int(j.version).int(j.position)
 	}
-	return write(ctx, tx, out.writes(t.Table("jobs"), "id")...)
+	return write(ctx, tx, append(out.writes(t.Table("jobs"), "id"), changed.update(t.Table("jobs"), []string{"id"})...)...)
 }
 
+// loadJobs reads the changing columns (jobChangeColumns) of the jobs' rows:
+// an event after the submission reads nothing else of a job, and the
+// spec, the largest part of a row, is not decoded for nothing.
 func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map[string]*jobRow, error) {
-	sql := `SELECT id, coalesce(parent_id, ''), coalesce(tenant_id, ''), submitter, spec::text,
-		coalesce(target_node_id, ''), coalesce(target_selector::text, ''), coalesce(target_mode, ''), coalesce(target_set::text, ''), max_parallel,
-		timeout_ms, grace_ms, retry_max, retry_backoff_ms, coalesce(queue, ''), state, coalesce(node_id, ''), attempt,
-		lease_until, acknowledged, not_before, coalesce(result::text, ''), coalesce(cancel_reason, ''),
-		coalesce(lost_reason, ''), children::text, coalesce(counts::text, ''), submitted_at, started_at, finished_at,
-		updated_at, stream_version, position
+	sql := `SELECT id, state, coalesce(node_id, ''), attempt, lease_until, acknowledged, not_before,
+		coalesce(result::text, ''), coalesce(cancel_reason, ''), coalesce(lost_reason, ''), children::text,
+		coalesce(counts::text, ''), started_at, finished_at, updated_at, stream_version, position
 		FROM ` + t.Table("jobs") + ` WHERE id = ANY($1)`
 	return func(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*jobRow, error) {
 		return loadRows(ctx, tx, sql, ids, func(rows pgx.Rows, j *jobRow) (string, error) {
-			var spec, selector, mode, set, state, result, children, counts string
-			var maxParallel, timeout, grace, retryMax, retryBackoff, attempt int64
-			var lease, notBefore, submitted, started, finished, updated pgtype.Timestamptz
-			err := rows.Scan(&j.ID, &j.ParentID, &j.tenant, &j.Submitter, &spec, &j.Target.NodeID, &selector, &mode, &set,
-				&maxParallel, &timeout, &grace, &retryMax, &retryBackoff, &j.Queue, &state, &j.NodeID, &attempt,
-				&lease, &j.Acknowledged, &notBefore, &result, &j.CancelReason, &j.LostReason, &children, &counts,
-				&submitted, &started, &finished, &updated, &j.version, &j.position)
+			var state, result, children, counts string
+			var attempt int64
+			var lease, notBefore, started, finished, updated pgtype.Timestamptz
+			err := rows.Scan(&j.ID, &state, &j.NodeID, &attempt, &lease, &j.Acknowledged, &notBefore,
+				&result, &j.CancelReason, &j.LostReason, &children, &counts, &started, &finished, &updated,
+				&j.version, &j.position)
 			if err != nil {
 				return "", err
 			}
@@ -175,8 +198,7 @@ func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map
 				name string
 				raw  string
 				into any
-			}{{"spec", spec, &j.Spec}, {"target selector", selector, &j.Target.Selector}, {"result", result, &j.Result},
-				{"children", children, &j.Children}, {"counts", counts, &j.Counts}} {
+			}{{"result", result, &j.Result}, {"children", children, &j.Children}, {"counts", counts, &j.Counts}} {
 				if f.raw == "" {
 					continue
 				}
@@ -184,14 +206,9 @@ func loadJobs(t projections.Target) func(context.Context, pgx.Tx, []string) (map
 					return "", fmt.Errorf("job %q: %s: %w", j.ID, f.name, err)
 				}
 			}
-			if err := j.Target.SetFromJSON([]byte(set)); err != nil {
-				return "", fmt.Errorf("job %q: target set: %w", j.ID, err)
-			}
-			j.Target.Mode, j.Target.MaxParallel, j.Status = job.Mode(mode), int(maxParallel), job.Status(state)
-			j.Timeout, j.Grace = time.Duration(timeout)*time.Millisecond, time.Duration(grace)*time.Millisecond
-			j.Retries = job.RetryPolicy{Max: int(retryMax), Backoff: time.Duration(retryBackoff) * time.Millisecond}
-			j.Attempt, j.LeaseUntil, j.NotBefore = int(attempt), ts(lease), ts(notBefore)
-			j.SubmittedAt, j.StartedAt, j.FinishedAt, j.UpdatedAt = ts(submitted), ts(started), ts(finished), ts(updated)
+			j.Status, j.Attempt = job.Status(state), int(attempt)
+			j.LeaseUntil, j.NotBefore = ts(lease), ts(notBefore)
+			j.StartedAt, j.FinishedAt, j.UpdatedAt = ts(started), ts(finished), ts(updated)
 			return j.ID, nil
 		})
 	}
