@@ -85,10 +85,22 @@ func (s *Store) Subscribe(ctx context.Context, opts SubscribeOptions, handle fun
 				if !opts.Filter.IsZero() {
 					// The events may be shared with other subscriptions: the
 					// matching ones go into an array of this one's own.
-					b.Events = nil
+					// Counted first, so the array is made once at its size:
+					// grown by appends, it cost twice the copies, for each
+					// filtered subscription and every event of a fan-out.
+					n := 0
 					for i := range part {
 						if opts.Filter.Match(&part[i]) {
-							b.Events = append(b.Events, part[i])
+							n++
+						}
+					}
+					b.Events = nil
+					if n > 0 {
+						b.Events = make([]RecordedEvent, 0, n)
+						for i := range part {
+							if opts.Filter.Match(&part[i]) {
+								b.Events = append(b.Events, part[i])
+							}
 						}
 					}
 				}
