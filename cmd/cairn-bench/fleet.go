@@ -183,7 +183,15 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
 		driverProfiled := benchSideProfile(e, srv.profiles, fmt.Sprintf("fleet-%d-fanout-driver.cpu", n))
-		p.fanout, err = d.fanOut(ctx, n)
+		cairndCPU, postgresCPU, driverCPU, err := cpuShares(srv.pid, func() (err error) {
+			p.fanout, err = d.fanOut(ctx, n)
+			return err
+		})
+		if err == nil {
+			e.log.Info().Int("agents", n).Float64("cairnd_cpu_s", cairndCPU).Float64("postgres_cpu_s", postgresCPU).
+				Float64("driver_cpu_s", driverCPU).Float64("cpu_ms_per_child", (cairndCPU+postgresCPU+driverCPU)*1000/float64(n)).
+				Msg("CPU the fan-out took")
+		}
 		driverProfiled()
 		if perr := profiled(); perr != nil {
 			return nil, perr
@@ -328,35 +336,87 @@ func waitQuiet(pid int, limit time.Duration) error {
 // idleCPU is the CPU time a process spent over window, as a percentage of
 // one core.
 func idleCPU(pid int, window time.Duration) (float64, error) {
-	ticks := func() (int64, error) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0, err
-		}
-		// The fields after the command's name (which may hold spaces).
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) < 13 {
-			return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
-		}
-		utime, err1 := strconv.ParseInt(f[11], 10, 64)
-		stime, err2 := strconv.ParseInt(f[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %q %q", pid, f[11], f[12])
-		}
-		return utime + stime, nil
-	}
-	t0, err := ticks()
+	t0, _, err := processTicks(pid)
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
 	time.Sleep(window)
-	t1, err := ticks()
+	t1, _, err := processTicks(pid)
 	if err != nil {
 		return 0, err
 	}
-	const hz = 100 // USER_HZ on Linux
-	return float64(t1-t0) / hz / time.Since(start).Seconds() * 100, nil
+	return float64(t1-t0) / ticksPerSecond / time.Since(start).Seconds() * 100, nil
+}
+
+const ticksPerSecond = 100 // USER_HZ on Linux
+
+// processTicks is the CPU time a process used, user and system, in clock
+// ticks, and its command's name.
+func processTicks(pid int) (int64, string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", err
+	}
+	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+	if open < 0 || end < open {
+		return 0, "", fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	// The fields after the command's name (which may hold spaces).
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 13 {
+		return 0, "", fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, "", fmt.Errorf("/proc/%d/stat: %q %q", pid, f[11], f[12])
+	}
+	return utime + stime, string(b[open+1 : end]), nil
+}
+
+// postgresTicks is the CPU time, in clock ticks, the PostgreSQL processes
+// on this machine used so far (the bench's cluster: it runs alone).
+func postgresTicks() int64 {
+	dirs, _ := os.ReadDir("/proc")
+	var sum int64
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if t, name, err := processTicks(pid); err == nil && name == "postgres" {
+			sum += t
+		}
+	}
+	return sum
+}
+
+// cpuShares is the CPU time cairnd, PostgreSQL and the bench itself used
+// while it ran, in seconds: on a machine whose pace moves a fan-out's
+// time by a third from one run to the next, the work it took moves less.
+func cpuShares(cairndPID int, run func() error) (cairnd, postgres, bench float64, err error) {
+	c0, _, err := processTicks(cairndPID)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	p0 := postgresTicks()
+	b0, err := cpuTime()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := run(); err != nil {
+		return 0, 0, 0, err
+	}
+	c1, _, err := processTicks(cairndPID)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	b1, err := cpuTime()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return float64(c1-c0) / ticksPerSecond, float64(postgresTicks()-p0) / ticksPerSecond, (b1 - b0).Seconds(), nil
 }
 
 // enroll enrolls n more nodes, each with a join token of its own, as agents
