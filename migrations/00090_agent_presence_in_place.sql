@@ -3,7 +3,7 @@
 -- on a large fleet. With seen_at indexed, no refresh could be a heap-only
 -- update: each one added an entry to both indexes and left dead ones for
 -- vacuum, and during a fan-out to 10,000 agents the refreshes took
--- PostgreSQL as long as a tenth of the fan-out's own writes. The only
+-- PostgreSQL up to a tenth as long as the fan-out's own writes. The only
 -- reader (Presence.Elsewhere) wants nearly every row the table holds, which
 -- a scan of a few hundred pages serves as well as the index did. Without
 -- the index, and with room left on each page, a refresh stays on its page.
