@@ -188,7 +188,8 @@ func TestRegistryAndPresence(t *testing.T) {
 
 // A replica refreshes the presence of every agent it holds every few
 // seconds: each refresh must stay on its row's page (a heap-only update),
-// or 10,000 agents make 10,000 index entries and dead rows each time.
+// or 10,000 agents add 10,000 entries to every index of the table, and
+// 10,000 dead rows, each time.
 func TestPresenceRefreshesInPlace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
