@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -376,5 +377,82 @@ func TestWebSocketReusedOperationID(t *testing.T) {
 		case m.ID == "1":
 			t.Fatalf("operation 1 said something before its event: %s", b)
 		}
+	}
+}
+
+// A connection waiting for its peer's next message holds a small stack on
+// the server: its reader waits on a shallow one rather than deep in the
+// WebSocket library's frame read, so the collector shrinks what a message
+// grew. With 10,000 agents connected, the deep wait held 8 KiB for each.
+func TestWebSocketWaitsOnASmallStack(t *testing.T) {
+	// Not parallel: the stacks of other tests' goroutines would count.
+	if raceDetector {
+		t.Skip("the race detector makes every stack larger")
+	}
+	e := newEnv(t, graph.Config{})
+	ctx := ctxT(t)
+	host := strings.TrimPrefix(e.url, "http://")
+	stacks := func() uint64 {
+		var m runtime.MemStats
+		for range 3 {
+			runtime.GC()
+		}
+		runtime.ReadMemStats(&m)
+		return m.StackInuse
+	}
+	const conns = 300
+	exchange := func(br *bufio.Reader, conn net.Conn, send, want string) {
+		t.Helper()
+		if _, err := conn.Write([]byte(maskedFrame(send))); err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, 2)
+		if _, err := io.ReadFull(br, head); err != nil {
+			t.Fatalf("waiting for %s: %v", want, err)
+		}
+		payload := make([]byte, head[1]&0x7f)
+		if _, err := io.ReadFull(br, payload); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(payload), `"`+want+`"`) {
+			t.Fatalf("got %q, want %s", payload, want)
+		}
+	}
+	before := stacks()
+	type peer struct {
+		conn net.Conn
+		br   *bufio.Reader
+	}
+	peers := make([]peer, conns)
+	for i := range peers {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+		request := "GET /graphql HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+			"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
+		if _, err := conn.Write([]byte(request)); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("upgrade: %v %v", resp, err)
+		}
+		exchange(br, conn, `{"type": "connection_init", "payload": {"token": "admin"}}`, "connection_ack")
+		exchange(br, conn, `{"type": "ping"}`, "pong")
+		peers[i] = peer{conn, br}
+	}
+	held := stacks()
+	perConn := float64(held-before) / conns / 1024
+	t.Logf("%.1f KiB of stack for each waiting connection", perConn)
+	if perConn > 6 {
+		t.Errorf("each waiting connection holds %.1f KiB of stack, want at most 6", perConn)
+	}
+	for _, p := range peers {
+		exchange(p.br, p.conn, `{"type": "ping"}`, "pong")
 	}
 }

@@ -77,7 +77,7 @@ func (s wsServer) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	// stack grew while the request was read and routed, and a fresh one
 	// for the reader stays small.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &wsConnection{h: s.h, exec: exec, ws: ws, conn: hijack.conn, ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
+	c := &wsConnection{h: s.h, exec: exec, ws: ws, conn: hijack.conn, buffered: hijack.reader, early: hijack.early, ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
 	s.h.wsOpen.Add(1)
 	if holder, ok := ctx.Value(connKey{}).(*wsConn); ok {
 		holder.mu.Lock()
@@ -97,8 +97,12 @@ const wsBufferSize = 1024
 // and keeps the connection, which it wraps to be corked.
 type smallBuffers struct {
 	http.ResponseWriter
-	held *heldBuffers // the corked connections' buffers
-	conn *corkConn
+	held   *heldBuffers // the corked connections' buffers
+	conn   *corkConn
+	reader *bufio.Reader // the library's, over conn
+	// early says frames came with the upgrade request: the library moves
+	// them in front of conn, where reader does not count them buffered.
+	early bool
 }
 
 func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -120,7 +124,8 @@ func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.conn = conn
 	n := brw.Reader.Buffered()
 	if n == 0 {
-		return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize)), nil
+		w.reader = bufio.NewReaderSize(conn, wsBufferSize)
+		return conn, bufio.NewReadWriter(w.reader, bufio.NewWriterSize(conn, wsBufferSize)), nil
 	}
 	// What the client sent after its request (its first frames) moves into
 	// the new reader's buffer: the library reads what is buffered, then
@@ -131,6 +136,7 @@ func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		conn.Close()
 		return nil, nil, err
 	}
+	w.reader, w.early = r, true
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, wsBufferSize)), nil
 }
 
@@ -152,6 +158,11 @@ type wsConnection struct {
 	ws     *websocket.Conn
 	conn   *corkConn // under ws: corked while a subscription writes a burst
 	cancel context.CancelFunc
+	// buffered is the library's reader over conn: what it holds is read
+	// without waiting (awaitMessage). early says frames came with the
+	// upgrade request: the first read takes them all into buffered.
+	buffered *bufio.Reader
+	early    bool
 
 	lastRead  atomic.Int64 // unix nanoseconds of the last message read
 	lastSpoke atomic.Int64 // likewise, of the last that was not a pong
@@ -199,6 +210,7 @@ func (c *wsConnection) serve() {
 	ctx := c.ctx
 	c.mu.Unlock()
 	for {
+		c.awaitMessage()
 		m, err := c.read()
 		if err != nil {
 			if ctx.Err() == nil && websocket.CloseStatus(err) == -1 {
@@ -218,6 +230,27 @@ func (c *wsConnection) serve() {
 		if !c.handle(*m, start) {
 			return
 		}
+	}
+}
+
+// awaitMessage waits for the peer's next message on a shallow stack
+// (corkConn.awaitRead), unless the library holds some of it already. Once
+// the connection is closing, the library's close handshake reads too, and
+// the reader leaves the wait to the library: the check is made under c.mu,
+// which WriteClose takes before the handshake starts.
+func (c *wsConnection) awaitMessage() {
+	if c.conn == nil || c.buffered == nil {
+		return
+	}
+	if c.early {
+		c.early = false
+		return
+	}
+	c.mu.Lock()
+	wait := !c.closed && c.buffered.Buffered() == 0
+	c.mu.Unlock()
+	if wait {
+		c.conn.awaitRead()
 	}
 }
 

@@ -1,0 +1,7 @@
+//go:build !race
+
+package graph_test
+
+// raceDetector says the tests run with the race detector, which makes
+// every stack larger.
+const raceDetector = false
