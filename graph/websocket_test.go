@@ -169,20 +169,31 @@ func TestWebSocketReadsMessagesOfEverySize(t *testing.T) {
 func TestWebSocketFramesSentWithTheUpgrade(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, graph.Config{})
-	ctx := ctxT(t)
-	host := strings.TrimPrefix(e.url, "http://")
+	frames := maskedFrame(`{"type": "connection_init", "payload": {"token": "admin"}}`) +
+		maskedFrame(`{"type": "ping"}`)
+	_, br := upgradeRaw(t, ctxT(t), e.url, frames)
+	for _, want := range []string{"connection_ack", "pong"} {
+		if got := readShortFrame(t, br); !strings.Contains(got, `"`+want+`"`) {
+			t.Fatalf("got %q, want %s", got, want)
+		}
+	}
+}
+
+// upgradeRaw opens a graphql-transport-ws connection by hand, sending early
+// right behind the upgrade request, and returns it once upgraded.
+func upgradeRaw(t *testing.T, ctx context.Context, url, early string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	host := strings.TrimPrefix(url, "http://")
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
 	request := "GET /graphql HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
-	frames := maskedFrame(`{"type": "connection_init", "payload": {"token": "admin"}}`) +
-		maskedFrame(`{"type": "ping"}`)
-	if _, err := conn.Write([]byte(request + frames)); err != nil {
+	if _, err := conn.Write([]byte(request + early)); err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(conn)
@@ -193,22 +204,24 @@ func TestWebSocketFramesSentWithTheUpgrade(t *testing.T) {
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %s", resp.Status)
 	}
-	for _, want := range []string{"connection_ack", "pong"} {
-		head := make([]byte, 2)
-		if _, err := io.ReadFull(br, head); err != nil {
-			t.Fatalf("waiting for %s: %v", want, err)
-		}
-		if head[1] >= 126 {
-			t.Fatalf("unexpected frame length %d", head[1])
-		}
-		payload := make([]byte, head[1])
-		if _, err := io.ReadFull(br, payload); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(payload), `"`+want+`"`) {
-			t.Fatalf("got %q, want %s", payload, want)
-		}
+	return conn, br
+}
+
+// readShortFrame reads one unmasked server frame of under 126 bytes.
+func readShortFrame(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	head := make([]byte, 2)
+	if _, err := io.ReadFull(br, head); err != nil {
+		t.Fatalf("waiting for a frame: %v", err)
 	}
+	if head[1] >= 126 {
+		t.Fatalf("unexpected frame length %d", head[1])
+	}
+	payload := make([]byte, head[1])
+	if _, err := io.ReadFull(br, payload); err != nil {
+		t.Fatal(err)
+	}
+	return string(payload)
 }
 
 // maskedFrame is a client's text frame (clients mask every frame).
@@ -391,7 +404,6 @@ func TestWebSocketWaitsOnASmallStack(t *testing.T) {
 	}
 	e := newEnv(t, graph.Config{})
 	ctx := ctxT(t)
-	host := strings.TrimPrefix(e.url, "http://")
 	stacks := func() uint64 {
 		var m runtime.MemStats
 		for range 3 {
@@ -400,54 +412,29 @@ func TestWebSocketWaitsOnASmallStack(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.StackInuse
 	}
-	const conns = 300
 	exchange := func(br *bufio.Reader, conn net.Conn, send, want string) {
 		t.Helper()
 		if _, err := conn.Write([]byte(maskedFrame(send))); err != nil {
 			t.Fatal(err)
 		}
-		head := make([]byte, 2)
-		if _, err := io.ReadFull(br, head); err != nil {
-			t.Fatalf("waiting for %s: %v", want, err)
-		}
-		payload := make([]byte, head[1]&0x7f)
-		if _, err := io.ReadFull(br, payload); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(payload), `"`+want+`"`) {
-			t.Fatalf("got %q, want %s", payload, want)
+		if got := readShortFrame(t, br); !strings.Contains(got, `"`+want+`"`) {
+			t.Fatalf("got %q, want %s", got, want)
 		}
 	}
-	before := stacks()
 	type peer struct {
 		conn net.Conn
 		br   *bufio.Reader
 	}
-	peers := make([]peer, conns)
+	before := stacks()
+	peers := make([]peer, 300)
 	for i := range peers {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
-		request := "GET /graphql HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-			"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
-		if _, err := conn.Write([]byte(request)); err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(conn)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-			t.Fatalf("upgrade: %v %v", resp, err)
-		}
+		conn, br := upgradeRaw(t, ctx, e.url, "")
 		exchange(br, conn, `{"type": "connection_init", "payload": {"token": "admin"}}`, "connection_ack")
 		exchange(br, conn, `{"type": "ping"}`, "pong")
 		peers[i] = peer{conn, br}
 	}
 	held := stacks()
-	perConn := float64(held-before) / conns / 1024
+	perConn := float64(held-before) / float64(len(peers)) / 1024
 	t.Logf("%.1f KiB of stack for each waiting connection", perConn)
 	if perConn > 6 {
 		t.Errorf("each waiting connection holds %.1f KiB of stack, want at most 6", perConn)
