@@ -16,7 +16,8 @@ func TestConfigPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := config{Listen: "127.0.0.1:8080", DataDir: ".cairn", LogFormat: "auto", LogLevel: "info", level: zerolog.InfoLevel,
-			Jobs: defaultJobConfig(), CheckpointEvery: 10 * time.Second, ReconcileInterval: 30 * time.Second}
+			Jobs: defaultJobConfig(), CheckpointEvery: 10 * time.Second, ReconcileInterval: 30 * time.Second,
+			gcPercent: defaultGCPercent}
 		if *cfg != want {
 			t.Fatalf("got %+v, want %+v", *cfg, want)
 		}
@@ -45,6 +46,17 @@ func TestConfigPrecedence(t *testing.T) {
 		}
 		if cfg.Listen != "127.0.0.1:7000" || cfg.LogFormat != "console" || cfg.DataDir != "here" || cfg.LogLevel != "debug" {
 			t.Fatalf("flags did not win: %+v", *cfg)
+		}
+	})
+	t.Run("GOGC set leaves the collector to Go", func(t *testing.T) {
+		for _, gogc := range []string{"100", "50", "off"} {
+			cfg, err := resolveConfig(t, map[string]string{"GOGC": gogc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.gcPercent != 0 {
+				t.Errorf("GOGC=%s: serve would set the collector's target to %d, want Go's reading of GOGC", gogc, cfg.gcPercent)
+			}
 		}
 	})
 	t.Run("bad values", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,9 @@ cluster if it started one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cfg.logger(cmd.ErrOrStderr())
+			if cfg.gcPercent > 0 {
+				debug.SetGCPercent(cfg.gcPercent)
+			}
 			// Bind first: a busy port should fail before a database starts.
 			ln, err := net.Listen("tcp", cfg.Listen)
 			if err != nil {
