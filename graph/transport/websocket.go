@@ -696,7 +696,11 @@ func (c *wsConnection) WriteClose(code int, reason string) error {
 	}
 	go func() {
 		defer close(done)
-		_ = c.ws.Close(websocket.StatusCode(code), truncate(reason, 120))
+		// A peer already gone fails the handshake; that is logged, not
+		// acted on: the connection ends either way.
+		if err := c.ws.Close(websocket.StatusCode(code), truncate(reason, 120)); err != nil {
+			c.h.log.Debug().Err(err).Int("code", code).Msg("a WebSocket close handshake did not complete")
+		}
 	}()
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/coder/websocket"
+	"github.com/rs/zerolog"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
@@ -155,5 +156,72 @@ func TestTextFramesReachAWebSocketPeer(t *testing.T) {
 	}
 	if err := <-sealed; !errors.Is(err, errSealed) {
 		t.Fatalf("a message after the seal: %v, want errSealed", err)
+	}
+}
+
+// A close the server starts while the connection's reader waits for the
+// peer (awaitRead, holding the read lock) completes its handshake as soon
+// as the peer answers: the reader hands the answer's first byte on to the
+// library's handshake, and the connection ends well before the library's
+// own handshake timeout (5 s) would end it.
+func TestServerCloseWhileTheReaderWaits(t *testing.T) {
+	t.Parallel()
+	// Read once the connection ended: the close's goroutine logs before
+	// the connection's end waits for it.
+	var logged bytes.Buffer
+	h := &Handler{log: zerolog.New(zerolog.SyncWriter(&logged)), heldBuffers: newHeldBuffers()}
+	conns := make(chan *wsConnection, 1)
+	served := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hijack := &smallBuffers{ResponseWriter: w, held: h.heldBuffers}
+		ws, err := websocket.Accept(hijack, r, nil)
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			close(served)
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &wsConnection{h: h, ws: ws, conn: hijack.conn, buffered: hijack.reader, early: hijack.early,
+			ctx: ctx, cancel: cancel, ops: map[string]*wsOperation{}}
+		h.wsOpen.Add(1)
+		conns <- c
+		go func() {
+			defer close(served)
+			c.serve()
+		}()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	peer, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.CloseNow()
+	c := <-conns
+	// The peer has sent nothing: the reader waits in awaitRead.
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := c.WriteClose(closeNoPong, "no pong"); err != nil {
+		t.Fatal(err)
+	}
+	// Reading, the peer answers the close.
+	if _, _, err := peer.Read(ctx); websocket.CloseStatus(err) != closeNoPong {
+		t.Fatalf("the peer read %v, want the server's close (%d)", err, closeNoPong)
+	}
+	select {
+	case <-served:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the connection did not end within 3 s of the peer's answer to its close")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the close handshake took %s, want it to end once the peer answered", took)
+	}
+	if n := h.wsOpen.Load(); n != 0 {
+		t.Errorf("%d connections counted open after the close, want 0", n)
+	}
+	// The server read the peer's answer whole: its handshake completed.
+	if s := logged.String(); strings.Contains(s, "close handshake did not complete") {
+		t.Errorf("the server's close handshake failed: %s", s)
 	}
 }
