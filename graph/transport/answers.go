@@ -10,6 +10,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"golang.org/x/sync/singleflight"
 )
 
 // The answer cache serves a query again without running it while the read
@@ -47,6 +48,11 @@ const maxCachedAnswer = 1 << 20
 type answerCache struct {
 	gen     Generationer
 	answers *lru.Cache[[32]byte, json.RawMessage]
+	// running has the callers that miss the same answer together wait for
+	// the first of them to compute it: the cache empties whenever a read
+	// model changes, and the same query arriving from many portals at that
+	// moment would otherwise run once for each.
+	running singleflight.Group
 }
 
 var _ interface {
@@ -90,11 +96,33 @@ func (c *answerCache) InterceptResponse(ctx context.Context, next graphql.Respon
 	if data, ok := c.answers.Get(key); ok {
 		return &graphql.Response{Data: data}
 	}
-	resp := next(ctx)
-	if resp != nil && len(resp.Errors) == 0 && len(resp.Extensions) == 0 && len(resp.Data) > 0 && len(resp.Data) <= maxCachedAnswer {
-		c.answers.Add(key, resp.Data)
+	// The first caller runs the query on its own goroutine (a panic stays
+	// the executor's to recover); the others wait for it. Each gets a
+	// response of its own: interceptors outside this one add to theirs.
+	var own *graphql.Response
+	ran := false
+	v, _, _ := c.running.Do(string(key[:]), func() (any, error) {
+		own, ran = next(ctx), true
+		if keepable(own) {
+			c.answers.Add(key, own.Data)
+		}
+		return own, nil
+	})
+	if ran {
+		return own
 	}
-	return resp
+	if first, _ := v.(*graphql.Response); keepable(first) {
+		return &graphql.Response{Data: first.Data}
+	}
+	// The first caller's answer was not one to share (its errors may be
+	// its own, a deadline say): this caller runs the query itself.
+	return next(ctx)
+}
+
+// keepable says whether an answer may be kept and shared: data and nothing
+// else, of a bounded size.
+func keepable(resp *graphql.Response) bool {
+	return resp != nil && len(resp.Errors) == 0 && len(resp.Extensions) == 0 && len(resp.Data) > 0 && len(resp.Data) <= maxCachedAnswer
 }
 
 // cacheable reports whether an operation reads read models only.
