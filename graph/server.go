@@ -93,6 +93,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if gen, ok := deps.Projections.(transport.Generationer); ok {
 		td.Generation = gen
+		if deps.Standby != nil {
+			td.Generation = &standbyGeneration{projections: gen, standbyUp: &res.standbyUp, now: time.Now}
+		}
 	}
 	var cx generated.ComplexityRoot
 	cx.Query.VerifyChain = func(child int, streamID *string) int {
