@@ -449,11 +449,10 @@ func (r *Runner) switched(w *worker, old *buildRow) {
 }
 
 // Generation changes after every batch a projection of this runner commits
-// that may change a read model, and when the runner becomes ready, a worker
-// stops or a worker finds another process applied a batch: an answer
-// computed from the read models at one generation is still right while the
-// generation has not moved, except for a batch another process applied that
-// this runner's workers have not met yet. Zero before the runner is ready.
+// that may change a read model (and when a worker starts or stops, or finds
+// another process applied a batch): an answer computed from the read models at one
+// generation is still right while the generation has not moved, as long as
+// this runner is the only one writing them. Zero before the runner is ready.
 func (r *Runner) Generation() uint64 {
 	select {
 	case <-r.ready:
