@@ -159,14 +159,11 @@ func (w *worker) flush(ctx context.Context, evs []Event, end eventstore.Cursor, 
 		// right up to end. Saving that is deferred; replaying them after a
 		// crash costs nothing.
 		w.mu.Lock()
-		moved := w.cursor.Less(end)
-		if moved {
+		if w.cursor.Less(end) {
 			w.cursor, w.cursorAt = end, endAt
 		}
 		w.mu.Unlock()
-		if moved {
-			w.r.progressed(false)
-		}
+		w.r.progressed()
 		return w.maybeSave(ctx)
 	}
 	if !w.filter.Undecoded {
@@ -350,7 +347,7 @@ func (w *worker) commit(ctx context.Context, evs []Event, end eventstore.Cursor,
 	if sw != nil {
 		w.r.switched(w, sw.old)
 	}
-	w.r.progressed(len(evs) > 0 || sw != nil)
+	w.r.progressed()
 	if w.r.afterCommit != nil {
 		w.r.afterCommit(w.name, end)
 	}
@@ -487,9 +484,6 @@ func (w *worker) superseded(ctx context.Context) error {
 			w.cursor, w.cursorAt = b.Cursor, b.LastEventAt
 		}
 		w.mu.Unlock()
-		// The other process changed the read model: answers computed
-		// before are stale here too.
-		w.r.progressed(true)
 		return errMoved
 	}
 	return errSuperseded
@@ -527,7 +521,7 @@ func (w *worker) park(ctx context.Context, e Event, attempts int, cause error, e
 			w.mu.Unlock()
 			w.r.log.Error().Str("projection", w.name).Int64("position", e.Position).Str("stream", e.StreamID).
 				Str("type", e.Type).Err(cause).Msg("event parked: the projection could not apply it and moved on")
-			w.r.progressed(false)
+			w.r.progressed()
 			return nil
 		}
 		if ctx.Err() != nil {
