@@ -129,12 +129,7 @@ func TestTextFramesReachAWebSocketPeer(t *testing.T) {
 		_ = ws.Close(websocket.StatusNormalClosure, "done")
 	}))
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	peer, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, peer := dialPeer(t, srv)
 	peer.SetReadLimit(-1)
 	defer peer.CloseNow()
 	want := make([][]byte, 0, len(sizes)+2)
@@ -191,12 +186,7 @@ func TestServerCloseWhileTheReaderWaits(t *testing.T) {
 		}()
 	}))
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	peer, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, peer := dialPeer(t, srv)
 	defer peer.CloseNow()
 	c := <-conns
 	// The peer has sent nothing: the reader waits in awaitRead.
@@ -224,4 +214,16 @@ func TestServerCloseWhileTheReaderWaits(t *testing.T) {
 	if s := logged.String(); strings.Contains(s, "close handshake did not complete") {
 		t.Errorf("the server's close handshake failed: %s", s)
 	}
+}
+
+// dialPeer connects a WebSocket peer to srv, for at most 10 s.
+func dialPeer(t *testing.T, srv *httptest.Server) (context.Context, *websocket.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	peer, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, peer
 }
