@@ -347,15 +347,17 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 	others := &otherOps{waiting: map[string]chan wsMessage{}, closed: make(chan struct{})}
 	closeOthers := sync.OnceFunc(func() { close(others.closed) })
 	done := false
-	// mu is held by whoever reads the connection: Next, or a Do that found
-	// nobody reading. What a Do read of the subscription's waits in queued
-	// for Next, and a connection it found broken in broken.
-	var mu sync.Mutex
+	// turn is held by whoever reads the connection: Next, or a Do that
+	// found nobody reading. What a Do read of the subscription's waits in
+	// queued for Next, and a connection it found broken in broken.
+	turn := newReadTurn()
+	readOn := make(chan struct{}) // closed: a Do that just read looks again at once
+	close(readOn)
 	var queued []wsMessage
 	var broken error
 	next := func(ctx context.Context) (*Response, error) {
-		mu.Lock()
-		defer mu.Unlock()
+		turn.take()
+		defer turn.give()
 		if done {
 			return nil, ErrComplete
 		}
@@ -405,28 +407,33 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		}
 		// The answer is read by Next when it reads; when nobody does, by
 		// Do itself, which keeps what it reads of the subscription for
-		// Next. Whether someone reads is looked at again every moment.
-		readOne := func() error {
-			if !mu.TryLock() {
-				return nil
+		// Next. Whoever reads wakes the waiting Dos when it stops, so that
+		// one of them reads on: a Do waits without waking up otherwise
+		// (10,000 agents' reports in flight at once, each looking every
+		// 50 ms, cost more than the reports).
+		readOne := func() (<-chan struct{}, error) {
+			given, ok := turn.tryTake()
+			if !ok {
+				return given, nil // wait for the reader to stop
 			}
-			defer mu.Unlock()
+			defer turn.give()
 			if broken != nil {
-				return broken
+				return nil, broken
 			}
-			select {
-			case m := <-replies: // delivered by a Next just gone
-				replies <- m
-				return nil
-			default:
+			if len(replies) > 0 {
+				return nil, nil // delivered by another reader meanwhile
 			}
 			if len(queued) >= maxQueued {
-				return nil // Next is not taking them: wait for it
+				// Next is not taking them: look again in a moment (rare,
+				// and no signal says when Next took some).
+				later := make(chan struct{})
+				time.AfterFunc(50*time.Millisecond, func() { close(later) })
+				return later, nil
 			}
 			m, err := read(ctx)
 			if err != nil {
 				broken = err
-				return err
+				return nil, err
 			}
 			switch {
 			case m.ID != "" && m.ID != "1":
@@ -437,12 +444,11 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 			default:
 				queued = append(queued, m)
 			}
-			return nil
+			return readOn, nil // the answer may be next
 		}
-		poll := time.NewTicker(50 * time.Millisecond)
-		defer poll.Stop()
 		for {
-			if err := readOne(); err != nil {
+			given, err := readOne()
+			if err != nil {
 				return nil, err
 			}
 			select {
@@ -450,7 +456,7 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 				return nil, ctx.Err()
 			case <-others.closed:
 				return nil, fmt.Errorf("the connection to %s closed before the answer came", wsURL(ep))
-			case <-poll.C:
+			case <-given:
 			case m := <-replies:
 				switch m.Type {
 				case "next", "data", "error":
@@ -462,6 +468,42 @@ func (c *Client) subscribeWS(ctx context.Context, p Protocol, req Request) (*Sub
 		}
 	}
 	return &Subscription{next: next, do: do, close: func() { closeOthers(); closeAll() }}, nil
+}
+
+// readTurn is the right to read a subscription's connection, held by one
+// reader at a time (Next, or a Do that found nobody reading), with a signal
+// for the Dos waiting to read in turn.
+type readTurn struct {
+	mu      sync.Mutex // held by the reader
+	givenMu sync.Mutex
+	given   chan struct{} // closed when the turn is next given up
+}
+
+func newReadTurn() *readTurn { return &readTurn{given: make(chan struct{})} }
+
+// take waits for the turn.
+func (t *readTurn) take() { t.mu.Lock() }
+
+// tryTake takes the turn if nobody holds it. If somebody does, it returns a
+// channel closed once they gave it up: it was fetched before the attempt,
+// so a reader that stops in between is not missed.
+func (t *readTurn) tryTake() (<-chan struct{}, bool) {
+	t.givenMu.Lock()
+	given := t.given
+	t.givenMu.Unlock()
+	if t.mu.TryLock() {
+		return nil, true
+	}
+	return given, false
+}
+
+// give gives the turn up and wakes those waiting for it.
+func (t *readTurn) give() {
+	t.mu.Unlock()
+	t.givenMu.Lock()
+	close(t.given)
+	t.given = make(chan struct{})
+	t.givenMu.Unlock()
 }
 
 // maxQueued bounds the subscription's messages a Do reads and keeps for

@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,6 +167,85 @@ func TestWebSocketReadsEnd(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Many operations in flight over one subscription's WebSocket, with nobody
+// calling Next, read the connection in turn: each gets its own answer,
+// although they come in the reverse order with the subscription's results
+// between them, and Next then gets those results in order.
+func TestWebSocketOperationsReadInTurn(t *testing.T) {
+	t.Parallel()
+	const ops = 50
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{string(TransportWS)}})
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		ctx := r.Context()
+		if _, _, err := conn.Read(ctx); err != nil { // connection_init
+			return
+		}
+		if conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_ack"}`)) != nil {
+			return
+		}
+		type request struct {
+			ID      string
+			Payload struct{ Variables struct{ N int } }
+		}
+		var asked []request
+		for len(asked) < ops+1 { // the subscription, then every operation
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			var m request
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Errorf("request %s: %v", b, err)
+				return
+			}
+			asked = append(asked, m)
+		}
+		for i := len(asked) - 1; i >= 1; i-- {
+			m := asked[i]
+			for _, msg := range []string{
+				fmt.Sprintf(`{"id":"1","type":"next","payload":{"data":{"n":%d}}}`, ops-i),
+				fmt.Sprintf(`{"id":%q,"type":"next","payload":{"data":{"n":%d}}}`, m.ID, m.Payload.Variables.N),
+				fmt.Sprintf(`{"id":%q,"type":"complete"}`, m.ID),
+			} {
+				if conn.Write(ctx, websocket.MessageText, []byte(msg)) != nil {
+					return
+				}
+			}
+		}
+		_, _, _ = conn.Read(ctx) // until the client leaves
+	}))
+	t.Cleanup(srv.Close)
+	sub, err := New(srv.URL, "", nil).Subscribe(context.Background(), TransportWS, Request{Query: "subscription { n }"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for n := 1; n <= ops; n++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := sub.Do(ctx, Request{Query: "mutation($n: Int!) { n(n: $n) }", Variables: map[string]any{"n": n}})
+			if want := fmt.Sprintf(`{"n":%d}`, n); err != nil || string(r.Data) != want {
+				t.Errorf("operation %d: %v %v, want %s", n, r, err, want)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range ops {
+		r, err := sub.Next(ctx)
+		if want := fmt.Sprintf(`{"n":%d}`, i); err != nil || string(r.Data) != want {
+			t.Fatalf("result %d: %v %v, want %s", i, r, err, want)
+		}
+	}
 }
 
 // A server-sent events subscription returns each "next" event's result in
