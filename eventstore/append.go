@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +85,12 @@ func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, erro
 	}
 	op := &appendOp{ctx: ctx, req: req, result: make(chan appendOutcome, 1)}
 	seen := map[string]bool{}
-	fp := sha256.New()
+	// The fingerprint is derived from the events only for an idempotent
+	// append that did not bring its own.
+	var fp hash.Hash
+	if req.CommandID != "" && len(req.Fingerprint) == 0 {
+		fp = sha256.New()
+	}
 	for i, st := range req.Streams {
 		if st.StreamID == "" || st.StreamType == "" {
 			return nil, fmt.Errorf("append: stream %d needs a stream id and a stream type", i)
@@ -97,15 +103,19 @@ func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, erro
 		}
 		seen[st.StreamID] = true
 		op.keys = append(op.keys, "s:"+st.StreamID)
-		fp.Write([]byte(st.StreamID))
+		if fp != nil {
+			fp.Write([]byte(st.StreamID))
+		}
 		for _, e := range st.Events {
 			typ, ver, payload, err := s.registry.Encode(e)
 			if err != nil {
 				return nil, fmt.Errorf("append to stream %q: %w", st.StreamID, err)
 			}
 			op.events = append(op.events, encodedEvent{stream: i, typ: typ, schemaVersion: ver, payload: payload})
-			fp.Write([]byte(typ))
-			fp.Write(payload)
+			if fp != nil {
+				fp.Write([]byte(typ))
+				fp.Write(payload)
+			}
 		}
 	}
 	md := req.Metadata
@@ -113,7 +123,7 @@ func (s *Store) prepare(ctx context.Context, req AppendRequest) (*appendOp, erro
 	if req.CommandID != "" {
 		op.keys = append(op.keys, "c:"+req.CommandID)
 		op.fingerprint = req.Fingerprint
-		if len(op.fingerprint) == 0 {
+		if fp != nil {
 			op.fingerprint = fp.Sum(nil)
 		}
 		md.CommandFingerprint = hex.EncodeToString(op.fingerprint)
