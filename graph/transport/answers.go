@@ -57,7 +57,7 @@ type answerCache struct {
 
 var _ interface {
 	graphql.HandlerExtension
-	graphql.ResponseInterceptor
+	graphql.OperationInterceptor
 } = (*answerCache)(nil)
 
 // newAnswerCache returns nil (no cache) when gen is nil or size is not
@@ -76,33 +76,59 @@ func newAnswerCache(gen Generationer, size int) *answerCache {
 func (*answerCache) ExtensionName() string                          { return "AnswerCache" }
 func (*answerCache) Validate(schema graphql.ExecutableSchema) error { return nil }
 
-func (c *answerCache) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	if !graphql.HasOperationContext(ctx) {
-		return next(ctx)
-	}
-	oc := graphql.GetOperationContext(ctx)
-	sess := sessionFrom(ctx)
-	if sess == nil || oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || !cacheable(oc) {
-		return next(ctx)
-	}
-	gen := c.gen.Generation()
-	if gen == 0 {
-		return next(ctx)
-	}
-	key, ok := answerKey(oc, sess.principal, gen)
+// InterceptOperation serves a kept answer in place of the operation, as its
+// only response. It stands in for the whole operation, not for a response:
+// the transports that stream (WebSocket, server-sent events) ask for
+// responses until told there are no more, which for a query the executor's
+// own handler says after its one answer. A kept answer served in place of a
+// response was served again at each asking, thousands of times a second
+// for as long as the read models held still.
+func (c *answerCache) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	key, ok := c.keyOf(ctx)
 	if !ok {
 		return next(ctx)
 	}
 	if data, ok := c.answers.Get(key); ok {
-		return &graphql.Response{Data: data}
+		return graphql.OneShot(&graphql.Response{Data: data})
 	}
-	// The first caller runs the query on its own goroutine (a panic stays
-	// the executor's to recover); the others wait for it. Each gets a
-	// response of its own: interceptors outside this one add to theirs.
+	responses := next(ctx)
+	answered := false
+	return func(ctx context.Context) *graphql.Response {
+		if answered {
+			return nil // a query answers once (this schema has no @defer)
+		}
+		answered = true
+		return c.share(key, func() *graphql.Response { return responses(ctx) })
+	}
+}
+
+// keyOf names the answer the operation in ctx asks for, if it may be kept.
+func (c *answerCache) keyOf(ctx context.Context) ([32]byte, bool) {
+	if !graphql.HasOperationContext(ctx) {
+		return [32]byte{}, false
+	}
+	oc := graphql.GetOperationContext(ctx)
+	sess := sessionFrom(ctx)
+	if sess == nil || oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Query || !cacheable(oc) {
+		return [32]byte{}, false
+	}
+	gen := c.gen.Generation()
+	if gen == 0 {
+		return [32]byte{}, false
+	}
+	return answerKey(oc, sess.principal, gen)
+}
+
+// share runs the query (run) for the first caller missing the answer under
+// key and keeps its answer; the others missing it meanwhile wait for it.
+// The first caller runs it on its own goroutine (a panic stays the
+// executor's to recover). Each gets a response of its own: interceptors
+// outside this one add to theirs.
+func (c *answerCache) share(key [32]byte, run func() *graphql.Response) *graphql.Response {
 	var own *graphql.Response
 	ran := false
 	v, _, _ := c.running.Do(string(key[:]), func() (any, error) {
-		own, ran = next(ctx), true
+		own, ran = run(), true
 		if keepable(own) {
 			c.answers.Add(key, own.Data)
 		}
@@ -116,7 +142,7 @@ func (c *answerCache) InterceptResponse(ctx context.Context, next graphql.Respon
 	}
 	// The first caller's answer was not one to share (its errors may be
 	// its own, a deadline say): this caller runs the query itself.
-	return next(ctx)
+	return run()
 }
 
 // keepable says whether an answer may be kept and shared: data and nothing

@@ -19,6 +19,56 @@ type fixedGeneration uint64
 
 func (g fixedGeneration) Generation() uint64 { return uint64(g) }
 
+// cacheableQuery is the context of a query the cache may keep, asked by a
+// user.
+func cacheableQuery() context.Context {
+	return graphql.WithOperationContext(
+		withSession(context.Background(), newSession(auth.Principal{Kind: auth.KindUser, ID: "u1"}, "", "")),
+		&graphql.OperationContext{RawQuery: "{ nodes { id } }", Operation: &ast.OperationDefinition{
+			Operation: ast.Query, SelectionSet: ast.SelectionSet{&ast.Field{Name: "nodes"}}}})
+}
+
+// operation is an operation whose responses, as the executor's for a query,
+// are one answer (run's) and then nil.
+func operation(run graphql.ResponseHandler) graphql.OperationHandler {
+	return func(context.Context) graphql.ResponseHandler {
+		answered := false
+		return func(ctx context.Context) *graphql.Response {
+			if answered {
+				return nil
+			}
+			answered = true
+			return run(ctx)
+		}
+	}
+}
+
+// A query answers once, whether its answer was kept or not: the transports
+// that stream ask for responses until there are no more, and a kept answer
+// once came back at each asking, thousands of times a second.
+func TestAnswerCacheAnswersOnce(t *testing.T) {
+	t.Parallel()
+	ctx := cacheableQuery()
+	c := newAnswerCache(fixedGeneration(7), 16)
+	var runs atomic.Int32
+	next := operation(func(context.Context) *graphql.Response {
+		runs.Add(1)
+		return &graphql.Response{Data: json.RawMessage(`{"nodes":[]}`)}
+	})
+	for _, ask := range []string{"kept", "served from the cache"} {
+		responses := c.InterceptOperation(ctx, next)
+		n := 0
+		for ; n < 10 && responses(ctx) != nil; n++ {
+		}
+		if n != 1 {
+			t.Errorf("the answer %s came %d times, want once", ask, n)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the query ran %d times, want once (the second answer from the cache)", n)
+	}
+}
+
 // Callers that miss the same answer together run the query once: the others
 // wait for the first and each get a response of their own. When the first
 // caller's answer carries errors, which may be its own (a deadline), each
@@ -26,10 +76,7 @@ func (g fixedGeneration) Generation() uint64 { return uint64(g) }
 func TestAnswerCacheMissesTogetherRunOnce(t *testing.T) {
 	t.Parallel()
 	const callers = 20
-	ctx := graphql.WithOperationContext(
-		withSession(context.Background(), newSession(auth.Principal{Kind: auth.KindUser, ID: "u1"}, "", "")),
-		&graphql.OperationContext{RawQuery: "{ nodes { id } }", Operation: &ast.OperationDefinition{
-			Operation: ast.Query, SelectionSet: ast.SelectionSet{&ast.Field{Name: "nodes"}}}})
+	ctx := cacheableQuery()
 	answer := json.RawMessage(`{"nodes":[]}`)
 	for _, tc := range []struct {
 		name       string
@@ -56,7 +103,7 @@ func TestAnswerCacheMissesTogetherRunOnce(t *testing.T) {
 			got := make([]*graphql.Response, callers)
 			var wg sync.WaitGroup
 			for i := range callers {
-				wg.Go(func() { got[i] = c.InterceptResponse(ctx, next) })
+				wg.Go(func() { got[i] = c.InterceptOperation(ctx, operation(next))(ctx) })
 			}
 			for runs.Load() == 0 {
 				time.Sleep(time.Millisecond)
