@@ -210,7 +210,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	r.progressed()
+	r.progressed(true)
 	close(r.ready)
 	tick := time.NewTicker(r.opts.ControlInterval)
 	defer tick.Stop()
@@ -381,7 +381,7 @@ func (r *Runner) startWorker(p Projection, b buildRow) {
 			// The control loop starts it again.
 			r.log.Error().Err(err).Str("projection", w.name).Int("build", w.build).Msg("projection worker stopped; restarting")
 		}
-		r.progressed()
+		r.progressed(true)
 	}()
 }
 
@@ -449,9 +449,11 @@ func (r *Runner) switched(w *worker, old *buildRow) {
 }
 
 // Generation changes after every batch a projection of this runner commits
-// (and at other times): an answer computed from the read models at one
-// generation is still right while the generation has not moved, as long as
-// this runner is the only one writing them. Zero before the runner is ready.
+// that may change a read model, and when the runner becomes ready, a worker
+// stops or a worker finds another process applied a batch: an answer
+// computed from the read models at one generation is still right while the
+// generation has not moved, except for a batch another process applied that
+// this runner's workers have not met yet. Zero before the runner is ready.
 func (r *Runner) Generation() uint64 {
 	select {
 	case <-r.ready:
@@ -462,13 +464,19 @@ func (r *Runner) Generation() uint64 {
 }
 
 // progressed moves the frontier and releases the WaitFor calls it
-// satisfies.
-func (r *Runner) progressed() {
+// satisfies. changed says a read model may have changed, which moves the
+// generation; a worker that only passed events of no concern, or saved its
+// place, changed nothing, and moving the generation then would empty the
+// answer cache: each idle worker's poll did, every second, and each time
+// the queries arriving together all missed it and ran at once.
+func (r *Runner) progressed(changed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Before the waiters are released: a caller that waited for its write
 	// sees a new generation.
-	r.generation.Add(1)
+	if changed {
+		r.generation.Add(1)
+	}
 	r.frontier = r.appliedByAll()
 	r.waiting.release(r.frontier)
 }

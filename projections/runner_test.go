@@ -192,3 +192,35 @@ func TestRebuildOfUnknownProjection(t *testing.T) {
 		t.Fatalf("request: got %v", err)
 	}
 }
+
+// The generation, which keys the API's answer cache, moves when a read
+// model may have changed, here or in another process writing the same read
+// models, and stands still while the workers only poll: an idle runner that
+// moved it on every poll emptied the cache every second.
+func TestGenerationMovesOnlyWithTheReadModels(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	generate(t, e, 5, 50)
+	opts := fastOptions()
+	a := start(t, e, opts)
+	b := start(t, e, opts) // another replica's runner on the same read models
+	waitAll(t, e, a.Runner)
+	waitAll(t, e, b.Runner)
+	idleA, idleB := a.Generation(), b.Generation()
+	time.Sleep(10 * opts.PollInterval)
+	if g := a.Generation(); g != idleA {
+		t.Errorf("the generation moved from %d to %d over ten polls with nothing to apply", idleA, g)
+	}
+	if g := b.Generation(); g != idleB {
+		t.Errorf("the other runner's generation moved from %d to %d over ten polls with nothing to apply", idleB, g)
+	}
+	generate(t, e, 6, 5)
+	waitAll(t, e, a.Runner)
+	waitAll(t, e, b.Runner)
+	if g := a.Generation(); g == idleA {
+		t.Errorf("the generation stayed at %d after new events were applied", g)
+	}
+	if g := b.Generation(); g == idleB {
+		t.Errorf("the other runner's generation stayed at %d after new events were applied by either", g)
+	}
+}

@@ -159,11 +159,14 @@ func (w *worker) flush(ctx context.Context, evs []Event, end eventstore.Cursor, 
 		// right up to end. Saving that is deferred; replaying them after a
 		// crash costs nothing.
 		w.mu.Lock()
-		if w.cursor.Less(end) {
+		moved := w.cursor.Less(end)
+		if moved {
 			w.cursor, w.cursorAt = end, endAt
 		}
 		w.mu.Unlock()
-		w.r.progressed()
+		if moved {
+			w.r.progressed(false)
+		}
 		return w.maybeSave(ctx)
 	}
 	if !w.filter.Undecoded {
@@ -347,7 +350,7 @@ func (w *worker) commit(ctx context.Context, evs []Event, end eventstore.Cursor,
 	if sw != nil {
 		w.r.switched(w, sw.old)
 	}
-	w.r.progressed()
+	w.r.progressed(len(evs) > 0 || sw != nil)
 	if w.r.afterCommit != nil {
 		w.r.afterCommit(w.name, end)
 	}
@@ -484,6 +487,9 @@ func (w *worker) superseded(ctx context.Context) error {
 			w.cursor, w.cursorAt = b.Cursor, b.LastEventAt
 		}
 		w.mu.Unlock()
+		// The other process changed the read model: answers computed
+		// before are stale here too.
+		w.r.progressed(true)
 		return errMoved
 	}
 	return errSuperseded
@@ -521,7 +527,7 @@ func (w *worker) park(ctx context.Context, e Event, attempts int, cause error, e
 			w.mu.Unlock()
 			w.r.log.Error().Str("projection", w.name).Int64("position", e.Position).Str("stream", e.StreamID).
 				Str("type", e.Type).Err(cause).Msg("event parked: the projection could not apply it and moved on")
-			w.r.progressed()
+			w.r.progressed(false)
 			return nil
 		}
 		if ctx.Err() != nil {
