@@ -188,6 +188,7 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if p.cpuPercent, err = idleWindow(ctx, e, srv, n, window); err != nil {
 			return nil, err
 		}
+		p.referenceWork = bestReferenceWork()
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
 		driverProfiled := benchSideProfile(e, srv.profiles, fmt.Sprintf("fleet-%d-fanout-driver.cpu", n))
 		cairndCPU, postgresCPU, driverCPU, err := cpuShares(srv.pid, func() (err error) {
@@ -197,6 +198,7 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if err == nil {
 			e.log.Info().Int("agents", n).Float64("cairnd_cpu_s", cairndCPU).Float64("postgres_cpu_s", postgresCPU).
 				Float64("driver_cpu_s", driverCPU).Float64("cpu_ms_per_child", (cairndCPU+postgresCPU+driverCPU)*1000/float64(n)).
+				Dur("reference_work_before", p.referenceWork).
 				Msg("CPU the fan-out took")
 		}
 		driverProfiled()
@@ -233,6 +235,7 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		out["dispatch_p99_ms_"+strconv.Itoa(n)+"_agents"] = round(float64(p.dispatchP99.Microseconds())/1000, 1)
 		out["server_rss_mib_"+strconv.Itoa(n)+"_agents"] = round(float64(rss)/(1<<20), 1)
 		out["long_poll_agents_"+strconv.Itoa(n)] = d.pollers
+		out["reference_work_ms_before_fanout_"+strconv.Itoa(n)] = round(float64(p.referenceWork.Microseconds())/1000, 1)
 		e.log.Info().Int("agents", n).Int("long_polling", d.pollers).Float64("kib_per_agent", round(p.kibPerAgent, 1)).
 			Float64("idle_cpu_percent", round(p.cpuPercent, 1)).Dur("fanout", p.fanout).Dur("dispatch_p99", p.dispatchP99).
 			Msg("fleet step measured")
@@ -251,6 +254,9 @@ type fleetPoint struct {
 	cpuPercent  float64
 	fanout      time.Duration
 	dispatchP99 time.Duration
+	// referenceWork is how long a fixed piece of work took just before the
+	// fan-out (referenceWork): the machine's pace then.
+	referenceWork time.Duration
 }
 
 // fleetPollShare: one agent in this many follows its feed by long polling
