@@ -15,9 +15,9 @@ import (
 	"github.com/coder/websocket"
 )
 
-// wsServer speaks enough graphql-transport-ws for a client: it acknowledges
-// the connection, sends results n of them, 1 to n, and then stays silent.
-func wsServer(t *testing.T, results int) *httptest.Server {
+// ackingServer accepts graphql-transport-ws connections, acknowledges
+// each and hands it to serve.
+func ackingServer(t *testing.T, serve func(ctx context.Context, conn *websocket.Conn)) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{string(TransportWS)}})
@@ -32,6 +32,17 @@ func wsServer(t *testing.T, results int) *httptest.Server {
 		if conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_ack"}`)) != nil {
 			return
 		}
+		serve(ctx, conn)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// wsServer speaks enough graphql-transport-ws for a client: it acknowledges
+// the connection, sends results n of them, 1 to n, and then stays silent.
+func wsServer(t *testing.T, results int) *httptest.Server {
+	t.Helper()
+	return ackingServer(t, func(ctx context.Context, conn *websocket.Conn) {
 		if _, _, err := conn.Read(ctx); err != nil { // subscribe
 			return
 		}
@@ -42,9 +53,7 @@ func wsServer(t *testing.T, results int) *httptest.Server {
 			}
 		}
 		_, _, _ = conn.Read(ctx) // until the client leaves
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // A WebSocket subscription delivers results in order, and a read that
@@ -176,19 +185,7 @@ func TestWebSocketReadsEnd(t *testing.T) {
 func TestWebSocketOperationsReadInTurn(t *testing.T) {
 	t.Parallel()
 	const ops = 50
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{string(TransportWS)}})
-		if err != nil {
-			return
-		}
-		defer conn.CloseNow()
-		ctx := r.Context()
-		if _, _, err := conn.Read(ctx); err != nil { // connection_init
-			return
-		}
-		if conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_ack"}`)) != nil {
-			return
-		}
+	srv := ackingServer(t, func(ctx context.Context, conn *websocket.Conn) {
 		type request struct {
 			ID      string
 			Payload struct{ Variables struct{ N int } }
@@ -219,8 +216,7 @@ func TestWebSocketOperationsReadInTurn(t *testing.T) {
 			}
 		}
 		_, _, _ = conn.Read(ctx) // until the client leaves
-	}))
-	t.Cleanup(srv.Close)
+	})
 	sub, err := New(srv.URL, "", nil).Subscribe(context.Background(), TransportWS, Request{Query: "subscription { n }"})
 	if err != nil {
 		t.Fatal(err)
