@@ -477,6 +477,7 @@ type readTurn struct {
 	mu      sync.Mutex // held by the reader
 	givenMu sync.Mutex
 	given   chan struct{} // closed when the turn is next given up
+	watched bool          // given was handed out since it was made
 }
 
 func newReadTurn() *readTurn { return &readTurn{given: make(chan struct{})} }
@@ -490,6 +491,7 @@ func (t *readTurn) take() { t.mu.Lock() }
 func (t *readTurn) tryTake() (<-chan struct{}, bool) {
 	t.givenMu.Lock()
 	given := t.given
+	t.watched = true
 	t.givenMu.Unlock()
 	if t.mu.TryLock() {
 		return nil, true
@@ -497,12 +499,16 @@ func (t *readTurn) tryTake() (<-chan struct{}, bool) {
 	return given, false
 }
 
-// give gives the turn up and wakes those waiting for it.
+// give gives the turn up and wakes those waiting for it. With nobody
+// waiting (a subscription's reader alone, at each of its results) the
+// channel is kept for the next to wait on.
 func (t *readTurn) give() {
 	t.mu.Unlock()
 	t.givenMu.Lock()
-	close(t.given)
-	t.given = make(chan struct{})
+	if t.watched {
+		close(t.given)
+		t.given, t.watched = make(chan struct{}), false
+	}
 	t.givenMu.Unlock()
 }
 
