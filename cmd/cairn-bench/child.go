@@ -21,6 +21,7 @@ import (
 var children = map[string]func(plan string) error{
 	swarmEnv:           runSwarm,
 	soakSubscribersEnv: runSoakSubscribers,
+	referenceWorkEnv:   runReferenceWork,
 }
 
 func init() {

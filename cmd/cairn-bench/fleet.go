@@ -188,7 +188,9 @@ func benchFleet(ctx context.Context, e *env) (result, error) {
 		if p.cpuPercent, err = idleWindow(ctx, e, srv, n, window); err != nil {
 			return nil, err
 		}
-		p.referenceWork = bestReferenceWork()
+		if p.referenceWork, err = machinePace(ctx); err != nil {
+			return nil, err
+		}
 		profiled := srv.cpuProfile(ctx, fmt.Sprintf("fleet-%d-fanout.cpu", n), fleetFanOutProfile)
 		driverProfiled := benchSideProfile(e, srv.profiles, fmt.Sprintf("fleet-%d-fanout-driver.cpu", n))
 		cairndCPU, postgresCPU, driverCPU, err := cpuShares(srv.pid, func() (err error) {

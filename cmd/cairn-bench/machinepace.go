@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -31,6 +34,36 @@ func referenceWork() time.Duration {
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return time.Since(began)
+}
+
+// referenceWorkEnv names the child process that times the reference work:
+// a process of its own, so that neither the heap nor the collector of the
+// bench (which drives 10,000 agents) weighs on it.
+const referenceWorkEnv = "CAIRN_BENCH_REFERENCE_WORK"
+
+// runReferenceWork is that child: once told to (its stdin closes), it
+// prints the reference work's best time in microseconds.
+func runReferenceWork(string) error {
+	readyUntilEnd()
+	fmt.Println(bestReferenceWork().Microseconds())
+	return nil
+}
+
+// machinePace times the reference work in a child process, now.
+func machinePace(ctx context.Context) (time.Duration, error) {
+	c, err := startChild(ctx, referenceWorkEnv, struct{}{})
+	if err != nil {
+		return 0, fmt.Errorf("start the reference work: %w", err)
+	}
+	report, err := c.stop()
+	if err != nil {
+		return 0, fmt.Errorf("the reference work: %w", err)
+	}
+	us, err := strconv.ParseInt(strings.TrimSpace(report), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the reference work reported %q: %w", report, err)
+	}
+	return time.Duration(us) * time.Microsecond, nil
 }
 
 // bestReferenceWork is the shortest of three runs of referenceWork: the
