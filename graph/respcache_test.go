@@ -2,12 +2,14 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"cairn/commands"
 	"cairn/commands/nodes"
+	"cairn/graph/client"
 )
 
 // The answer cache serves a query again while the read models have not
@@ -104,6 +106,33 @@ func TestAnswerCache(t *testing.T) {
 	}
 	if kept == "" {
 		t.Fatal("the same query by the same caller was never served again while the read models stood still")
+	}
+
+	// Over the transports that stream, asked for result after result until
+	// the end as the portal's WebSocket asks, the kept answer is the
+	// query's one result.
+	for _, proto := range []client.Protocol{client.TransportWS, client.SSE} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sub, err := admin.Subscribe(ctx, proto, client.Request{Query: kept, Variables: byID})
+		if err != nil {
+			cancel()
+			t.Fatalf("%v: %v", proto, err)
+		}
+		results := 0
+		for ; results < 10; results++ {
+			_, err := sub.Next(ctx)
+			if errors.Is(err, client.ErrComplete) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%v, result %d: %v", proto, results+1, err)
+			}
+		}
+		sub.Close()
+		cancel()
+		if results != 1 {
+			t.Errorf("%v: the kept answer came %d times (counting stops at 10), want once", proto, results)
+		}
 	}
 
 	// A change the projections apply moves their generation: nothing kept
