@@ -36,7 +36,15 @@ const MaxPollItems = 100
 const MaxPollWait = 60 * time.Second
 
 func item(e *jobEntry, cancel bool) AgentJob {
-	it := AgentJob{Cursor: e.leaseCursor, Job: e.j, Attempt: e.j.Attempt, LeaseUntil: e.leaseUntil}
+	j := e.j
+	if e.delivered.Attempt > j.Attempt {
+		// Handed out before its event was applied here (see lease): the
+		// item is the lease as it was handed out. A long poll woken by the
+		// lease read the job as still queued, attempt 0, which the agent
+		// refused, reconnecting after a backoff each time.
+		j.Apply(e.delivered)
+	}
+	it := AgentJob{Cursor: e.leaseCursor, Job: j, Attempt: j.Attempt, LeaseUntil: e.leaseUntil}
 	if cancel {
 		it.Cursor, it.CancelRequested = e.cancelCursor, true
 	}
