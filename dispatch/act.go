@@ -104,10 +104,12 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 		d.place(e, p, now)
 	case e.j.Status == job.StatusDispatched:
 		// Unacknowledged leases expire; an acknowledged one waits for its
-		// agent unless the node is gone.
-		// A lease on a decommissioned node ends at once: nobody will take it.
-		expired := !now.Before(e.j.LeaseUntil) || d.decommissioned(e.j.NodeID)
-		if expired && (!e.j.Acknowledged || e.node == nil || e.node.gone()) {
+		// agent unless the node is gone. A lease on a node that is down or
+		// decommissioned ends at once: nobody will take it, and a repair
+		// waiting on the job would wait out the lease for nothing.
+		gone := d.nodeGone(e.j.NodeID)
+		expired := !now.Before(e.j.LeaseUntil) || gone
+		if expired && (!e.j.Acknowledged || e.node == nil || gone) {
 			d.command(e, "expire lease", func(ctx context.Context) (commands.Outcome, error) {
 				return d.jobsH.ExpireLease(ctx, d.meta(e.tenant), jobs.ExpireLease{JobID: e.j.ID})
 			})
@@ -126,11 +128,6 @@ func (d *Dispatcher) act(e *jobEntry, now time.Time) {
 func (d *Dispatcher) nodeGone(nodeID string) bool {
 	n := d.nodes[nodeID]
 	return n != nil && n.gone()
-}
-
-func (d *Dispatcher) decommissioned(nodeID string) bool {
-	n := d.nodes[nodeID]
-	return n != nil && n.n.Status == node.StatusDecommissioned
 }
 
 // retryable reports whether a job that ended will run again: it failed,

@@ -521,6 +521,17 @@ func TestNodeDown(t *testing.T) {
 	movable := e.submit(jobs.Submit{Spec: echo, Target: job.Target{Selector: map[string]string{"pool": "a"}, Mode: job.ModeAny}, Retry: job.RetryPolicy{Max: 1}})
 	a1.next()
 	a1.start(movable)
+	// Two more leased to it and not started, one of them acknowledged:
+	// their leases (a minute) outlast the test, and end when the node is
+	// marked down. A repair waiting on such a job waited out the lease
+	// after the node was known to be gone.
+	leased := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	a1.next()
+	acked := e.submit(jobs.Submit{Spec: echo, Target: job.Target{NodeID: "n1"}})
+	a1.next()
+	if _, err := e.Dispatcher.Acknowledge(ctxFor(t), a1.caller(), acked); err != nil {
+		t.Fatal(err)
+	}
 	a1.close()
 
 	eventually(t, "n1 down", func() bool { return e.node("n1").Status == node.StatusDown })
@@ -531,9 +542,10 @@ func TestNodeDown(t *testing.T) {
 	if j := e.waitStatus(late, job.StatusCancelled); !strings.Contains(j.CancelReason, "is down") {
 		t.Errorf("a job for a down node: %+v", j)
 	}
-	lost := e.waitStatus(pinned, job.StatusLost)
-	if lost.LostReason == "" {
-		t.Errorf("lost without a reason: %+v", lost)
+	for _, id := range []string{pinned, leased, acked} {
+		if lost := e.waitStatus(id, job.StatusLost); lost.LostReason == "" {
+			t.Errorf("lost without a reason: %+v", lost)
+		}
 	}
 	eventually(t, "movable job back in the queue", func() bool {
 		j := e.job(movable)
