@@ -34,22 +34,60 @@ resources:
       dir: ${resource.home.outputs.path}
 `
 
-// A service on two real agents' nodes survives the loss of its node: the
-// agent is killed, its node goes down, and the reconciler has the service
-// re-placed on the other node, running, with what depends on the moved
-// resource moved with it.
-func TestServiceHealsOffALostNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("not in -short mode: runs cairnd and two agents")
+// healFleet is cairnd with real agents on nodes labelled role=heal, the
+// healer template published, and one service of it running.
+type healFleet struct {
+	server  *testproc.Process
+	admin   gqlClient
+	agents  map[string]*testproc.Process // host → agent
+	nodeOf  map[string]string            // node id → host
+	service string
+}
+
+// healView is the service as the API lists it.
+type healView struct {
+	Service struct {
+		Status, Cause string
+		Resources     []struct {
+			ID     string
+			NodeID *string
+			Status string
+			Drift  *struct{ Kind, Detail string }
+		}
 	}
-	t.Parallel()
+}
+
+// nodeOfResource is the node resource rid is on ("" when it is on none).
+func (v healView) nodeOfResource(rid string) string {
+	for _, r := range v.Service.Resources {
+		if r.ID == rid && r.NodeID != nil {
+			return *r.NodeID
+		}
+	}
+	return ""
+}
+
+func (f *healFleet) read(t *testing.T) healView {
+	t.Helper()
+	var v healView
+	f.admin.must(t, `query($id: ID!) { service(id: $id) { status cause resources { id nodeId status drift { kind detail } } } }`,
+		map[string]any{"id": f.service}, &v)
+	return v
+}
+
+// startHealFleet starts cairnd (one-second heartbeats, windows of
+// window) and an agent per host on the transport, and deploys one healer
+// service.
+func startHealFleet(t *testing.T, window time.Duration, transport string, hosts ...string) *healFleet {
+	t.Helper()
 	bins := buildBinaries(t, "cairnd", "cairn-agent")
 	db := testdb.New(t)
 	addr := testproc.FreeAddr(t)
 	base := "http://" + addr
+	secs := fmt.Sprintf("%ds", int(window/time.Second))
 	server := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, "serve", "--listen", addr,
 		"--data-dir", filepath.Join(traversableTempDir(t), "data"), "--log-format", "json",
-		"--heartbeat-interval", "1s", "--disconnect-after", "3s", "--down-after", "3s", "--reconcile-interval", "2s")
+		"--heartbeat-interval", "1s", "--disconnect-after", secs, "--down-after", secs, "--reconcile-interval", "2s")
 	t.Cleanup(func() { _ = server.Stop(time.Minute) })
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -68,23 +106,23 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 	if m == nil {
 		t.Fatalf("cairnd printed no administrator token\n%s", server.Output())
 	}
-	admin := gqlClient{url: base + "/graphql", token: m[1]}
+	f := &healFleet{server: server, admin: gqlClient{url: base + "/graphql", token: m[1]},
+		agents: map[string]*testproc.Process{}, nodeOf: map[string]string{}}
+	admin := f.admin
 
 	fileRoot := traversableTempDir(t)
-	agents := map[string]*testproc.Process{}
-	for _, host := range []string{"heal-1", "heal-2"} {
+	for _, host := range hosts {
 		var jt struct {
 			CreateJoinToken struct{ Token string } `json:"createJoinToken"`
 		}
 		admin.must(t, `mutation { createJoinToken(input: {labels: [{key: "role", value: "heal"}]}) { token } }`, nil, &jt)
 		a := testproc.Start(t, filepath.Join(bins, "cairn-agent"), []string{"CAIRN_JOIN_TOKEN=" + jt.CreateJoinToken.Token},
 			"--server", base, "--data-dir", filepath.Join(t.TempDir(), "agent"), "--file-root", fileRoot,
-			"--hostname", host, "--log-format", "json")
+			"--hostname", host, "--log-format", "json", "--transport", transport)
 		t.Cleanup(func() { _ = a.Stop(time.Minute) })
-		agents[host] = a
+		f.agents[host] = a
 	}
-	nodeOf := map[string]string{} // id → host
-	poll(t, step, "both agents' nodes to be online", func() (bool, string) {
+	poll(t, step, "the agents' nodes to be online", func() (bool, string) {
 		var out struct {
 			Nodes struct {
 				Edges []struct {
@@ -97,12 +135,12 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 		}
 		online := 0
 		for _, e := range out.Nodes.Edges {
-			nodeOf[e.Node.ID] = e.Node.Hostname
+			f.nodeOf[e.Node.ID] = e.Node.Hostname
 			if e.Node.Status == "ONLINE" {
 				online++
 			}
 		}
-		return online == 2, fmt.Sprintf("nodes %+v", out.Nodes.Edges)
+		return online == len(hosts), fmt.Sprintf("nodes %+v", out.Nodes.Edges)
 	}, server)
 
 	vendor := gqlClient{url: admin.url, token: userToken(t, admin, "Example Hosting", "VENDOR", "")}
@@ -115,64 +153,61 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 	}
 	tenant.must(t, `mutation($v: JSON) { createService(input: {name: "heals", templateName: "healer", templateVersion: "1.0.0", variables: $v}) { service { id } } }`,
 		map[string]any{"v": map[string]string{"root": fileRoot}}, &made)
-	id := made.CreateService.Service.ID
-	type view struct {
-		Service struct {
-			Status, Cause string
-			Resources     []struct {
-				ID     string
-				NodeID *string
-				Status string
-				Drift  *struct{ Kind, Detail string }
-			}
-		}
+	f.service = made.CreateService.Service.ID
+	f.waitStatus(t, "REGISTERED")
+	tenant.must(t, `mutation($id: ID!) { startService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": f.service}, nil)
+	v := f.waitStatus(t, "RUNNING")
+	home, worker := ocl.ResourceID(f.service, "home"), ocl.ResourceID(f.service, "worker")
+	if first := v.nodeOfResource(home); first == "" || v.nodeOfResource(worker) != first {
+		t.Fatalf("home on %q, worker on %q", first, v.nodeOfResource(worker))
 	}
-	read := func() view {
-		var v view
-		admin.must(t, `query($id: ID!) { service(id: $id) { status cause resources { id nodeId status drift { kind detail } } } }`, map[string]any{"id": id}, &v)
-		return v
-	}
-	waitStatus := func(want string) view {
-		var v view
-		poll(t, step, "service "+want, func() (bool, string) {
-			v = read()
-			return v.Service.Status == want, fmt.Sprintf("%+v", v.Service)
-		}, server)
-		return v
-	}
-	waitStatus("REGISTERED")
-	tenant.must(t, `mutation($id: ID!) { startService(input: {serviceId: $id}) { service { status } } }`, map[string]any{"id": id}, nil)
-	v := waitStatus("RUNNING")
-	home, worker := ocl.ResourceID(id, "home"), ocl.ResourceID(id, "worker")
-	nodeOfResource := func(v view, rid string) string {
-		for _, r := range v.Service.Resources {
-			if r.ID == rid && r.NodeID != nil {
-				return *r.NodeID
-			}
-		}
-		return ""
-	}
-	first := nodeOfResource(v, home)
-	if first == "" || nodeOfResource(v, worker) != first {
-		t.Fatalf("home on %q, worker on %q", first, nodeOfResource(v, worker))
-	}
+	return f
+}
 
-	// The first node's agent dies; the process it supervised is left
-	// behind (as on a real machine that lost its agent), and cleaned up
-	// by the test.
-	before, err := readService(admin, id)
-	if err != nil {
-		t.Fatal(err)
+func (f *healFleet) waitStatus(t *testing.T, want string) healView {
+	t.Helper()
+	var v healView
+	poll(t, step, "service "+want, func() (bool, string) {
+		v = f.read(t)
+		return v.Service.Status == want, fmt.Sprintf("%+v", v.Service)
+	}, f.server)
+	return v
+}
+
+// killAgent kills the agent of the node; the process it supervised for
+// the service is left behind (as on a real machine that lost its agent),
+// and cleaned up by the test.
+func (f *healFleet) killAgent(t *testing.T, nodeID string) {
+	t.Helper()
+	if sv, err := readService(f.admin, f.service); err == nil {
+		if pid := sv.resource(t, ocl.ResourceID(f.service, "worker")).outputs(t).PID; pid > 0 {
+			t.Cleanup(func() { killLeftover(t, pid) })
+		}
 	}
-	if pid := before.resource(t, worker).outputs(t).PID; pid > 0 {
-		t.Cleanup(func() { killLeftover(t, pid) })
+	f.agents[f.nodeOf[nodeID]].Kill()
+}
+
+// A service on two real agents' nodes survives the loss of its node: the
+// agent is killed, its node goes down, and the reconciler has the service
+// re-placed on the other node, running, with what depends on the moved
+// resource moved with it.
+func TestServiceHealsOffALostNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short mode: runs cairnd and two agents")
 	}
+	t.Parallel()
+	f := startHealFleet(t, 3*time.Second, "auto", "heal-1", "heal-2")
+	admin, server, nodeOf, id := f.admin, f.server, f.nodeOf, f.service
+	home, worker := ocl.ResourceID(id, "home"), ocl.ResourceID(id, "worker")
+	v := f.read(t)
+	first := v.nodeOfResource(home)
+
 	lost := time.Now()
-	agents[nodeOf[first]].Kill()
+	f.killAgent(t, first)
 	poll(t, step, "the service to run again on the other node", func() (bool, string) {
-		v = read()
-		now := nodeOfResource(v, home)
-		return v.Service.Status == "RUNNING" && now != "" && now != first && nodeOfResource(v, worker) == now,
+		v = f.read(t)
+		now := v.nodeOfResource(home)
+		return v.Service.Status == "RUNNING" && now != "" && now != first && v.nodeOfResource(worker) == now,
 			fmt.Sprintf("%s; home on %s: %+v", v.Service.Status, nodeOf[now], v.Service.Resources)
 	}, server)
 	t.Logf("healed %s after the agent was killed (disconnect and down windows 3 s each, interval 2 s)", time.Since(lost).Round(100*time.Millisecond))
@@ -202,5 +237,57 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 	}
 	if next != len(want) {
 		t.Fatalf("history %v lacks %v in order", types, want)
+	}
+}
+
+// A repair whose new node dies while the repair runs carries on elsewhere:
+// the service's node is lost, and the moment the repair has made the
+// service's home again on another node, that node's agent is killed too,
+// with the worker's jobs on their way to it. Those jobs end when the node
+// is marked down (lost: nobody will take them), the repair fails for that
+// reason, and the next one places the service on the third node. A job
+// leased to the dead agent used to wait out its 30 s lease first; the
+// service must run again well before that. The agents long-poll, as agents
+// do for a while after the control plane restarted.
+func TestRepairOutlivesItsNewNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("not in -short mode: runs cairnd and three agents")
+	}
+	t.Parallel()
+	f := startHealFleet(t, 2*time.Second, "poll", "heal-1", "heal-2", "heal-3")
+	home, worker := ocl.ResourceID(f.service, "home"), ocl.ResourceID(f.service, "worker")
+	first := f.read(t).nodeOfResource(home)
+	f.killAgent(t, first)
+
+	// Watch closely for the repair to make the home on another node: the
+	// kill must come while the repair still has jobs to run there.
+	var second string
+	deadline := time.Now().Add(time.Minute)
+	for second == "" {
+		for _, r := range f.read(t).Service.Resources {
+			if r.ID == home && r.NodeID != nil && *r.NodeID != first && r.Status == "RUNNING" && r.Drift == nil {
+				second = *r.NodeID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the repair did not make the home again off %s within a minute: %+v", f.nodeOf[first], f.read(t).Service)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	lost := time.Now()
+	f.killAgent(t, second)
+	var v healView
+	poll(t, 25*time.Second, "the service to run on the third node", func() (bool, string) {
+		v = f.read(t)
+		now := v.nodeOfResource(home)
+		return v.Service.Status == "RUNNING" && now != "" && now != first && now != second && v.nodeOfResource(worker) == now,
+			fmt.Sprintf("%s; home on %s: %+v", v.Service.Status, f.nodeOf[now], v.Service.Resources)
+	}, f.server)
+	t.Logf("running on %s %s after the second node's agent was killed (windows 2 s each, interval 2 s)",
+		f.nodeOf[v.nodeOfResource(home)], time.Since(lost).Round(100*time.Millisecond))
+	for _, r := range v.Service.Resources {
+		if r.Drift != nil || r.Status != "RUNNING" {
+			t.Errorf("resource %s: %s, drift %+v", r.ID, r.Status, r.Drift)
+		}
 	}
 }
