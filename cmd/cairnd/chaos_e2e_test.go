@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,15 @@ func TestChaos(t *testing.T) {
 	}
 	// Not parallel: it runs before the package's parallel tests, so that its
 	// four agents and restarts do not crowd the replica tests' timings.
+	// CAIRN_CHAOS_SEED repeats a run's order of chaos (its timing still
+	// varies); the seed is logged for that.
 	seed := time.Now().UnixNano()
+	if v := os.Getenv("CAIRN_CHAOS_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("CAIRN_CHAOS_SEED: %v", err)
+		}
+	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	bins := buildBinaries(t, "cairnd", "cairn-agent")
@@ -78,7 +87,7 @@ func TestChaos(t *testing.T) {
 			"--heartbeat-interval", "1s", "--disconnect-after", "2s", "--down-after", "2s", "--reconcile-interval", "1s")
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("cairnd output:\n%s", lastLines(s.Output(), 60))
+				t.Logf("cairnd output:\n%s", lastLines(s.Output(), 200))
 			}
 			_ = s.Stop(time.Minute)
 		})
@@ -252,8 +261,73 @@ func TestChaos(t *testing.T) {
 
 	t.Cleanup(func() {
 		if t.Failed() {
+			names := map[string]string{}
+			for id, n := range nodes() {
+				names[id] = n.Hostname + " " + n.Status
+			}
 			for _, v := range read() {
-				t.Logf("%s %s (%v): %+v", v.Name, v.Status, v.Cause, v.Resources)
+				cause := ""
+				if v.Cause != nil {
+					cause = " (" + *v.Cause + ")"
+				}
+				t.Logf("%s %s%s:", v.Name, v.Status, cause)
+				for _, r := range v.Resources {
+					where, drift := "nowhere", ""
+					if r.NodeID != nil {
+						where = names[*r.NodeID]
+					}
+					if r.Drift != nil {
+						drift = ", drifted: " + r.Drift.Kind
+					}
+					t.Logf("    %s %s on %s, pid %d%s", r.ID, r.Status, where, r.Outputs.PID, drift)
+				}
+			}
+			// The same services once more through node(id:), which the
+			// answer cache never keeps: a difference is a stale answer.
+			for _, v := range read() {
+				var one struct {
+					Node *svcView `json:"node"`
+				}
+				admin.must(t, `query($id: ID!) { node(id: $id) { ... on Service { id name status cause
+					resources { id status nodeId outputs drift { kind } } } } }`, map[string]any{"id": v.ID}, &one)
+				if one.Node == nil {
+					continue
+				}
+				var rs []string
+				for _, r := range one.Node.Resources {
+					rs = append(rs, r.ID+" "+r.Status)
+				}
+				t.Logf("%s read afresh: %s %v", v.Name, one.Node.Status, rs)
+			}
+			var open struct {
+				Jobs struct {
+					Edges []struct {
+						Node struct {
+							ID, Status   string
+							Acknowledged bool
+							Spec         struct{ Action *string }
+							Target       struct{ NodeID *string }
+							Node         *struct{ Hostname string }
+							UpdatedAt    string
+						}
+					}
+				}
+			}
+			admin.must(t, `{ jobs(first: 100, filter: {status: [QUEUED, DISPATCHED, RUNNING, CANCELLING]}) { edges { node {
+				id status acknowledged spec { action } target { nodeId } node { hostname } updatedAt } } } }`, nil, &open)
+			for _, e := range open.Jobs.Edges {
+				j := e.Node
+				action, target, leased := "", "", ""
+				if j.Spec.Action != nil {
+					action = *j.Spec.Action
+				}
+				if j.Target.NodeID != nil {
+					target = names[*j.Target.NodeID]
+				}
+				if j.Node != nil {
+					leased = j.Node.Hostname
+				}
+				t.Logf("open job %s %s: %s for %q, leased to %q (acknowledged %v), last changed %s", j.ID, action, j.Status, target, leased, j.Acknowledged, j.UpdatedAt)
 			}
 		}
 	})
