@@ -93,7 +93,13 @@ func (h *Handler) internal(ctx context.Context, err error, path ast.Path) *gqler
 	if id != "" {
 		msg += " under request id " + id
 	}
-	log.Error().Err(err).Interface("path", path).Msg("GraphQL request failed")
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// The caller left before the answer (an agent's long poll ended by
+		// its reconnect, say): nothing failed here.
+		log.Debug().Err(err).Interface("path", path).Msg("the caller left before the answer")
+	} else {
+		log.Error().Err(err).Interface("path", path).Msg("GraphQL request failed")
+	}
 	ext := map[string]any{"code": apierr.CodeInternal}
 	if id != "" {
 		ext["requestId"] = id
