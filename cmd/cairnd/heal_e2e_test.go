@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +68,24 @@ func (v healView) nodeOfResource(rid string) string {
 	return ""
 }
 
+// describe lists the service's resources with their nodes' names.
+func (f *healFleet) describe(v healView) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:", v.Service.Status)
+	for _, r := range v.Service.Resources {
+		where := "no node"
+		if r.NodeID != nil {
+			where = f.nodeOf[*r.NodeID]
+		}
+		fmt.Fprintf(&b, " %s %s on %s", r.ID, r.Status, where)
+		if r.Drift != nil {
+			fmt.Fprintf(&b, " (drifted: %s)", r.Drift.Kind)
+		}
+		b.WriteString(";")
+	}
+	return b.String()
+}
+
 func (f *healFleet) read(t *testing.T) healView {
 	t.Helper()
 	var v healView
@@ -76,18 +95,19 @@ func (f *healFleet) read(t *testing.T) healView {
 }
 
 // startHealFleet starts cairnd (one-second heartbeats, windows of
-// window) and an agent per host on the transport, and deploys one healer
-// service.
-func startHealFleet(t *testing.T, window time.Duration, transport string, hosts ...string) *healFleet {
+// window, extra flags) and an agent per host on the transport, and deploys
+// one healer service.
+func startHealFleet(t *testing.T, window time.Duration, extra []string, transport string, hosts ...string) *healFleet {
 	t.Helper()
 	bins := buildBinaries(t, "cairnd", "cairn-agent")
 	db := testdb.New(t)
 	addr := testproc.FreeAddr(t)
 	base := "http://" + addr
 	secs := fmt.Sprintf("%ds", int(window/time.Second))
-	server := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, "serve", "--listen", addr,
+	args := append([]string{"serve", "--listen", addr,
 		"--data-dir", filepath.Join(traversableTempDir(t), "data"), "--log-format", "json",
-		"--heartbeat-interval", "1s", "--disconnect-after", secs, "--down-after", secs, "--reconcile-interval", "2s")
+		"--heartbeat-interval", "1s", "--disconnect-after", secs, "--down-after", secs, "--reconcile-interval", "2s"}, extra...)
+	server := testproc.Start(t, filepath.Join(bins, "cairnd"), []string{"DATABASE_URL=" + db.ConnString}, args...)
 	t.Cleanup(func() { _ = server.Stop(time.Minute) })
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -196,7 +216,7 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 		t.Skip("not in -short mode: runs cairnd and two agents")
 	}
 	t.Parallel()
-	f := startHealFleet(t, 3*time.Second, "auto", "heal-1", "heal-2")
+	f := startHealFleet(t, 3*time.Second, nil, "auto", "heal-1", "heal-2")
 	admin, server, nodeOf, id := f.admin, f.server, f.nodeOf, f.service
 	home, worker := ocl.ResourceID(id, "home"), ocl.ResourceID(id, "worker")
 	v := f.read(t)
@@ -242,19 +262,20 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 
 // A repair whose new node dies while the repair runs carries on elsewhere:
 // the service's node is lost, and the moment the repair has made the
-// service's home again on another node, that node's agent is killed too,
-// with the worker's jobs on their way to it. Those jobs end when the node
-// is marked down (lost: nobody will take them), the repair fails for that
-// reason, and the next one places the service on the third node. A job
-// leased to the dead agent used to wait out its 30 s lease first; the
-// service must run again well before that. The agents long-poll, as agents
-// do for a while after the control plane restarted.
+// service's home on another node, that node's agent is killed too, with
+// the worker's jobs on their way to it. Those jobs end when the node is
+// marked down (lost: nobody will take them), the repair fails for that
+// reason, and the next one places the service on the third node. Job
+// leases last ten minutes here: a job leased to the dead agent used to
+// wait out its lease. The agents long-poll, as agents do for a while after
+// the control plane restarted (each lease a long poll took cost a
+// reconnect and a growing backoff).
 func TestRepairOutlivesItsNewNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("not in -short mode: runs cairnd and three agents")
 	}
 	t.Parallel()
-	f := startHealFleet(t, 2*time.Second, "poll", "heal-1", "heal-2", "heal-3")
+	f := startHealFleet(t, 2*time.Second, []string{"--job-lease", "10m"}, "poll", "heal-1", "heal-2", "heal-3")
 	home, worker := ocl.ResourceID(f.service, "home"), ocl.ResourceID(f.service, "worker")
 	first := f.read(t).nodeOfResource(home)
 	f.killAgent(t, first)
@@ -270,18 +291,18 @@ func TestRepairOutlivesItsNewNode(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the repair did not make the home again off %s within a minute: %+v", f.nodeOf[first], f.read(t).Service)
+			t.Fatalf("the repair did not make the home again off %s within a minute: %s", f.nodeOf[first], f.describe(f.read(t)))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	lost := time.Now()
 	f.killAgent(t, second)
 	var v healView
-	poll(t, 25*time.Second, "the service to run on the third node", func() (bool, string) {
+	poll(t, time.Minute, "the service to run on the third node", func() (bool, string) {
 		v = f.read(t)
 		now := v.nodeOfResource(home)
 		return v.Service.Status == "RUNNING" && now != "" && now != first && now != second && v.nodeOfResource(worker) == now,
-			fmt.Sprintf("%s; home on %s: %+v", v.Service.Status, f.nodeOf[now], v.Service.Resources)
+			f.describe(v)
 	}, f.server)
 	t.Logf("running on %s %s after the second node's agent was killed (windows 2 s each, interval 2 s)",
 		f.nodeOf[v.nodeOfResource(home)], time.Since(lost).Round(100*time.Millisecond))
