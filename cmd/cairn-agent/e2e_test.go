@@ -136,6 +136,15 @@ func TestEndToEnd(t *testing.T) {
 					t.Errorf("job %+v", j)
 				}
 			})
+
+			// Every lease reached its agent whole. A refused one costs the
+			// agent a reconnect and a backoff: a long poll woken by a lease
+			// once read the job as still queued, attempt 0.
+			for _, a := range agents {
+				if out := a.output(); strings.Contains(out, "the control plane sent a lease") {
+					t.Errorf("an agent refused a lease:\n%s", out)
+				}
+			}
 		})
 	}
 }
