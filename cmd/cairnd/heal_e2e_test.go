@@ -199,10 +199,12 @@ func (f *healFleet) waitStatus(t *testing.T, want string) healView {
 // and cleaned up by the test.
 func (f *healFleet) killAgent(t *testing.T, nodeID string) {
 	t.Helper()
-	if sv, err := readService(f.admin, f.service); err == nil {
-		if pid := sv.resource(t, ocl.ResourceID(f.service, "worker")).outputs(t).PID; pid > 0 {
-			t.Cleanup(func() { killLeftover(t, pid) })
-		}
+	sv, err := readService(f.admin, f.service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid := sv.resource(t, ocl.ResourceID(f.service, "worker")).outputs(t).PID; pid > 0 {
+		t.Cleanup(func() { killLeftover(t, pid) })
 	}
 	f.agents[f.nodeOf[nodeID]].Kill()
 }
