@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ resources:
     requests: {cpu: 0.1, memory: 16Mi}
     properties:
       node: ${resource.home.outputs.node}
-      argv: [sleep, "3600"]
+      argv: [sleep, "600"]
       dir: ${resource.home.outputs.path}
 `
 
@@ -199,14 +200,32 @@ func (f *healFleet) waitStatus(t *testing.T, want string) healView {
 // and cleaned up by the test.
 func (f *healFleet) killAgent(t *testing.T, nodeID string) {
 	t.Helper()
+	f.cleanUpWorker(t)
+	f.agents[f.nodeOf[nodeID]].Kill()
+}
+
+// cleanUpWorker has the test end the service's worker process as it runs
+// now: an agent that stops, or is killed, leaves the processes it
+// supervised running. The agents stop first, or one would start the
+// worker again.
+func (f *healFleet) cleanUpWorker(t *testing.T) {
+	t.Helper()
 	sv, err := readService(f.admin, f.service)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid := sv.resource(t, ocl.ResourceID(f.service, "worker")).outputs(t).PID; pid > 0 {
-		t.Cleanup(func() { killLeftover(t, pid) })
+	pid := sv.resource(t, ocl.ResourceID(f.service, "worker")).outputs(t).PID
+	if pid <= 0 {
+		return
 	}
-	f.agents[f.nodeOf[nodeID]].Kill()
+	t.Cleanup(func() {
+		for _, a := range f.agents {
+			_ = a.Stop(time.Minute)
+		}
+		if strings.HasPrefix(processCmdline(pid), "sleep ") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 }
 
 // A service on two real agents' nodes survives the loss of its node: the
@@ -233,6 +252,7 @@ func TestServiceHealsOffALostNode(t *testing.T) {
 			fmt.Sprintf("%s; home on %s: %+v", v.Service.Status, nodeOf[now], v.Service.Resources)
 	}, server)
 	t.Logf("healed %s after the agent was killed (disconnect and down windows 3 s each, interval 2 s)", time.Since(lost).Round(100*time.Millisecond))
+	f.cleanUpWorker(t)
 	for _, r := range v.Service.Resources {
 		if r.Drift != nil || r.Status != "RUNNING" && r.Status != "CREATED" {
 			t.Errorf("resource %s after healing: %s, drift %+v", r.ID, r.Status, r.Drift)
@@ -308,6 +328,7 @@ func TestRepairOutlivesItsNewNode(t *testing.T) {
 	}, f.server)
 	t.Logf("running on %s %s after the second node's agent was killed (windows 2 s each, interval 2 s)",
 		f.nodeOf[v.nodeOfResource(home)], time.Since(lost).Round(100*time.Millisecond))
+	f.cleanUpWorker(t)
 	for _, r := range v.Service.Resources {
 		if r.Drift != nil || r.Status != "RUNNING" {
 			t.Errorf("resource %s: %s, drift %+v", r.ID, r.Status, r.Drift)
