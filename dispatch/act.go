@@ -243,11 +243,9 @@ func (d *Dispatcher) lease(e *jobEntry, n *nodeEntry, now time.Time) {
 			return // the event was applied (and delivered) already
 		}
 		leased := evs[0].(job.Leased)
-		leasedJob := e.j
-		leasedJob.Apply(leased)
 		e.delivered = leased
 		e.leaseCursor, e.cancelCursor, e.leaseUntil = out.Cursor, eventstore.Cursor{}, leased.LeaseUntil
-		d.deliverItem(n, AgentJob{Cursor: out.Cursor, Job: leasedJob, Attempt: leased.Attempt, LeaseUntil: leased.LeaseUntil})
+		d.deliver(n, e, false) // the item applies the lease handed out (item)
 	})
 }
 
