@@ -399,6 +399,10 @@ func readProcStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, err
 	}
+	return parseProcStat(pid, b)
+}
+
+func parseProcStat(pid int, b []byte) (procStat, error) {
 	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
 	if open < 0 || end < open {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
