@@ -46,7 +46,8 @@ func PlacedType(reg *plugins.Registry, pluginName, typeName string) (plugins.Res
 // resource no node could ever take: one asking more than any node of its
 // location and selector offers, or whose location and selector match no
 // node at all. What is allocated now does not count: capacity may free up
-// before the deployment reaches the resource.
+// before the deployment reaches the resource; nor is a plan refused while
+// a node it may go on has not reported what it offers.
 type PlanCheck struct {
 	Scheduler *Scheduler
 	Plugins   *plugins.Registry
@@ -84,7 +85,8 @@ func (c PlanCheck) CheckPlan(ctx context.Context, plan *ocl.Graph, serviceID, te
 }
 
 // everFits reports why no node that the ask's location and selector allow
-// could take its request even empty; nil when one could.
+// could take its request even empty; nil when one could, or might (a node
+// that has not reported its facts yet).
 func everFits(a placement.Ask, cands []placement.Candidate) error {
 	var largest placement.Candidate
 	matched := 0
@@ -93,7 +95,7 @@ func everFits(a placement.Ask, cands []placement.Candidate) error {
 			continue
 		}
 		matched++
-		if a.Request.Fits(c.Allocatable) {
+		if c.Unmeasured || a.Request.Fits(c.Allocatable) {
 			return nil
 		}
 		if c.Allocatable.MemoryBytes > largest.Allocatable.MemoryBytes || largest.ID == "" {

@@ -492,7 +492,7 @@ func (s *Scheduler) candidateLocked(n *nodeEntry) placement.Candidate {
 	}
 	return placement.Candidate{ID: n.id, Name: name, Location: n.load.Node.LocationID, Labels: n.load.Node.Labels,
 		NotReady: n.load.NotReady(), LocationRetired: retired, Held: n.held,
-		Allocatable: n.load.Allocatable(reserve), Allocated: n.load.Allocated, Groups: n.load.Groups}
+		Unmeasured: n.load.Node.FactsAt.IsZero(), Allocatable: n.load.Allocatable(reserve), Allocated: n.load.Allocated, Groups: n.load.Groups}
 }
 
 // Candidates returns every node as the scheduler sees it now.

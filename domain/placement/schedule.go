@@ -42,7 +42,11 @@ type Candidate struct {
 	LocationRetired bool
 	// Held is set while another decision on the node is being recorded:
 	// it counts for spread and distinct but takes nothing until then.
-	Held        bool
+	Held bool
+	// Unmeasured is set while the node has not reported its facts: an
+	// agent connects first and reports them a moment later, so what the
+	// node offers is not known yet (Allocatable reads zero).
+	Unmeasured  bool
 	Allocatable Resources
 	Allocated   Resources
 	// Groups counts the allocations on the node by group (see Ask).
