@@ -134,15 +134,7 @@ func TestChaos(t *testing.T) {
 		}
 		return byID
 	}
-	poll(t, step, "the agents' nodes to be online", func() (bool, string) {
-		online := 0
-		for _, n := range nodes() {
-			if n.Status == "ONLINE" {
-				online++
-			}
-		}
-		return online == len(hosts), fmt.Sprintf("%d online", online)
-	}, server)
+	waitForNodes(t, admin, hosts, server)
 
 	admin.must(t, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`, map[string]any{"d": chaosDescriptor}, nil)
 	admin.must(t, `mutation { publishTemplate(input: {name: "chaos", version: "1.0.0"}) { template { status } } }`, nil, nil)

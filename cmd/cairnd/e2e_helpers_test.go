@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -53,6 +54,48 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, s
 		time.Sleep(delay)
 		delay = min(2*delay, 500*time.Millisecond)
 	}
+}
+
+// waitForNodes waits until each host's node is online with its facts
+// reported, so that placement knows what it offers (an agent connects
+// first and reports its facts a moment later), and returns the nodes' ids
+// by host.
+func waitForNodes(t *testing.T, c gqlClient, hosts []string, watch ...*testproc.Process) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	poll(t, step, fmt.Sprintf("nodes %s to be online with their facts", strings.Join(hosts, ", ")), func() (bool, string) {
+		var out struct {
+			Nodes struct {
+				Edges []struct {
+					Node struct {
+						ID, Hostname, Status string
+						FactsAt              *string
+					}
+				}
+			}
+		}
+		if err := c.do(`query($n: Int) { nodes(first: $n) { edges { node { id hostname status factsAt } } } }`,
+			map[string]any{"n": len(hosts) + 10}, &out); err != nil {
+			return false, err.Error()
+		}
+		serving := map[string]string{}
+		var states []string
+		for _, e := range out.Nodes.Edges {
+			n := e.Node
+			if n.Status == "ONLINE" && n.FactsAt != nil {
+				serving[n.Hostname] = n.ID
+			}
+			states = append(states, fmt.Sprintf("%s %s (facts: %v)", n.Hostname, n.Status, n.FactsAt != nil))
+		}
+		for _, h := range hosts {
+			if serving[h] == "" {
+				return false, strings.Join(states, "; ")
+			}
+		}
+		ids = serving
+		return true, ""
+	}, watch...)
+	return ids
 }
 
 // firstStartToken finds the administrator's token cairnd prints on its

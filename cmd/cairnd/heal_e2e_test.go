@@ -143,26 +143,9 @@ func startHealFleet(t *testing.T, window time.Duration, extra []string, transpor
 		t.Cleanup(func() { _ = a.Stop(time.Minute) })
 		f.agents[host] = a
 	}
-	poll(t, step, "the agents' nodes to be online", func() (bool, string) {
-		var out struct {
-			Nodes struct {
-				Edges []struct {
-					Node struct{ ID, Hostname, Status string }
-				}
-			}
-		}
-		if err := admin.do(`{ nodes(first: 10) { edges { node { id hostname status } } } }`, nil, &out); err != nil {
-			return false, err.Error()
-		}
-		online := 0
-		for _, e := range out.Nodes.Edges {
-			f.nodeOf[e.Node.ID] = e.Node.Hostname
-			if e.Node.Status == "ONLINE" {
-				online++
-			}
-		}
-		return online == len(hosts), fmt.Sprintf("nodes %+v", out.Nodes.Edges)
-	}, server)
+	for host, id := range waitForNodes(t, admin, hosts, server) {
+		f.nodeOf[id] = host
+	}
 
 	vendor := gqlClient{url: admin.url, token: userToken(t, admin, "Example Hosting", "VENDOR", "")}
 	vendor.must(t, `mutation($d: String!) { registerTemplate(input: {descriptor: $d}) { template { name } } }`, map[string]any{"d": healDescriptor}, nil)

@@ -450,26 +450,7 @@ func floodReplicas(t *testing.T, dbURL string, fault func(owner string, reps []r
 			}
 		})
 		agents = append(agents, agent)
-		var id string
-		poll(t, step, host+" to be online", func() (bool, string) {
-			var out struct {
-				Nodes struct {
-					Edges []struct {
-						Node struct{ ID, Hostname, Status string }
-					}
-				}
-			}
-			if err := api(reps[0]).do(`{ nodes(first: 10) { edges { node { id hostname status } } } }`, nil, &out); err != nil {
-				return false, err.Error()
-			}
-			for _, e := range out.Nodes.Edges {
-				if e.Node.Hostname == host && e.Node.Status == "ONLINE" {
-					id = e.Node.ID
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%+v", out.Nodes.Edges)
-		}, agent)
+		id := waitForNodes(t, api(reps[0]), []string{host}, agent)[host]
 		nodeIDs = append(nodeIDs, id)
 	}
 

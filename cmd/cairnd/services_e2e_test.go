@@ -113,26 +113,7 @@ func TestServicesEndToEnd(t *testing.T) {
 			t.Logf("cairn-agent output:\n%s", agent.Output())
 		}
 	})
-	var nodeID string
-	poll(t, step, "the agent's node to be online", func() (bool, string) {
-		var out struct {
-			Nodes struct {
-				Edges []struct {
-					Node struct{ ID, Hostname, Status string }
-				}
-			}
-		}
-		if err := admin.do(`{ nodes(first: 10) { edges { node { id hostname status } } } }`, nil, &out); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range out.Nodes.Edges {
-			if e.Node.Hostname == "web-1" && e.Node.Status == "ONLINE" {
-				nodeID = e.Node.ID
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("nodes %+v", out.Nodes.Edges)
-	}, server, agent)
+	nodeID := waitForNodes(t, admin, []string{"web-1"}, server, agent)["web-1"]
 
 	// The vendor publishes the example as it is.
 	vendor := gqlClient{url: admin.url, token: userToken(t, admin, "Example Hosting", "VENDOR", "")}
