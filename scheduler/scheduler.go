@@ -45,6 +45,7 @@ type Scheduler struct {
 	zl    zerolog.Logger
 	// undecodable reports the events of types this build cannot read.
 	undecodable *eventstore.Undecodable
+	factsWait   time.Duration
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -80,15 +81,30 @@ type nodeEntry struct {
 
 // New returns a scheduler reading log; clock stamps its events (nil:
 // time.Now).
-func New(log Log, clock func() time.Time, zl zerolog.Logger) *Scheduler {
+func New(log Log, clock func() time.Time, zl zerolog.Logger, opts ...Option) *Scheduler {
 	if clock == nil {
 		clock = time.Now
 	}
 	s := &Scheduler{log: log, clock: clock, zl: zl, ready: make(chan struct{}), undecodable: eventstore.NewUndecodable(zl, "scheduler"),
-		nodes: map[string]*nodeEntry{}, locations: map[string]*locationEntry{}}
+		nodes: map[string]*nodeEntry{}, locations: map[string]*locationEntry{}, factsWait: DefaultFactsWait}
+	for _, o := range opts {
+		o(s)
+	}
 	s.changed = sync.NewCond(&s.mu)
 	return s
 }
+
+// DefaultFactsWait is how long a placement waits for nodes that would be
+// considered but have not reported their facts yet (an agent reports them
+// a moment after it connects) before it says that no node fits.
+const DefaultFactsWait = 30 * time.Second
+
+// Option changes a default of New.
+type Option func(*Scheduler)
+
+// WithFactsWait sets how long a placement waits for nodes yet to report
+// their facts (DefaultFactsWait).
+func WithFactsWait(d time.Duration) Option { return func(s *Scheduler) { s.factsWait = d } }
 
 var followed = eventstore.Filter{StreamTypes: []string{domain.NodeStream, domain.LocationStream}}
 
@@ -307,6 +323,7 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	caughtUp := false
+	var factsCtx context.Context // while the nodes yet to report their facts are waited for
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -340,6 +357,21 @@ func (s *Scheduler) Reserve(ctx context.Context, r Request) (*Decision, error) {
 					return nil, err
 				}
 				continue
+			}
+			var nf *placement.NoFitError
+			if errors.As(err, &nf) && nf.Excluded(placement.ReasonNoFacts) > 0 {
+				// A node that just connected reports its facts a moment
+				// later: wait a while for what it offers before saying no.
+				if factsCtx == nil {
+					var cancel context.CancelFunc
+					factsCtx, cancel = context.WithTimeout(ctx, s.factsWait)
+					defer cancel()
+					defer s.wakeWhenDone(factsCtx)()
+				}
+				if factsCtx.Err() == nil {
+					s.changed.Wait()
+					continue
+				}
 			}
 			return nil, err
 		}

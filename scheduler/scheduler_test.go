@@ -39,9 +39,9 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) start() {
+func (f *fixture) start(opts ...scheduler.Option) {
 	f.t.Helper()
-	f.sched = scheduler.New(f.store, time.Now, zerolog.Nop())
+	f.sched = scheduler.New(f.store, time.Now, zerolog.Nop(), opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = f.sched.Run(ctx) }()
@@ -141,6 +141,59 @@ func TestPlacesOnCapacityAndExplainsFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 draining or drained, 1 lacking 3 GiB of memory") {
 		t.Fatalf("with the big node drained: %v", err)
 	}
+}
+
+// A node whose agent has connected but not yet reported its facts is
+// waited for: a placement made in that moment lands once the facts come,
+// and one that waits in vain says why.
+func TestWaitsForANodesFirstFacts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	req := placement.Resources{CPUMillis: 500, MemoryBytes: gib}
+	t.Run("the facts come", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		fresh := commandstest.EnrollOnline(t, f.nodes, commandstest.OnlineNode{Hostname: "fresh-1", Unreported: true})
+		f.start(scheduler.WithFactsWait(time.Minute))
+		placed := make(chan error, 1)
+		var got string
+		go func() {
+			var err error
+			got, err = f.place(ctx, "r1", req)
+			placed <- err
+		}()
+		select {
+		case err := <-placed:
+			t.Fatalf("placed on %q before the node reported what it offers (%v)", got, err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		commandstest.ReportFacts(t, f.nodes, fresh, 4, 8*gib)
+		select {
+		case err := <-placed:
+			if err != nil || got != fresh {
+				t.Fatalf("placed on %q (%v), want the node that reported, %s", got, err, fresh)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("still waiting 10 s after the node reported its facts")
+		}
+	})
+	t.Run("they never do", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		commandstest.EnrollOnline(t, f.nodes, commandstest.OnlineNode{Hostname: "mute-1", Unreported: true})
+		f.enroll("small-1", "", 1, gib/2, nil)
+		const wait = 300 * time.Millisecond
+		f.start(scheduler.WithFactsWait(wait))
+		began := time.Now()
+		_, err := f.place(ctx, "r1", req)
+		var nf *placement.NoFitError
+		if !errors.As(err, &nf) || !strings.Contains(err.Error(), "0 of 2 nodes fit: 1 without reported facts, 1 lacking 1 GiB of memory") {
+			t.Fatalf("with one node mute and one too small: %v", err)
+		}
+		if took := time.Since(began); took < wait {
+			t.Errorf("said no after %s, before the %s wait for the facts was over", took, wait)
+		}
+	})
 }
 
 // Many deployments race for the last slots of a node: exactly as many as

@@ -96,7 +96,7 @@ func (l NodeLoad) NotReady() string {
 	case l.Node.Status == node.StatusDecommissioned:
 		return "decommissioned"
 	case l.Node.FactsAt.IsZero():
-		return "without reported facts"
+		return ReasonNoFacts
 	}
 	return "offline"
 }

@@ -104,6 +104,20 @@ type Exclusion struct {
 	Nodes  int    `json:"nodes"`
 }
 
+// ReasonNoFacts is why a node that has not reported its facts does not
+// take a request: what it offers is not known yet.
+const ReasonNoFacts = "without reported facts"
+
+// Excluded is how many nodes were left out for reason.
+func (e *NoFitError) Excluded(reason string) int {
+	for _, x := range e.Exclusions {
+		if x.Reason == reason {
+			return x.Nodes
+		}
+	}
+	return 0
+}
+
 // NoFitError says why no node fits, counting the nodes each filter
 // excluded (each node counted once, by the first filter it failed).
 type NoFitError struct {
@@ -167,6 +181,8 @@ var filters = []filter{
 	{"capacity", func(a Ask, c Candidate, _ *view) (bool, string) {
 		free := c.Free()
 		switch {
+		case c.Unmeasured && !a.Request.Fits(free):
+			return false, ReasonNoFacts
 		case a.Request.CPUMillis > free.CPUMillis:
 			return false, "lacking " + FormatCPU(a.Request.CPUMillis) + " CPU"
 		case a.Request.MemoryBytes > free.MemoryBytes:
