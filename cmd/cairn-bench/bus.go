@@ -38,7 +38,7 @@ var _ message.Subscriber = (*eventbus.Subscriber)(nil)
 // delivers its backlog to one of its own (watermillSQLPeer): three passes
 // each, alternating, with new groups each time, and the medians compared.
 // A pass takes about a second, where a pause of the machine's would move
-// one figure by half; a single pass of the peer moved it twofold.
+// one figure by half: each side gets the same number of chances.
 func benchConsumerGroup(ctx context.Context, e *env) (result, error) {
 	head, err := e.store.Head(ctx)
 	if err != nil {

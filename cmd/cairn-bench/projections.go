@@ -285,9 +285,10 @@ func benchProjectionLag(ctx context.Context, e *env) (result, error) {
 	}
 	slices.Sort(lat)
 	pct := func(q float64) float64 { return round(lat[int(q*float64(len(lat)-1))], 2) }
-	// The slowest hundredth is a few hundred appends: one stall of the
-	// database's (a checkpoint writing what the runs before left) moves
-	// the p99 on its own.
+	// The slowest hundredth is a few hundred appends, so one stall of the
+	// database's (a checkpoint writing what the runs before left, say)
+	// could move the p99 on its own: the spread and the checkpoints say
+	// whether one did.
 	e.log.Info().Float64("p50_ms", pct(0.5)).Float64("p90_ms", pct(0.9)).Float64("p99_ms", pct(0.99)).
 		Float64("max_ms", lat[len(lat)-1]).Int64("checkpoints_begun", checkpointsAfter-checkpointsBefore).
 		Msg("projection lag")
