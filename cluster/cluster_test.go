@@ -29,7 +29,9 @@ func TestLeaseFencesADeposedOwner(t *testing.T) {
 	pool := db.AppPool(t)
 	store := eventstore.New(pool, events.Registry(), eventstore.Options{})
 	t.Cleanup(store.Close)
-	opts := LeaseOptions{TTL: 400 * time.Millisecond, RenewEvery: 100 * time.Millisecond, Log: zerolog.Nop()}
+	// Each try gives up after RenewEvery: at a tenth of a second the first
+	// claim, connecting on a loaded machine, did.
+	opts := LeaseOptions{TTL: 1500 * time.Millisecond, RenewEvery: 500 * time.Millisecond, Log: zerolog.Nop()}
 	a, b := NewLease(pool, "dispatch", "replica-a", opts), NewLease(pool, "dispatch", "replica-b", opts)
 
 	if err := a.tryOnce(ctx); err != nil || !a.Owns() || a.Epoch() != 1 {
@@ -89,7 +91,7 @@ func TestLeaseRenewsWhileItsAppendsAreInFlight(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	pool := db.AppPool(t)
-	opts := LeaseOptions{TTL: 600 * time.Millisecond, RenewEvery: 200 * time.Millisecond, Log: zerolog.Nop()}
+	opts := LeaseOptions{TTL: 1500 * time.Millisecond, RenewEvery: 500 * time.Millisecond, Log: zerolog.Nop()}
 	a, b := NewLease(pool, "dispatch", "replica-a", opts), NewLease(pool, "dispatch", "replica-b", opts)
 	if err := a.tryOnce(ctx); err != nil || !a.Owns() {
 		t.Fatalf("first claim: owns %v, %v", a.Owns(), err)
