@@ -206,7 +206,24 @@ func TestGenerationMovesOnlyWithTheReadModels(t *testing.T) {
 	b := start(t, e, opts) // another replica's runner on the same read models
 	waitAll(t, e, a.Runner)
 	waitAll(t, e, b.Runner)
-	idleA, idleB := a.Generation(), b.Generation()
+	// Each runner meets the other's last saves a poll or so after both
+	// reached the head (a checkpoint moved by another process may have
+	// changed a read model): wait until both stood still for three polls,
+	// then watch ten more. A generation that moved on every poll never
+	// settles.
+	settled := func() (uint64, uint64) {
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			ga, gb := a.Generation(), b.Generation()
+			time.Sleep(3 * opts.PollInterval)
+			if a.Generation() == ga && b.Generation() == gb {
+				return ga, gb
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the generations still moved 10 s after both runners reached the head (now %d and %d)", a.Generation(), b.Generation())
+			}
+		}
+	}
+	idleA, idleB := settled()
 	time.Sleep(10 * opts.PollInterval)
 	if g := a.Generation(); g != idleA {
 		t.Errorf("the generation moved from %d to %d over ten polls with nothing to apply", idleA, g)
