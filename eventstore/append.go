@@ -180,7 +180,7 @@ const sideBatchMin = 4
 
 func newAppender(s *Store) *appender {
 	a := &appender{s: s, heads: newHeadCache(s.opts.HeadCacheSize), busy: map[string]bool{}, started: map[*appendOp]time.Time{},
-		waitingLanes: map[string]int{}, queuedLanes: map[string]int{}}
+		waitingLanes: map[string]int{}, queuedLanes: map[string]int{}, crowd: crowd{window: 2 * s.opts.GatherFor}}
 	a.idle = sync.NewCond(&a.mu)
 	return a
 }
