@@ -432,25 +432,33 @@ func TestSubscriptionsReadALargeCommitOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(func() bool { return received.Load() >= int64(len(sizes)) })
-	received.Store(0)
-	before := e.store.Stats().EventsRead
 	evs := make([]domain.Event, events)
 	for i := range evs {
 		evs[i] = widgetCounted{N: i}
 	}
-	if _, err := e.store.Append(c, one("large-commit", eventstore.NoStream, evs...)); err != nil {
-		t.Fatal(err)
+	// Sharing rests on the subscriptions waking together; on a machine
+	// the whole suite loads, one commit in a few finds them apart. Without
+	// sharing every commit is read once per subscription, so three tries
+	// that all read it again still fail.
+	var reads []int64
+	for try := range 3 {
+		received.Store(0)
+		before := e.store.Stats().EventsRead
+		if _, err := e.store.Append(c, one(fmt.Sprint("large-commit-", try), eventstore.NoStream, evs...)); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(func() bool { return received.Load() >= int64(len(sizes)*events) })
+		if got := received.Load(); got != int64(len(sizes)*events) {
+			t.Fatalf("%d subscriptions received %d events, want %d each", len(sizes), got, events)
+		}
+		read := e.store.Stats().EventsRead - before
+		t.Logf("%d subscriptions read %d events from the database for a commit of %d", len(sizes), read, events)
+		if read <= events*3/2 {
+			return
+		}
+		reads = append(reads, read)
 	}
-	waitUntil(func() bool { return received.Load() >= int64(len(sizes)*events) })
-	stop()
-	if got := received.Load(); got != int64(len(sizes)*events) {
-		t.Fatalf("%d subscriptions received %d events, want %d each", len(sizes), got, events)
-	}
-	read := e.store.Stats().EventsRead - before
-	t.Logf("%d subscriptions read %d events from the database for a commit of %d", len(sizes), read, events)
-	if read > events*3/2 {
-		t.Errorf("%d subscriptions read %d events from the database for a commit of %d: each read it again", len(sizes), read, events)
-	}
+	t.Errorf("%d subscriptions read %v events from the database for three commits of %d: each read them again", len(sizes), reads, events)
 }
 
 // followTheWriters subscribes from the head once for each of delays (how
